@@ -1,0 +1,450 @@
+/*
+ * Reading CPython's own _Py_DebugOffsets block (3.13+).
+ *
+ * The block is a struct of uint64_t fields after an 8-byte cookie, the
+ * version and a free-threaded flag.  Its members are grouped by the CPython
+ * struct they describe, and each minor version inserted members in the
+ * middle of groups (3.14: threads_main, stackpointer, co_tlbc, set_object;
+ * 3.15: base_frame, err_stackitem, heap_type_object, ...).  So the position
+ * of a member depends on the minor version, and the block does not describe
+ * itself.  We therefore keep, per minor version, the ordered member list as
+ * data (copied from `ptype /o struct _Py_DebugOffsets` of the real sid
+ * builds, which match Include/internal/pycore_debug_offsets.h of 3.14/3.15
+ * and pycore_runtime.h of 3.13) and look members up by name.
+ *
+ * The host and target are both x86-64 (little-endian), so uint64_t fields
+ * are copied out as they are.
+ */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "layout.h"
+#include "debug_offsets.h"
+
+#define COOKIE "xdebugpy"
+#define HEADER_SIZE 24 /* cookie[8], version, free_threaded */
+#define FIELD_SIZE 8
+/* No struct we read has a member this far in; anything past it means we
+ * are reading the wrong bytes or the wrong member list. */
+#define MAX_OFFSET (64 * 1024)
+/* _PyRuntimeState is ~350 KiB in 3.15; a "size" past this is garbage. */
+#define MAX_STRUCT_SIZE (16 * 1024 * 1024)
+/* struct _gil_runtime_state is a few hundred bytes (mutex, cond vars). */
+#define MAX_GIL_OFFSET 4096
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+static const char *const fields_313[] = {
+	"runtime_state.size", "runtime_state.finalizing",
+	"runtime_state.interpreters_head",
+	"interpreter_state.size", "interpreter_state.id",
+	"interpreter_state.next", "interpreter_state.threads_head",
+	"interpreter_state.gc", "interpreter_state.imports_modules",
+	"interpreter_state.sysdict", "interpreter_state.builtins",
+	"interpreter_state.ceval_gil", "interpreter_state.gil_runtime_state",
+	"interpreter_state.gil_runtime_state_enabled",
+	"interpreter_state.gil_runtime_state_locked",
+	"interpreter_state.gil_runtime_state_holder",
+	"thread_state.size", "thread_state.prev", "thread_state.next",
+	"thread_state.interp", "thread_state.current_frame",
+	"thread_state.thread_id", "thread_state.native_thread_id",
+	"thread_state.datastack_chunk", "thread_state.status",
+	"interpreter_frame.size", "interpreter_frame.previous",
+	"interpreter_frame.executable", "interpreter_frame.instr_ptr",
+	"interpreter_frame.localsplus", "interpreter_frame.owner",
+	"code_object.size", "code_object.filename", "code_object.name",
+	"code_object.qualname", "code_object.linetable",
+	"code_object.firstlineno", "code_object.argcount",
+	"code_object.localsplusnames", "code_object.localspluskinds",
+	"code_object.co_code_adaptive",
+	"pyobject.size", "pyobject.ob_type",
+	"type_object.size", "type_object.tp_name", "type_object.tp_repr",
+	"type_object.tp_flags",
+	"tuple_object.size", "tuple_object.ob_item", "tuple_object.ob_size",
+	"list_object.size", "list_object.ob_item", "list_object.ob_size",
+	"dict_object.size", "dict_object.ma_keys", "dict_object.ma_values",
+	"float_object.size", "float_object.ob_fval",
+	"long_object.size", "long_object.lv_tag", "long_object.ob_digit",
+	"bytes_object.size", "bytes_object.ob_size", "bytes_object.ob_sval",
+	"unicode_object.size", "unicode_object.state", "unicode_object.length",
+	"unicode_object.asciiobject_size",
+	"gc.size", "gc.collecting",
+};
+
+static const char *const fields_314[] = {
+	"runtime_state.size", "runtime_state.finalizing",
+	"runtime_state.interpreters_head",
+	"interpreter_state.size", "interpreter_state.id",
+	"interpreter_state.next", "interpreter_state.threads_head",
+	"interpreter_state.threads_main", "interpreter_state.gc",
+	"interpreter_state.imports_modules", "interpreter_state.sysdict",
+	"interpreter_state.builtins", "interpreter_state.ceval_gil",
+	"interpreter_state.gil_runtime_state",
+	"interpreter_state.gil_runtime_state_enabled",
+	"interpreter_state.gil_runtime_state_locked",
+	"interpreter_state.gil_runtime_state_holder",
+	"interpreter_state.code_object_generation",
+	"interpreter_state.tlbc_generation",
+	"thread_state.size", "thread_state.prev", "thread_state.next",
+	"thread_state.interp", "thread_state.current_frame",
+	"thread_state.thread_id", "thread_state.native_thread_id",
+	"thread_state.datastack_chunk", "thread_state.status",
+	"interpreter_frame.size", "interpreter_frame.previous",
+	"interpreter_frame.executable", "interpreter_frame.instr_ptr",
+	"interpreter_frame.localsplus", "interpreter_frame.owner",
+	"interpreter_frame.stackpointer", "interpreter_frame.tlbc_index",
+	"code_object.size", "code_object.filename", "code_object.name",
+	"code_object.qualname", "code_object.linetable",
+	"code_object.firstlineno", "code_object.argcount",
+	"code_object.localsplusnames", "code_object.localspluskinds",
+	"code_object.co_code_adaptive", "code_object.co_tlbc",
+	"pyobject.size", "pyobject.ob_type",
+	"type_object.size", "type_object.tp_name", "type_object.tp_repr",
+	"type_object.tp_flags",
+	"tuple_object.size", "tuple_object.ob_item", "tuple_object.ob_size",
+	"list_object.size", "list_object.ob_item", "list_object.ob_size",
+	"set_object.size", "set_object.used", "set_object.table",
+	"set_object.mask",
+	"dict_object.size", "dict_object.ma_keys", "dict_object.ma_values",
+	"float_object.size", "float_object.ob_fval",
+	"long_object.size", "long_object.lv_tag", "long_object.ob_digit",
+	"bytes_object.size", "bytes_object.ob_size", "bytes_object.ob_sval",
+	"unicode_object.size", "unicode_object.state", "unicode_object.length",
+	"unicode_object.asciiobject_size",
+	"gc.size", "gc.collecting",
+	"gen_object.size", "gen_object.gi_name", "gen_object.gi_iframe",
+	"gen_object.gi_frame_state",
+	"llist_node.next", "llist_node.prev",
+	"debugger_support.eval_breaker",
+	"debugger_support.remote_debugger_support",
+	"debugger_support.remote_debugging_enabled",
+	"debugger_support.debugger_pending_call",
+	"debugger_support.debugger_script_path",
+	"debugger_support.debugger_script_path_size",
+};
+
+static const char *const fields_315[] = {
+	"runtime_state.size", "runtime_state.finalizing",
+	"runtime_state.interpreters_head",
+	"interpreter_state.size", "interpreter_state.id",
+	"interpreter_state.next", "interpreter_state.threads_head",
+	"interpreter_state.threads_main", "interpreter_state.gc",
+	"interpreter_state.imports_modules", "interpreter_state.sysdict",
+	"interpreter_state.builtins", "interpreter_state.ceval_gil",
+	"interpreter_state.gil_runtime_state",
+	"interpreter_state.gil_runtime_state_enabled",
+	"interpreter_state.gil_runtime_state_locked",
+	"interpreter_state.gil_runtime_state_holder",
+	"interpreter_state.code_object_generation",
+	"interpreter_state.tlbc_generation",
+	"thread_state.size", "thread_state.prev", "thread_state.next",
+	"thread_state.interp", "thread_state.current_frame",
+	"thread_state.base_frame", "thread_state.last_profiled_frame",
+	"thread_state.last_profiled_frame_seq", "thread_state.thread_id",
+	"thread_state.native_thread_id", "thread_state.datastack_chunk",
+	"thread_state.status", "thread_state.holds_gil",
+	"thread_state.gil_requested", "thread_state.current_exception",
+	"thread_state.exc_state",
+	"err_stackitem.exc_value",
+	"interpreter_frame.size", "interpreter_frame.previous",
+	"interpreter_frame.executable", "interpreter_frame.instr_ptr",
+	"interpreter_frame.localsplus", "interpreter_frame.owner",
+	"interpreter_frame.stackpointer", "interpreter_frame.tlbc_index",
+	"code_object.size", "code_object.filename", "code_object.name",
+	"code_object.qualname", "code_object.linetable",
+	"code_object.firstlineno", "code_object.argcount",
+	"code_object.localsplusnames", "code_object.localspluskinds",
+	"code_object.co_code_adaptive", "code_object.co_tlbc",
+	"pyobject.size", "pyobject.ob_type",
+	"type_object.size", "type_object.tp_name", "type_object.tp_repr",
+	"type_object.tp_flags", "type_object.tp_basicsize",
+	"type_object.tp_dictoffset",
+	"heap_type_object.size", "heap_type_object.ht_cached_keys",
+	"tuple_object.size", "tuple_object.ob_item", "tuple_object.ob_size",
+	"list_object.size", "list_object.ob_item", "list_object.ob_size",
+	"set_object.size", "set_object.used", "set_object.table",
+	"set_object.mask",
+	"dict_object.size", "dict_object.ma_keys", "dict_object.ma_values",
+	"float_object.size", "float_object.ob_fval",
+	"long_object.size", "long_object.lv_tag", "long_object.ob_digit",
+	"bytes_object.size", "bytes_object.ob_size", "bytes_object.ob_sval",
+	"unicode_object.size", "unicode_object.state", "unicode_object.length",
+	"unicode_object.asciiobject_size",
+	"unicode_object.compactunicodeobject_size",
+	"gc.size", "gc.collecting", "gc.frame", "gc.generation_stats_size",
+	"gc.generation_stats",
+	"gen_object.size", "gen_object.gi_name", "gen_object.gi_iframe",
+	"gen_object.gi_frame_state",
+	"llist_node.next", "llist_node.prev",
+	"debugger_support.eval_breaker",
+	"debugger_support.remote_debugger_support",
+	"debugger_support.remote_debugging_enabled",
+	"debugger_support.debugger_pending_call",
+	"debugger_support.debugger_script_path",
+	"debugger_support.debugger_script_path_size",
+};
+
+struct block_format {
+	int minor;
+	const char *const *names;
+	size_t count;
+};
+
+static const struct block_format formats[] = {
+	{ 13, fields_313, COUNT(fields_313) },
+	{ 14, fields_314, COUNT(fields_314) },
+	{ 15, fields_315, COUNT(fields_315) },
+};
+
+/*
+ * Where each member we use lands in struct py_layout, and how many bytes of
+ * the target struct it covers, so that "offset + width <= struct size" can
+ * be checked.  Width 0 marks a member that is itself a size (sizeof
+ * PyASCIIObject): it may equal the struct size but not exceed it.
+ */
+struct published {
+	const char *name;
+	size_t dst;
+	uint8_t width;
+};
+
+#define AT(f) offsetof(struct py_layout, f)
+
+static const struct published published[] = {
+	{ "runtime_state.interpreters_head", AT(runtime.interpreters_head), 8 },
+	{ "interpreter_state.id", AT(interp.id), 8 },
+	{ "interpreter_state.next", AT(interp.next), 8 },
+	{ "interpreter_state.threads_head", AT(interp.tstate_head), 8 },
+	{ "interpreter_state.ceval_gil", AT(interp.gil_ptr), 8 },
+	{ "thread_state.next", AT(tstate.next), 8 },
+	{ "thread_state.interp", AT(tstate.interp), 8 },
+	{ "thread_state.current_frame", AT(tstate.frame), 8 },
+	{ "thread_state.thread_id", AT(tstate.thread_id), 8 },
+	{ "thread_state.native_thread_id", AT(tstate.native_thread_id), 8 },
+	{ "interpreter_frame.previous", AT(iframe.previous), 8 },
+	{ "interpreter_frame.executable", AT(iframe.code), 8 },
+	{ "interpreter_frame.instr_ptr", AT(iframe.instr), 8 },
+	{ "interpreter_frame.owner", AT(iframe.owner), 1 },
+	{ "code_object.filename", AT(code.filename), 8 },
+	{ "code_object.name", AT(code.name), 8 },
+	{ "code_object.qualname", AT(code.qualname), 8 },
+	{ "code_object.linetable", AT(code.linetable), 8 },
+	{ "code_object.firstlineno", AT(code.firstlineno), 4 },
+	{ "code_object.co_code_adaptive", AT(code.code_adaptive), 1 },
+	{ "pyobject.ob_type", AT(object.ob_type), 8 },
+	{ "type_object.tp_name", AT(object.tp_name), 8 },
+	{ "bytes_object.ob_size", AT(bytes.ob_size), 8 },
+	{ "bytes_object.ob_sval", AT(bytes.ob_sval), 1 },
+	{ "unicode_object.state", AT(unicode.state), 4 },
+	{ "unicode_object.length", AT(unicode.length), 8 },
+	{ "unicode_object.asciiobject_size", AT(unicode.ascii_size), 0 },
+	/* 3.15+ only; before that compact_size stays the built-in value. */
+	{ "unicode_object.compactunicodeobject_size", AT(unicode.compact_size),
+	  0 },
+};
+
+struct block {
+	const uint8_t *raw;
+	size_t len;
+	const struct block_format *fmt;
+};
+
+static const struct block_format *format_for(int minor)
+{
+	for (size_t i = 0; i < COUNT(formats); i++)
+		if (formats[i].minor == minor)
+			return &formats[i];
+	return NULL;
+}
+
+static uint64_t load_u64(const uint8_t *p)
+{
+	uint64_t v;
+	memcpy(&v, p, sizeof(v)); /* the block need not be aligned for us */
+	return v;
+}
+
+/* Read a member by name; false if this version does not publish it (or,
+ * defensively, if it lies past the bytes we were given). */
+static bool get(const struct block *b, const char *name, uint64_t *v)
+{
+	for (size_t i = 0; i < b->fmt->count; i++) {
+		if (strcmp(b->fmt->names[i], name) != 0)
+			continue;
+		size_t at = HEADER_SIZE + i * FIELD_SIZE;
+		if (at > b->len || b->len - at < FIELD_SIZE)
+			return false;
+		*v = load_u64(b->raw + at);
+		return true;
+	}
+	return false;
+}
+
+/* The "size" member of the group `name` belongs to (the part before the
+ * dot), i.e. sizeof the CPython struct that `name` is an offset into. */
+static bool group_size(const struct block *b, const char *name, uint64_t *v)
+{
+	const char *dot = strchr(name, '.');
+	char key[64];
+	size_t n = dot ? (size_t)(dot - name) : 0;
+	if (n == 0 || n + sizeof(".size") > sizeof(key))
+		return false;
+	memcpy(key, name, n);
+	memcpy(key + n, ".size", sizeof(".size"));
+	return get(b, key, v) && *v > 0 && *v <= MAX_STRUCT_SIZE;
+}
+
+static bool plausible(uint64_t v, uint8_t width, uint64_t size)
+{
+	if (width == 0)
+		return v > 0 && v <= size;
+	return v < MAX_OFFSET && v + width <= size;
+}
+
+static void store(struct py_layout *l, size_t dst, uint64_t v)
+{
+	int32_t x = (int32_t)v; /* plausible() bounded it well below 2^31 */
+	memcpy((char *)l + dst, &x, sizeof(x));
+}
+
+/* Override every layout field the block publishes; -1 on a value that does
+ * not fit the struct the block itself says it belongs to. */
+static int apply_published(const struct block *b, struct py_layout *l)
+{
+	for (size_t i = 0; i < COUNT(published); i++) {
+		const struct published *p = &published[i];
+		uint64_t v, size;
+		if (!get(b, p->name, &v))
+			continue; /* not in this version: keep the built-in */
+		if (!group_size(b, p->name, &size) ||
+		    !plausible(v, p->width, size))
+			return -1;
+		store(l, p->dst, v);
+	}
+	return 0;
+}
+
+/*
+ * The block gives the GIL's locked/last_holder as offsets inside
+ * PyInterpreterState (of the interpreter's own embedded _gil).  The decoder
+ * follows interp->ceval.gil instead, which may point at the main
+ * interpreter's _gil, so it needs them relative to the GIL struct.
+ */
+static int apply_gil(const struct block *b, struct py_layout *l)
+{
+	uint64_t base, locked, holder;
+	if (!get(b, "interpreter_state.gil_runtime_state", &base) ||
+	    !get(b, "interpreter_state.gil_runtime_state_locked", &locked) ||
+	    !get(b, "interpreter_state.gil_runtime_state_holder", &holder))
+		return -1;
+	if (locked < base || holder < base || locked == holder ||
+	    locked - base >= MAX_GIL_OFFSET || holder - base >= MAX_GIL_OFFSET)
+		return -1;
+	l->gil.locked = (int32_t)(locked - base);
+	l->gil.last_holder = (int32_t)(holder - base);
+	return 0;
+}
+
+static bool distinct(const int32_t *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = i + 1; j < n; j++)
+			if (v[i] == v[j])
+				return false;
+	return true;
+}
+
+/* Offsets into PyObject-headed structs lie past the header, in the order
+ * every version has them. */
+static bool objects_consistent(const struct py_layout *l, int32_t head)
+{
+	return l->object.ob_type > 0 && l->object.ob_type + 8 <= head &&
+	       l->object.tp_name >= head + 8 && /* after PyVarObject */
+	       l->bytes.ob_size >= head &&
+	       l->bytes.ob_sval > l->bytes.ob_size &&
+	       l->unicode.length >= head &&
+	       l->unicode.state > l->unicode.length &&
+	       l->unicode.ascii_size > l->unicode.state &&
+	       l->unicode.compact_size > l->unicode.ascii_size &&
+	       l->code.filename >= head && l->code.name >= head &&
+	       l->code.qualname >= head && l->code.firstlineno >= head &&
+	       l->code.linetable >= head && l->code.code_adaptive >= head;
+}
+
+/*
+ * Cross-member invariants that hold for every GIL build on a 64-bit target.
+ * A member list that is off for this version (a mid-struct insertion we do
+ * not know about) or a corrupted block yields offsets that each fit their
+ * struct but break these, so this is the guard against parsing the block
+ * with the wrong member list.  `block_size` is sizeof(_Py_DebugOffsets).
+ */
+static bool consistent(const struct py_layout *l, int32_t head,
+		       size_t block_size)
+{
+	/* PyThreadState starts with prev, and (3.13+) PyInterpreterState
+	 * with ceval, _PyInterpreterFrame with f_executable: none of the
+	 * other members we read can be at 0, and no two can share a place. */
+	const int32_t is[] = { 0, l->interp.id, l->interp.next,
+			       l->interp.tstate_head, l->interp.gil_ptr };
+	const int32_t ts[] = { 0, l->tstate.next, l->tstate.interp,
+			       l->tstate.frame, l->tstate.thread_id,
+			       l->tstate.native_thread_id };
+	const int32_t fr[] = { l->iframe.code, l->iframe.previous,
+			       l->iframe.instr, l->iframe.owner };
+	const int32_t co[] = { l->code.filename, l->code.name,
+			       l->code.qualname, l->code.firstlineno,
+			       l->code.linetable, l->code.code_adaptive };
+	/* The block is _PyRuntime's first member, so the interpreter list
+	 * must come after it. */
+	return (size_t)l->runtime.interpreters_head >= block_size &&
+	       distinct(is, COUNT(is)) && distinct(ts, COUNT(ts)) &&
+	       distinct(fr, COUNT(fr)) && distinct(co, COUNT(co)) &&
+	       objects_consistent(l, head);
+}
+
+/* Check the fixed header; on success *minor is the block's minor version. */
+static int parse_header(const uint8_t *raw, size_t len, uint64_t *version_hex,
+			int *minor)
+{
+	if (len < HEADER_SIZE || memcmp(raw, COOKIE, 8) != 0)
+		return -1;
+	uint64_t version = load_u64(raw + 8);
+	if (version_hex)
+		*version_hex = version;
+	if (load_u64(raw + 16) != 0)
+		return -1; /* free-threaded: different object and GIL layout */
+	/* PY_VERSION_HEX: major<<24 | minor<<16 | micro<<8 | level<<4 | serial.
+	 * Alpha (0xA) and beta (0xB) releases still reshuffle the block, so
+	 * our per-minor member list is only trusted from the candidates on. */
+	if ((version >> 24) != 3 || ((version >> 4) & 0xf) < 0xc)
+		return -1;
+	*minor = (int)((version >> 16) & 0xff);
+	return 0;
+}
+
+int py_layout_from_debug_offsets(const uint8_t *raw, size_t len,
+				 bool debug_build, struct py_layout *out,
+				 uint64_t *version_hex)
+{
+	int minor;
+	uint64_t head;
+	if (!raw || !out || parse_header(raw, len, version_hex, &minor))
+		return -1;
+	struct block b = { raw, len, format_for(minor) };
+	/* Unknown minor (3.12 has no block; 3.16+ unknown member order). */
+	if (!b.fmt || len - HEADER_SIZE < b.fmt->count * FIELD_SIZE)
+		return -1;
+	const struct py_layout *base = py_layout_builtin(3, minor, debug_build);
+	if (!base)
+		return -1;
+	struct py_layout l = *base;
+	if (apply_published(&b, &l) || apply_gil(&b, &l) ||
+	    !get(&b, "pyobject.size", &head) || head > MAX_OFFSET ||
+	    !consistent(&l, (int32_t)head,
+			HEADER_SIZE + b.fmt->count * FIELD_SIZE))
+		return -1;
+	*out = l;
+	return 0;
+}

@@ -1,0 +1,140 @@
+/*
+ * Per-version CPython struct layouts (x86-64).
+ *
+ * Every difference between CPython versions that the decoders care about is
+ * data in a struct py_layout: byte offsets of the fields we read, plus a few
+ * feature switches (which frame model, which line-table format, where the GIL
+ * holder lives).  Decoders branch on the features, never on version numbers.
+ *
+ * Tables for 3.6-3.12 (and Debian's 3.11 debug build) come from the DWARF of
+ * real interpreters (tools/gen-layouts.sh).  For 3.13+ the interpreter
+ * publishes its own offsets in _Py_DebugOffsets at the start of _PyRuntime;
+ * debug_offsets.c reads those from the target and they win over the built-in
+ * table, which stays as the fallback and the sanity reference.
+ */
+#ifndef PYD_CPYTHON_LAYOUT_H
+#define PYD_CPYTHON_LAYOUT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* A field that this version does not have. */
+#define PYD_NO_FIELD (-1)
+
+enum py_frame_model {
+	/* <= 3.10: tstate->frame is a PyFrameObject chained by f_back. */
+	PY_FRAMES_OBJECT,
+	/* 3.11, 3.12: tstate->cframe->current_frame, a _PyInterpreterFrame
+	 * chained by previous. */
+	PY_FRAMES_CFRAME,
+	/* 3.13+: tstate->current_frame directly. */
+	PY_FRAMES_DIRECT,
+};
+
+enum py_line_model {
+	PY_LINES_LNOTAB,    /* <= 3.9: co_lnotab, f_lasti in bytes */
+	PY_LINES_310,       /* 3.10: co_linetable pairs, f_lasti in code units */
+	PY_LINES_LOCATIONS, /* 3.11+: PEP 657 location table, instr pointer */
+};
+
+enum py_gil_model {
+	/* 3.6: the exported global _PyThreadState_Current is the holder. */
+	PY_GIL_SYMBOL,
+	/* 3.7-3.11: _PyRuntime.gilstate.tstate_current is the holder. */
+	PY_GIL_RUNTIME_TSTATE,
+	/* 3.12+: interp->ceval.gil points at a _gil_runtime_state whose
+	 * locked/last_holder tell who holds it. */
+	PY_GIL_INTERP_STATE,
+};
+
+struct py_layout {
+	int major, minor;
+	bool debug_build; /* Py_DEBUG: layouts differ from the release build */
+
+	enum py_frame_model frame_model;
+	enum py_line_model line_model;
+	enum py_gil_model gil_model;
+
+	/* 3.14+ stores f_executable as a tagged _PyStackRef: clear these bits. */
+	uint64_t code_tag_mask;
+	/* _PyInterpreterFrame.owner values >= this are not Python frames
+	 * (C-stack shims, interpreter base frames); PYD_NO_FIELD if the version
+	 * has none (3.11). */
+	int owner_first_shim;
+
+	struct {
+		int32_t interpreters_head; /* _PyRuntime.interpreters.head */
+		int32_t tstate_current;    /* gilstate.tstate_current (3.7-3.11) */
+	} runtime;
+
+	struct {
+		int32_t next;
+		int32_t tstate_head; /* tstate_head / threads.head */
+		int32_t id;          /* 3.7+ */
+		int32_t gil_ptr;     /* 3.12+: ceval.gil (a pointer) */
+	} interp;
+
+	struct { /* offsets inside struct _gil_runtime_state (3.12+) */
+		int32_t locked;
+		int32_t last_holder;
+	} gil;
+
+	struct {
+		int32_t next;
+		int32_t interp;
+		/* frame (<=3.10), cframe (3.11-3.12) or current_frame (3.13+) */
+		int32_t frame;
+		int32_t thread_id;        /* pthread_t */
+		int32_t native_thread_id; /* 3.8+ */
+	} tstate;
+
+	struct { /* _PyCFrame (3.11-3.12) */
+		int32_t current_frame;
+	} cframe;
+
+	struct { /* PyFrameObject (<= 3.10) */
+		int32_t f_back;
+		int32_t f_code;
+		int32_t f_lasti; /* int */
+	} frame_object;
+
+	struct { /* _PyInterpreterFrame (3.11+) */
+		int32_t code;     /* f_code / f_executable */
+		int32_t previous;
+		int32_t instr;    /* prev_instr (3.11-3.12) / instr_ptr (3.13+) */
+		int32_t owner;    /* char */
+		int32_t is_entry; /* bool, 3.11 only */
+	} iframe;
+
+	struct { /* PyCodeObject */
+		int32_t filename;
+		int32_t name;
+		int32_t qualname; /* 3.11+ */
+		int32_t firstlineno; /* int */
+		int32_t linetable;   /* co_lnotab (<=3.9) / co_linetable */
+		int32_t code_adaptive; /* 3.11+: inline bytecode */
+	} code;
+
+	struct { /* PyASCIIObject / PyCompactUnicodeObject / PyUnicodeObject */
+		int32_t length;
+		int32_t state;
+		int32_t ascii_size;   /* data of compact ASCII strings starts here */
+		int32_t compact_size; /* data of other compact strings */
+		int32_t legacy_data;  /* PyUnicodeObject.data.any (non-compact) */
+	} unicode;
+
+	struct {
+		int32_t ob_size;
+		int32_t ob_sval;
+	} bytes;
+
+	struct {
+		int32_t ob_type;
+		int32_t tp_name;
+	} object;
+};
+
+/* The built-in table; NULL if we have no layout for this version. */
+const struct py_layout *py_layout_builtin(int major, int minor, bool debug_build);
+
+#endif

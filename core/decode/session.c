@@ -1,0 +1,325 @@
+/*
+ * Session: layout selection, bounded object readers and the code cache.
+ */
+#include "session.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../cpython/debug_offsets.h"
+#include "linetable.h"
+#include "unicode.h"
+
+/* Line tables longer than this are not a real code object's. */
+#define MAX_LINETABLE (1u << 20)
+/* Far more distinct code objects than any program runs; past it we stop
+ * caching rather than grow without bound. */
+#define MAX_CACHED_CODES (1u << 20)
+
+enum pyd_err pyd_read_ptr(struct pyd_session *s, uint64_t addr, uint64_t *out)
+{
+	return pyd_read(s->src, addr, out, sizeof *out);
+}
+
+enum pyd_err pyd_read_i32(struct pyd_session *s, uint64_t addr, int32_t *out)
+{
+	return pyd_read(s->src, addr, out, sizeof *out);
+}
+
+static uint64_t get_u64(const uint8_t *buf, int32_t off)
+{
+	uint64_t v;
+	memcpy(&v, buf + off, sizeof v);
+	return v;
+}
+
+char *pyd_read_str(struct pyd_session *s, uint64_t addr)
+{
+	const struct py_layout *L = &s->layout;
+	uint8_t head[128];
+	if (!addr || (size_t)L->unicode.compact_size + 8 > sizeof head ||
+	    pyd_read(s->src, addr, head, (size_t)L->unicode.compact_size + 8))
+		return NULL;
+	int64_t len = (int64_t)get_u64(head, L->unicode.length);
+	uint32_t state;
+	memcpy(&state, head + L->unicode.state, sizeof state);
+	struct pyd_str_state st = pyd_str_state_decode(state);
+	if (len < 0 || (st.kind != 1 && st.kind != 2 && st.kind != 4))
+		return NULL;
+	uint64_t data;
+	if (st.compact)
+		data = addr + (uint64_t)(st.ascii ? L->unicode.ascii_size
+						  : L->unicode.compact_size);
+	else
+		data = get_u64(head, L->unicode.legacy_data);
+	size_t n = len > PYD_MAX_STR_CHARS ? PYD_MAX_STR_CHARS : (size_t)len;
+	uint8_t *raw = malloc(n * st.kind + 1);
+	char *out = malloc(n * 4 + 4);
+	if (!raw || !out || pyd_read(s->src, data, raw, n * st.kind) ||
+	    pyd_str_to_utf8(raw, n, st.kind, out, n * 4 + 1) < 0) {
+		free(raw);
+		free(out);
+		return NULL;
+	}
+	free(raw);
+	if ((size_t)len > n)
+		strcat(out, "...");
+	return out;
+}
+
+static uint8_t *read_bytes(struct pyd_session *s, uint64_t addr, size_t *len)
+{
+	const struct py_layout *L = &s->layout;
+	int64_t size;
+	if (!addr || pyd_read(s->src, addr + (uint64_t)L->bytes.ob_size, &size,
+			      sizeof size) ||
+	    size < 0 || size > MAX_LINETABLE)
+		return NULL;
+	uint8_t *buf = malloc((size_t)size + 1);
+	if (buf && pyd_read(s->src, addr + (uint64_t)L->bytes.ob_sval, buf,
+			    (size_t)size)) {
+		free(buf);
+		return NULL;
+	}
+	*len = (size_t)size;
+	return buf;
+}
+
+/* Is the object at addr a code object?  Remembers PyCode_Type. */
+static bool is_code(struct pyd_session *s, uint64_t addr)
+{
+	uint64_t type, name;
+	char tname[8] = {0};
+	if (pyd_read_ptr(s, addr + (uint64_t)s->layout.object.ob_type, &type))
+		return false;
+	if (type == s->code_type)
+		return true;
+	if (s->code_type || !type ||
+	    pyd_read_ptr(s, type + (uint64_t)s->layout.object.tp_name, &name) ||
+	    pyd_read(s->src, name, tname, 5) || strcmp(tname, "code") != 0)
+		return false;
+	s->code_type = type;
+	return true;
+}
+
+static void code_free(struct pyd_code *c)
+{
+	if (!c)
+		return;
+	free(c->name);
+	free(c->qualname);
+	free(c->file);
+	free(c->linetable);
+	free(c);
+}
+
+static struct pyd_code *code_read(struct pyd_session *s, uint64_t addr)
+{
+	const struct py_layout *L = &s->layout;
+	int32_t offs[] = {L->code.filename, L->code.name, L->code.qualname,
+			  L->code.firstlineno, L->code.linetable};
+	int32_t end = 0;
+	for (size_t i = 0; i < sizeof offs / sizeof *offs; i++)
+		if (offs[i] + 8 > end)
+			end = offs[i] + 8;
+	uint8_t buf[512];
+	if (end > (int32_t)sizeof buf || !is_code(s, addr) ||
+	    pyd_read(s->src, addr, buf, (size_t)end))
+		return NULL;
+	struct pyd_code *c = calloc(1, sizeof *c);
+	if (!c)
+		return NULL;
+	c->addr = addr;
+	int32_t first;
+	memcpy(&first, buf + L->code.firstlineno, sizeof first);
+	c->firstlineno = first;
+	c->name = pyd_read_str(s, get_u64(buf, L->code.name));
+	c->file = pyd_read_str(s, get_u64(buf, L->code.filename));
+	if (L->code.qualname != PYD_NO_FIELD)
+		c->qualname = pyd_read_str(s, get_u64(buf, L->code.qualname));
+	c->linetable = read_bytes(s, get_u64(buf, L->code.linetable),
+				  &c->linetable_len);
+	if (!c->name || !c->file) {
+		code_free(c);
+		return NULL;
+	}
+	return c;
+}
+
+static size_t code_slot(const struct pyd_session *s, uint64_t addr)
+{
+	size_t mask = s->codes_cap - 1;
+	size_t i = (size_t)((addr >> 4) * 0x9E3779B97F4A7C15ULL) & mask;
+	while (s->codes[i] && s->codes[i]->addr != addr)
+		i = (i + 1) & mask;
+	return i;
+}
+
+static bool codes_grow(struct pyd_session *s)
+{
+	size_t cap = s->codes_cap ? s->codes_cap * 2 : 1024;
+	struct pyd_code **old = s->codes;
+	size_t oldcap = s->codes_cap;
+	s->codes = calloc(cap, sizeof *s->codes);
+	if (!s->codes) {
+		s->codes = old;
+		return false;
+	}
+	s->codes_cap = cap;
+	for (size_t i = 0; i < oldcap; i++)
+		if (old[i])
+			s->codes[code_slot(s, old[i]->addr)] = old[i];
+	free(old);
+	return true;
+}
+
+const struct pyd_code *pyd_code_get(struct pyd_session *s, uint64_t addr)
+{
+	if (!addr)
+		return NULL;
+	if (s->codes_cap) {
+		struct pyd_code *hit = s->codes[code_slot(s, addr)];
+		if (hit)
+			return hit;
+	}
+	/* Frames point into cached entries, so a full cache cannot evict:
+	 * past the cap new code objects are simply not decoded. */
+	if (s->ncodes >= MAX_CACHED_CODES)
+		return NULL;
+	struct pyd_code *c = code_read(s, addr);
+	if (!c)
+		return NULL;
+	if ((s->ncodes + 1) * 2 > s->codes_cap && !codes_grow(s)) {
+		code_free(c);
+		return NULL;
+	}
+	s->codes[code_slot(s, addr)] = c;
+	s->ncodes++;
+	return c;
+}
+
+int pyd_code_line(const struct pyd_session *s, const struct pyd_code *c,
+		  int offset)
+{
+	const uint8_t *t = c->linetable;
+	size_t n = c->linetable_len;
+	switch (s->layout.line_model) {
+	case PY_LINES_LNOTAB:
+		return pyd_line_lnotab(t, n, c->firstlineno, offset);
+	case PY_LINES_310:
+		return pyd_line_310(t, n, c->firstlineno, offset);
+	case PY_LINES_LOCATIONS:
+		return pyd_line_locations(t, n, c->firstlineno, offset);
+	}
+	return -1;
+}
+
+static void format_hex_version(uint64_t hex, char *out, size_t outsz)
+{
+	static const char *level[16] = {[0xA] = "a", [0xB] = "b", [0xC] = "rc"};
+	unsigned ma = (hex >> 24) & 0xff, mi = (hex >> 16) & 0xff,
+		 micro = (hex >> 8) & 0xff, lv = (hex >> 4) & 0xf, ser = hex & 0xf;
+	if (lv == 0xF || !level[lv])
+		snprintf(out, outsz, "%u.%u.%u", ma, mi, micro);
+	else
+		snprintf(out, outsz, "%u.%u.%u%s%u", ma, mi, micro, level[lv], ser);
+}
+
+/* 3.13+: the layout the target publishes about itself. */
+static bool layout_from_target(struct pyd_session *s)
+{
+	uint8_t block[PY_DEBUG_OFFSETS_MAX_SIZE];
+	uint64_t hex;
+	if (!s->rt.runtime_addr ||
+	    pyd_read(s->src, s->rt.runtime_addr, block, 8) ||
+	    memcmp(block, "xdebugpy", 8) != 0)
+		return false;
+	size_t len = sizeof block;
+	/* _PyRuntime may sit near the end of a mapping: shrink until the
+	 * read fits. */
+	while (len >= 256 && pyd_read(s->src, s->rt.runtime_addr, block, len))
+		len /= 2;
+	if (len < 256 || py_layout_from_debug_offsets(block, len, s->rt.debug_build,
+						      &s->layout, &hex))
+		return false;
+	format_hex_version(hex, s->version, sizeof s->version);
+	s->layout_source = "debug offsets";
+	return true;
+}
+
+static enum pyd_err layout_builtin(struct pyd_session *s, char *detail,
+				   size_t detailsz)
+{
+	uint32_t hex;
+	if (s->rt.py_version_addr &&
+	    pyd_read(s->src, s->rt.py_version_addr, &hex, sizeof hex) == PYD_OK &&
+	    (hex >> 24) == 3)
+		format_hex_version(hex, s->version, sizeof s->version);
+	else
+		snprintf(s->version, sizeof s->version, "%s", s->rt.version);
+	int major, minor;
+	if (!pyd_parse_version(s->version, &major, &minor)) {
+		snprintf(detail, detailsz, "cannot tell which Python %s is",
+			 s->rt.binary);
+		return PYD_E_UNSUPPORTED;
+	}
+	const struct py_layout *L = py_layout_builtin(major, minor,
+						      s->rt.debug_build);
+	if (!L) {
+		snprintf(detail, detailsz, "unsupported Python %s%s (%s)",
+			 s->version, s->rt.debug_build ? " (debug build)" : "",
+			 s->rt.binary);
+		return PYD_E_UNSUPPORTED;
+	}
+	s->layout = *L;
+	s->layout_source = "built-in table";
+	return PYD_OK;
+}
+
+enum pyd_err pyd_session_open(const struct pyd_memsrc *src,
+			      const struct pyd_runtime *rt,
+			      struct pyd_session **out, char *detail,
+			      size_t detailsz)
+{
+	struct pyd_session *s = calloc(1, sizeof *s);
+	if (!s)
+		return PYD_E_NOMEM;
+	s->src = src;
+	s->rt = *rt;
+	detail[0] = 0;
+	enum pyd_err err = PYD_OK;
+	if (!layout_from_target(s))
+		err = layout_builtin(s, detail, detailsz);
+	if (err) {
+		free(s);
+		return err;
+	}
+	*out = s;
+	return PYD_OK;
+}
+
+void pyd_session_close(struct pyd_session *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->codes_cap; i++)
+		code_free(s->codes[i]);
+	free(s->codes);
+	free(s);
+}
+
+const char *pyd_session_version(const struct pyd_session *s)
+{
+	return s->version;
+}
+
+const char *pyd_session_layout_source(const struct pyd_session *s)
+{
+	return s->layout_source;
+}
+
+const char *pyd_session_binary(const struct pyd_session *s)
+{
+	return s->rt.binary;
+}

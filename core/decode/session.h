@@ -1,0 +1,45 @@
+/*
+ * Internals shared by the decoders: the session, bounded readers for the
+ * CPython objects every decoder needs (str, bytes, code), and their caches.
+ */
+#ifndef PYD_SESSION_H
+#define PYD_SESSION_H
+
+#include "../cpython/layout.h"
+#include "../pyd.h"
+
+/* What we keep of a code object; immutable in CPython, so cacheable. */
+struct pyd_code {
+	uint64_t addr;
+	char *name, *qualname, *file;
+	int firstlineno;
+	uint8_t *linetable;
+	size_t linetable_len;
+};
+
+struct pyd_session {
+	const struct pyd_memsrc *src;
+	struct pyd_runtime rt;
+	struct py_layout layout;
+	const char *layout_source;
+	char version[32];
+	uint64_t code_type; /* address of PyCode_Type once seen */
+	/* Open-addressing table of code objects by address. */
+	struct pyd_code **codes;
+	size_t ncodes, codes_cap;
+};
+
+enum pyd_err pyd_read_ptr(struct pyd_session *s, uint64_t addr, uint64_t *out);
+enum pyd_err pyd_read_i32(struct pyd_session *s, uint64_t addr, int32_t *out);
+
+/* A str object as UTF-8 (malloc'd); NULL on a bad read or not a str. */
+char *pyd_read_str(struct pyd_session *s, uint64_t addr);
+
+/* The code object at addr, decoded and cached; NULL if it is not one. */
+const struct pyd_code *pyd_code_get(struct pyd_session *s, uint64_t addr);
+
+/* Line of a code object at a bytecode offset (in bytes). */
+int pyd_code_line(const struct pyd_session *s, const struct pyd_code *c,
+		  int offset);
+
+#endif

@@ -1,0 +1,31 @@
+/*
+ * CPython str -> UTF-8.
+ */
+#ifndef PYD_UNICODE_H
+#define PYD_UNICODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Longest string we copy out of a target, in code points; longer ones are
+ * cut and end in "...". */
+#define PYD_MAX_STR_CHARS 4096
+
+/* The bits of PyASCIIObject.state we need (the same bits 3.3 - 3.15). */
+struct pyd_str_state {
+	unsigned kind; /* 1, 2 or 4 bytes per code point */
+	int compact;
+	int ascii;
+};
+
+struct pyd_str_state pyd_str_state_decode(uint32_t state);
+
+/*
+ * Encode n code points of the given kind as UTF-8 into out (NUL-terminated,
+ * at most outsz bytes).  Invalid code points (surrogates, > U+10FFFF)
+ * become U+FFFD.  Returns bytes written, or -1 for a bad kind.
+ */
+int pyd_str_to_utf8(const uint8_t *data, size_t n, unsigned kind, char *out,
+		    size_t outsz);
+
+#endif

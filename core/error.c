@@ -1,0 +1,28 @@
+#include "pyd_error.h"
+
+const char *pyd_strerror(enum pyd_err err)
+{
+	switch (err) {
+	case PYD_OK:
+		return "success";
+	case PYD_E_USAGE:
+		return "bad usage";
+	case PYD_E_NOPROC:
+		return "no such process";
+	case PYD_E_PERM:
+		return "permission denied";
+	case PYD_E_NOTPYTHON:
+		return "not a Python process";
+	case PYD_E_UNSUPPORTED:
+		return "unsupported Python version";
+	case PYD_E_EXITED:
+		return "process exited during the read";
+	case PYD_E_TORN:
+		return "stack kept changing during the read";
+	case PYD_E_READ:
+		return "memory could not be read";
+	case PYD_E_NOMEM:
+		return "out of memory";
+	}
+	return "unknown error";
+}

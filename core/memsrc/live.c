@@ -1,0 +1,315 @@
+/*
+ * Live-process memory source (Linux).
+ */
+#define _GNU_SOURCE
+#include "live.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* More threads than this and the rest are not listed (nor paused). */
+#define LIVE_MAX_THREADS 65536
+
+struct pyd_live {
+	struct pyd_memsrc src;
+	int pid;
+	int mem_fd;     /* /proc/PID/mem, opened lazily */
+	bool use_vm;    /* process_vm_readv works */
+	char root[64];  /* /proc/PID/root */
+	struct pyd_mapping *maps;
+	size_t nmaps;
+	struct pyd_os_thread *threads;
+	size_t nthreads;
+	int64_t *paused; /* tids we seized */
+	size_t npaused;
+};
+
+static bool proc_alive(int pid)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d", pid);
+	return access(path, F_OK) == 0;
+}
+
+static enum pyd_err errno_to_err(int e, int pid)
+{
+	if (e == ESRCH || !proc_alive(pid))
+		return PYD_E_EXITED;
+	if (e == EPERM || e == EACCES)
+		return PYD_E_PERM;
+	return PYD_E_READ;
+}
+
+static enum pyd_err read_mem_file(struct pyd_live *l, uint64_t addr, void *buf,
+				  size_t len)
+{
+	if (l->mem_fd < 0) {
+		char path[64];
+		snprintf(path, sizeof path, "/proc/%d/mem", l->pid);
+		l->mem_fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (l->mem_fd < 0)
+			return errno_to_err(errno, l->pid);
+	}
+	ssize_t n = pread(l->mem_fd, buf, len, (off_t)addr);
+	if (n == (ssize_t)len)
+		return PYD_OK;
+	if (n == 0 && !proc_alive(l->pid))
+		return PYD_E_EXITED;
+	return n < 0 ? errno_to_err(errno, l->pid) : PYD_E_READ;
+}
+
+static enum pyd_err live_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	struct pyd_live *l = ctx;
+	if (len == 0)
+		return PYD_OK;
+	if (l->use_vm) {
+		struct iovec local = {buf, len};
+		struct iovec remote = {(void *)(uintptr_t)addr, len};
+		ssize_t n = process_vm_readv(l->pid, &local, 1, &remote, 1, 0);
+		if (n == (ssize_t)len)
+			return PYD_OK;
+		if (n >= 0 || errno == EFAULT)
+			return PYD_E_READ;
+		/* Some kernels (or seccomp profiles) refuse the syscall but
+		 * still let us read /proc/PID/mem. */
+		if (errno != ENOSYS && errno != EPERM)
+			return errno_to_err(errno, l->pid);
+		l->use_vm = false;
+	}
+	return read_mem_file(l, addr, buf, len);
+}
+
+static void free_maps(struct pyd_live *l)
+{
+	for (size_t i = 0; i < l->nmaps; i++)
+		free(l->maps[i].path);
+	free(l->maps);
+	l->maps = NULL;
+	l->nmaps = 0;
+}
+
+static bool parse_map_line(char *line, struct pyd_mapping *m)
+{
+	unsigned long long start, end, off, inode;
+	int pathpos = 0;
+	memset(m, 0, sizeof *m);
+	if (sscanf(line, "%llx-%llx %4s %llx %x:%x %llu %n", &start, &end,
+		   m->perms, &off, &m->dev_major, &m->dev_minor, &inode,
+		   &pathpos) < 7)
+		return false;
+	m->start = start;
+	m->end = end;
+	m->offset = off;
+	m->inode = inode;
+	char *path = line + pathpos;
+	path[strcspn(path, "\n")] = 0;
+	if (*path)
+		m->path = strdup(path);
+	return true;
+}
+
+static enum pyd_err live_mappings(void *ctx, const struct pyd_mapping **maps,
+				  size_t *n)
+{
+	struct pyd_live *l = ctx;
+	if (!l->maps) {
+		char path[64];
+		snprintf(path, sizeof path, "/proc/%d/maps", l->pid);
+		FILE *f = fopen(path, "re");
+		if (!f)
+			return errno_to_err(errno, l->pid);
+		char *line = NULL;
+		size_t cap = 0, alloc = 0;
+		while (getline(&line, &cap, f) > 0) {
+			if (l->nmaps == alloc) {
+				alloc = alloc ? alloc * 2 : 256;
+				void *p = realloc(l->maps, alloc * sizeof *l->maps);
+				if (!p)
+					break;
+				l->maps = p;
+			}
+			if (parse_map_line(line, &l->maps[l->nmaps]))
+				l->nmaps++;
+		}
+		free(line);
+		fclose(f);
+		if (l->nmaps == 0)
+			return proc_alive(l->pid) ? PYD_E_PERM : PYD_E_EXITED;
+	}
+	*maps = l->maps;
+	*n = l->nmaps;
+	return PYD_OK;
+}
+
+static void read_task_file(int pid, long tid, const char *what, char *buf,
+			   size_t size)
+{
+	char path[96];
+	snprintf(path, sizeof path, "/proc/%d/task/%ld/%s", pid, tid, what);
+	buf[0] = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	ssize_t n = read(fd, buf, size - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = 0;
+}
+
+static enum pyd_thread_run run_state(int pid, long tid)
+{
+	char stat[512];
+	read_task_file(pid, tid, "stat", stat, sizeof stat);
+	/* The command name may hold spaces and parentheses: the state
+	 * letter follows the last ')'. */
+	char *p = strrchr(stat, ')');
+	if (!p || p[1] != ' ')
+		return PYD_RUN_UNKNOWN;
+	return p[2] == 'R' ? PYD_RUN_RUNNING : PYD_RUN_IDLE;
+}
+
+static int cmp_thread(const void *a, const void *b)
+{
+	const struct pyd_os_thread *x = a, *y = b;
+	return (x->tid > y->tid) - (x->tid < y->tid);
+}
+
+static enum pyd_err live_threads(void *ctx, const struct pyd_os_thread **out,
+				 size_t *n)
+{
+	struct pyd_live *l = ctx;
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/task", l->pid);
+	DIR *d = opendir(path);
+	if (!d)
+		return errno_to_err(errno, l->pid);
+	size_t alloc = l->nthreads > 16 ? l->nthreads : 16;
+	struct pyd_os_thread *t = malloc(alloc * sizeof *t);
+	size_t count = 0;
+	struct dirent *e;
+	while (t && (e = readdir(d)) && count < LIVE_MAX_THREADS) {
+		long tid = strtol(e->d_name, NULL, 10);
+		if (tid <= 0)
+			continue;
+		if (count == alloc) {
+			void *p = realloc(t, (alloc *= 2) * sizeof *t);
+			if (!p)
+				break;
+			t = p;
+		}
+		struct pyd_os_thread *th = &t[count++];
+		th->tid = tid;
+		read_task_file(l->pid, tid, "comm", th->name, sizeof th->name);
+		th->name[strcspn(th->name, "\n")] = 0;
+		th->run = run_state(l->pid, tid);
+	}
+	closedir(d);
+	if (!t)
+		return PYD_E_NOMEM;
+	qsort(t, count, sizeof *t, cmp_thread);
+	free(l->threads);
+	l->threads = t;
+	l->nthreads = count;
+	*out = t;
+	*n = count;
+	return PYD_OK;
+}
+
+enum pyd_err pyd_live_open(int pid, struct pyd_live **out)
+{
+	if (pid <= 0 || !proc_alive(pid))
+		return PYD_E_NOPROC;
+	struct pyd_live *l = calloc(1, sizeof *l);
+	if (!l)
+		return PYD_E_NOMEM;
+	l->pid = pid;
+	l->mem_fd = -1;
+	l->use_vm = true;
+	snprintf(l->root, sizeof l->root, "/proc/%d/root", pid);
+	l->src = (struct pyd_memsrc){
+		.ctx = l,
+		.read = live_read,
+		.mappings = live_mappings,
+		.threads = live_threads,
+		.root = l->root,
+	};
+	*out = l;
+	/* Reading the maps needs the same permission as reading memory
+	 * (PTRACE_MODE_READ), so it tells us early whether we may. */
+	const struct pyd_mapping *maps;
+	size_t n;
+	enum pyd_err err = live_mappings(l, &maps, &n);
+	if (err == PYD_E_EXITED)
+		err = PYD_E_NOPROC;
+	return err;
+}
+
+const struct pyd_memsrc *pyd_live_memsrc(struct pyd_live *l)
+{
+	return &l->src;
+}
+
+static bool seize_one(struct pyd_live *l, pid_t tid)
+{
+	if (ptrace(PTRACE_SEIZE, tid, 0, 0) != 0)
+		return false;
+	l->paused[l->npaused++] = tid;
+	if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) != 0)
+		return false;
+	int status;
+	return waitpid(tid, &status, __WALL) == tid;
+}
+
+enum pyd_err pyd_live_pause(struct pyd_live *l)
+{
+	const struct pyd_os_thread *t;
+	size_t n;
+	enum pyd_err err = live_threads(l, &t, &n);
+	if (err)
+		return err;
+	l->paused = calloc(n ? n : 1, sizeof *l->paused);
+	if (!l->paused)
+		return PYD_E_NOMEM;
+	for (size_t i = 0; i < n; i++) {
+		if (seize_one(l, (pid_t)t[i].tid))
+			continue;
+		int e = errno;
+		/* A thread that ended between listing and seizing is fine. */
+		if (e == ESRCH && proc_alive(l->pid))
+			continue;
+		pyd_live_resume(l);
+		return errno_to_err(e, l->pid);
+	}
+	return PYD_OK;
+}
+
+void pyd_live_resume(struct pyd_live *l)
+{
+	for (size_t i = 0; i < l->npaused; i++)
+		ptrace(PTRACE_DETACH, (pid_t)l->paused[i], 0, 0);
+	free(l->paused);
+	l->paused = NULL;
+	l->npaused = 0;
+}
+
+void pyd_live_close(struct pyd_live *l)
+{
+	if (!l)
+		return;
+	pyd_live_resume(l);
+	free_maps(l);
+	free(l->threads);
+	if (l->mem_fd >= 0)
+		close(l->mem_fd);
+	free(l);
+}

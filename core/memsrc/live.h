@@ -1,0 +1,23 @@
+/*
+ * Memory source for a live process on Linux: process_vm_readv, falling back
+ * to /proc/PID/mem; mappings from /proc/PID/maps; threads from
+ * /proc/PID/task.  Also the optional "pause everything while we read"
+ * (--locked) via PTRACE_SEIZE + PTRACE_INTERRUPT.
+ */
+#ifndef PYD_MEMSRC_LIVE_H
+#define PYD_MEMSRC_LIVE_H
+
+#include "memsrc.h"
+
+struct pyd_live;
+
+/* PYD_E_NOPROC, PYD_E_PERM or PYD_OK. */
+enum pyd_err pyd_live_open(int pid, struct pyd_live **out);
+const struct pyd_memsrc *pyd_live_memsrc(struct pyd_live *live);
+/* Stop every thread of the target; pyd_live_resume() (or our death)
+ * lets them go again. */
+enum pyd_err pyd_live_pause(struct pyd_live *live);
+void pyd_live_resume(struct pyd_live *live);
+void pyd_live_close(struct pyd_live *live);
+
+#endif

@@ -1,0 +1,64 @@
+/*
+ * A memory source: where the bytes of a target process come from.
+ *
+ * This is the one seam every frontend plugs into.  A live process, an ELF
+ * core, gdb, lldb and snapshot files each implement it; the decoders only
+ * ever call through it, so they never see /proc, ptrace or a debugger API.
+ * Everything but read() is optional: leave it NULL if the source cannot
+ * answer.
+ */
+#ifndef PYD_MEMSRC_H
+#define PYD_MEMSRC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../pyd_error.h"
+
+struct pyd_mapping {
+	uint64_t start, end, offset;
+	uint64_t inode;
+	unsigned dev_major, dev_minor;
+	char perms[5];
+	char *path; /* NULL for anonymous mappings */
+};
+
+enum pyd_thread_run {
+	PYD_RUN_UNKNOWN,
+	PYD_RUN_RUNNING, /* on a CPU or runnable */
+	PYD_RUN_IDLE,    /* sleeping, waiting, stopped */
+};
+
+struct pyd_os_thread {
+	int64_t tid;
+	char name[32];
+	enum pyd_thread_run run;
+};
+
+struct pyd_memsrc {
+	void *ctx;
+	/* Copy len bytes at addr into buf: PYD_OK, or PYD_E_READ for an
+	 * unmapped address, PYD_E_EXITED if the process is gone. */
+	enum pyd_err (*read)(void *ctx, uint64_t addr, void *buf, size_t len);
+	/* The target's mappings; the array is owned by the source. */
+	enum pyd_err (*mappings)(void *ctx, const struct pyd_mapping **maps,
+				 size_t *n);
+	/* The target's OS threads; owned by the source, refreshed per call. */
+	enum pyd_err (*threads)(void *ctx, const struct pyd_os_thread **threads,
+				size_t *n);
+	/* Resolve a symbol of the Python binary to a runtime address, for
+	 * sources that know symbols themselves (lldb). */
+	enum pyd_err (*symbol)(void *ctx, const char *name, uint64_t *addr);
+	/* Prefix that turns a mapping's path into a path we can open
+	 * ("/proc/PID/root" for a live process); NULL if none. */
+	const char *root;
+};
+
+static inline enum pyd_err pyd_read(const struct pyd_memsrc *src,
+				    uint64_t addr, void *buf, size_t len)
+{
+	return src->read(src->ctx, addr, buf, len);
+}
+
+#endif

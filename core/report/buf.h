@@ -1,0 +1,25 @@
+/*
+ * A growable text buffer: reports are written here and the frontend
+ * decides where they go (a terminal, gdb's console, lldb's result object).
+ */
+#ifndef PYD_BUF_H
+#define PYD_BUF_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+struct pyd_buf {
+	char *data;
+	size_t len, cap;
+	bool failed; /* an allocation failed: the text is incomplete */
+};
+
+void pyd_buf_printf(struct pyd_buf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void pyd_buf_put(struct pyd_buf *b, const char *s, size_t n);
+/* s as a JSON string literal (quotes included), or null if s is NULL. */
+void pyd_buf_json_str(struct pyd_buf *b, const char *s);
+void pyd_buf_free(struct pyd_buf *b);
+
+#endif

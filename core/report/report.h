@@ -1,0 +1,31 @@
+/*
+ * Reports of a dump.  The same code prints in the CLI and in both debugger
+ * plugins, so their outputs match line for line.
+ */
+#ifndef PYD_REPORT_H
+#define PYD_REPORT_H
+
+#include "../pyd.h"
+#include "buf.h"
+
+struct pyd_report_opts {
+	int pid;                    /* <= 0 if not a live process */
+	const char *python_version; /* "3.12.1" */
+	const char *binary;         /* file holding the interpreter */
+	/* Optional: the text of a source line (no trailing newline), or
+	 * NULL.  Core reads no files; the frontend knows where they are. */
+	const char *(*source_line)(void *ctx, const char *file, int line);
+	void *source_ctx;
+};
+
+/* "running", "idle" or "unknown" */
+const char *pyd_run_state_name(enum pyd_thread_run r);
+
+/* Python-traceback style: most recent call last. */
+void pyd_report_text(struct pyd_buf *b, const struct pyd_dump *d,
+		     const struct pyd_report_opts *o);
+/* {"pid", "python_version", "threads": [...]} with frames innermost first. */
+void pyd_report_json(struct pyd_buf *b, const struct pyd_dump *d,
+		     const struct pyd_report_opts *o);
+
+#endif

@@ -1,0 +1,274 @@
+/*
+ * Finding the interpreter in an ELF process image with libelf.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "runtime.h"
+
+/* Files we never look into for a Python runtime. */
+static bool skip_path(const char *path)
+{
+	return !path || path[0] != '/' || strncmp(path, "/dev/", 5) == 0 ||
+	       strstr(path, "/ld-linux") || strstr(path, "/libc.so") ||
+	       strstr(path, "/libm.so") || strstr(path, "/libpthread");
+}
+
+/*
+ * Open the file behind a mapping.  The path in /proc/PID/maps is as the
+ * target sees it, so for a process in another root or mount namespace it
+ * has to go through /proc/PID/root; the inode check catches a path that
+ * now names a different file.  map_files/ opens exactly the mapped file
+ * (even a deleted one) but needs CAP_SYS_ADMIN, so it is the fallback.
+ */
+static int open_mapped(const struct pyd_memsrc *src, const struct pyd_mapping *m,
+		       char *used, size_t usedsz)
+{
+	char path[4200];
+	struct stat st;
+	const char *root = src->root ? src->root : "";
+	snprintf(path, sizeof path, "%s%s", root, m->path);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && fstat(fd, &st) == 0 &&
+	    (m->inode == 0 || st.st_ino == m->inode)) {
+		snprintf(used, usedsz, "%s", m->path);
+		return fd;
+	}
+	if (fd >= 0)
+		close(fd);
+	size_t rl = strlen(root);
+	if (rl > 5 && strcmp(root + rl - 5, "/root") == 0) {
+		snprintf(path, sizeof path, "%.*s/map_files/%lx-%lx",
+			 (int)(rl - 5), root, (unsigned long)m->start,
+			 (unsigned long)m->end);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			snprintf(used, usedsz, "%s", m->path);
+			return fd;
+		}
+	}
+	return -1;
+}
+
+struct elf_syms {
+	uint64_t runtime, py_version, tstate_current, interp_head;
+	bool debug_build;
+};
+
+static void note_symbol(struct elf_syms *s, const char *name, uint64_t value)
+{
+	if (strcmp(name, "_PyRuntime") == 0)
+		s->runtime = value;
+	else if (strcmp(name, "Py_Version") == 0)
+		s->py_version = value;
+	else if (strcmp(name, "_PyThreadState_Current") == 0)
+		s->tstate_current = value;
+	else if (strcmp(name, "interp_head") == 0)
+		s->interp_head = value;
+	else if (strcmp(name, "_Py_NegativeRefcount") == 0)
+		s->debug_build = true;
+}
+
+static void scan_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh,
+			struct elf_syms *s)
+{
+	Elf_Data *data = elf_getdata(scn, NULL);
+	if (!data || sh->sh_entsize == 0)
+		return;
+	size_t count = sh->sh_size / sh->sh_entsize;
+	for (size_t i = 0; i < count; i++) {
+		GElf_Sym sym;
+		if (!gelf_getsym(data, (int)i, &sym) || sym.st_value == 0)
+			continue;
+		const char *name = elf_strptr(elf, sh->sh_link, sym.st_name);
+		if (name && name[0] && (name[0] == '_' || name[0] == 'P' ||
+					name[0] == 'i'))
+			note_symbol(s, name, sym.st_value);
+	}
+}
+
+/* Length of a "3.<minor>.<micro>[tag]" string ending in NUL at p, or 0. */
+static size_t version_at(const char *p, const char *end)
+{
+	const char *q = p + 2;
+	int dots = 0, digits = 0;
+	if (end - p < 6 || p[0] != '3' || p[1] != '.')
+		return 0;
+	for (; q < end && *q; q++) {
+		if (*q >= '0' && *q <= '9')
+			digits++;
+		else if (*q == '.' && digits && dots == 0)
+			dots++, digits = 0;
+		else
+			break;
+	}
+	if (dots != 1 || !digits)
+		return 0;
+	for (; q < end && *q && q - p < 16; q++)
+		if (!strchr("abrc+0123456789", *q))
+			return 0;
+	return q < end && *q == 0 ? (size_t)(q - p) : 0;
+}
+
+#define MAX_VERSION_CANDIDATES 16
+
+struct version_vote {
+	char text[16];
+	unsigned votes;
+};
+
+static void vote(struct version_vote *v, size_t *n, const char *s, size_t len)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (strlen(v[i].text) == len && memcmp(v[i].text, s, len) == 0) {
+			v[i].votes++;
+			return;
+		}
+	if (*n < MAX_VERSION_CANDIDATES && len < sizeof v->text) {
+		memcpy(v[*n].text, s, len);
+		v[*n].text[len] = 0;
+		v[(*n)++].votes = 1;
+	}
+}
+
+/*
+ * Before 3.11 the binary does not export its version as a number, but the
+ * PY_VERSION literal ("3.9.18") is in .rodata -- sometimes only as the tail
+ * of a longer string the linker merged it into (".../versions/3.9.18").
+ * Every "3.X.Y" that ends a string is a candidate; the commonest wins.
+ */
+static void scan_version(Elf *elf, size_t shstrndx, char *out, size_t outsz)
+{
+	struct version_vote votes[MAX_VERSION_CANDIDATES];
+	size_t nvotes = 0;
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		const char *name;
+		Elf_Data *d;
+		if (!gelf_getshdr(scn, &sh) ||
+		    !(name = elf_strptr(elf, shstrndx, sh.sh_name)) ||
+		    strcmp(name, ".rodata") != 0 || !(d = elf_getdata(scn, NULL)) ||
+		    !d->d_buf)
+			continue;
+		const char *b = d->d_buf, *end = b + d->d_size;
+		for (const char *p = b + 1; p < end; p++) {
+			size_t len;
+			if (*p == '3' && !strchr("0123456789.", p[-1]) &&
+			    (len = version_at(p, end)))
+				vote(votes, &nvotes, p, len);
+		}
+	}
+	size_t best = 0;
+	for (size_t i = 1; i < nvotes; i++)
+		if (votes[i].votes > votes[best].votes)
+			best = i;
+	if (nvotes)
+		snprintf(out, outsz, "%s", votes[best].text);
+}
+
+/* Load bias: where the first PT_LOAD landed minus where it asked to be. */
+static bool load_bias(Elf *elf, const struct pyd_mapping *maps, size_t n,
+		      const struct pyd_mapping *file, uint64_t *bias)
+{
+	size_t phnum;
+	if (elf_getphdrnum(elf, &phnum) != 0)
+		return false;
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		uint64_t off = ph.p_offset & ~0xfffULL;
+		for (size_t j = 0; j < n; j++) {
+			if (maps[j].inode != file->inode || maps[j].offset != off ||
+			    !maps[j].path || strcmp(maps[j].path, file->path))
+				continue;
+			*bias = maps[j].start - (ph.p_vaddr & ~0xfffULL);
+			return true;
+		}
+		return false;
+	}
+	return false;
+}
+
+static bool probe_file(const struct pyd_memsrc *src, const struct pyd_mapping *maps,
+		       size_t n, const struct pyd_mapping *m,
+		       struct pyd_runtime *rt)
+{
+	char used[4096];
+	int fd = open_mapped(src, m, used, sizeof used);
+	if (fd < 0)
+		return false;
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	struct elf_syms s = {0};
+	bool found = false;
+	size_t shstrndx;
+	if (elf && elf_kind(elf) == ELF_K_ELF &&
+	    elf_getshdrstrndx(elf, &shstrndx) == 0) {
+		Elf_Scn *scn = NULL;
+		while ((scn = elf_nextscn(elf, scn))) {
+			GElf_Shdr sh;
+			if (gelf_getshdr(scn, &sh) &&
+			    (sh.sh_type == SHT_SYMTAB || sh.sh_type == SHT_DYNSYM))
+				scan_symtab(elf, scn, &sh, &s);
+		}
+		uint64_t bias;
+		if ((s.runtime || s.tstate_current) &&
+		    load_bias(elf, maps, n, m, &bias)) {
+			found = true;
+			rt->runtime_addr = s.runtime ? s.runtime + bias : 0;
+			rt->py_version_addr = s.py_version ? s.py_version + bias : 0;
+			rt->tstate_current_addr =
+				s.tstate_current ? s.tstate_current + bias : 0;
+			rt->interp_head_addr = s.interp_head ? s.interp_head + bias : 0;
+			rt->debug_build = s.debug_build;
+			snprintf(rt->binary, sizeof rt->binary, "%s", used);
+			scan_version(elf, shstrndx, rt->version, sizeof rt->version);
+			pyd_parse_version(rt->version, &rt->major, &rt->minor);
+		}
+	}
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return found;
+}
+
+static bool is_libpython(const char *path)
+{
+	const char *base = strrchr(path, '/');
+	return base && strncmp(base + 1, "libpython", 9) == 0;
+}
+
+enum pyd_err pyd_runtime_find_elf(const struct pyd_memsrc *src,
+				  struct pyd_runtime *rt)
+{
+	const struct pyd_mapping *maps;
+	size_t n;
+	enum pyd_err err;
+	if (!src->mappings)
+		return PYD_E_NOTPYTHON;
+	if ((err = src->mappings(src->ctx, &maps, &n)))
+		return err;
+	elf_version(EV_CURRENT);
+	memset(rt, 0, sizeof *rt);
+	/* libpython first (the executable is then only a stub), then every
+	 * other file once, so an embedding program works too. */
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < n; i++) {
+			const struct pyd_mapping *m = &maps[i];
+			if (skip_path(m->path) || m->offset != 0 ||
+			    is_libpython(m->path) != (pass == 0))
+				continue;
+			if (probe_file(src, maps, n, m, rt))
+				return PYD_OK;
+		}
+	}
+	return PYD_E_NOTPYTHON;
+}

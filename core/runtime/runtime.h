@@ -1,0 +1,38 @@
+/*
+ * Runtime discovery: which mapped file holds the interpreter, where its
+ * globals (_PyRuntime, Py_Version, ...) are at run time, and which CPython
+ * it is.  The ELF half (symbols via libelf, PIE load bias) is for sources
+ * with files we can open: live processes and cores.  Sources that resolve
+ * symbols themselves (lldb) fill struct pyd_runtime from memsrc->symbol.
+ */
+#ifndef PYD_RUNTIME_H
+#define PYD_RUNTIME_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../memsrc/memsrc.h"
+
+struct pyd_runtime {
+	char binary[4096];            /* file holding the interpreter */
+	uint64_t runtime_addr;        /* _PyRuntime (3.7+) */
+	uint64_t py_version_addr;     /* Py_Version (3.11+) */
+	uint64_t tstate_current_addr; /* _PyThreadState_Current (3.6) */
+	uint64_t interp_head_addr;    /* interp_head (3.6; .symtab only) */
+	int major, minor;             /* 0 if not known yet */
+	char version[32];             /* "3.9.18", or "" */
+	bool debug_build;             /* Py_DEBUG */
+};
+
+/* Look through the target's mapped files for the CPython runtime. */
+enum pyd_err pyd_runtime_find_elf(const struct pyd_memsrc *src,
+				  struct pyd_runtime *rt);
+
+/* The same from a source that resolves symbols itself. */
+enum pyd_err pyd_runtime_find_symbols(const struct pyd_memsrc *src,
+				      struct pyd_runtime *rt);
+
+/* Parse "3.12.1" (or "3.12") into major/minor; false if not a version. */
+bool pyd_parse_version(const char *s, int *major, int *minor);
+
+#endif

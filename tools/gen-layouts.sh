@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Print the struct py_layout numbers (core/cpython/layouts.c) of one CPython
+# build, read with gdb from its DWARF, so the built-in table is reproducible.
+#
+#   tools/gen-layouts.sh 3.9 ~/.pyenv/versions/3.9.18/lib/libpython3.9.so
+#   tools/gen-layouts.sh 3.11 /usr/bin/python3.11d
+#   tools/gen-layouts.sh 3.14 /usr/lib/debug/.build-id/xx/yyyy.debug
+#
+# The file must carry DWARF (a debug build, a -g build, or a distribution's
+# separate .debug file).  Fields the version lacks print as PYD_NO_FIELD; a
+# field gdb cannot resolve prints as ERROR, so a pasted table won't compile.
+# The frame-owner enum and the unicode state bits follow as comments, because
+# the decoders depend on them too and they are not offsets.
+set -euo pipefail
+
+[[ $# -eq 2 ]] || { echo "usage: $0 3.MINOR FILE-WITH-DWARF" >&2; exit 2; }
+minor=${1#3.}
+file=$2
+
+# "group.field expression" for every field this version has.
+fields() {
+	local F='struct _PyInterpreterFrame' G='struct _gil_runtime_state'
+	local ts=tstate_head frame=frame code=f_code instr=prev_instr lt=co_lnotab
+	((minor >= 7)) && echo "runtime.interpreters_head _PyRuntimeState interpreters.head"
+	((minor >= 7 && minor <= 11)) && echo "runtime.tstate_current _PyRuntimeState gilstate.tstate_current"
+	((minor >= 7)) && echo "interp.id PyInterpreterState id"
+	((minor >= 11)) && echo "tstate.native_thread_id PyThreadState native_thread_id"
+	((minor >= 10)) && lt=co_linetable
+	((minor == 11)) && echo "iframe.is_entry $F is_entry"
+	((minor == 11 || minor == 12)) && { frame=cframe; echo "cframe.current_frame _PyCFrame current_frame"; }
+	((minor >= 11)) && ts=threads.head
+	((minor >= 12)) && { echo "interp.gil_ptr PyInterpreterState ceval.gil"
+		echo "gil.locked $G locked"; echo "gil.last_holder $G last_holder"; }
+	((minor >= 13)) && { frame=current_frame; code=f_executable; instr=instr_ptr; }
+	if ((minor <= 10)); then
+		for f in f_back f_code f_lasti; do echo "frame_object.$f PyFrameObject $f"; done
+	else
+		echo "iframe.code $F $code"; echo "iframe.previous $F previous"
+		echo "iframe.instr $F $instr"; echo "iframe.owner $F owner"
+		echo "code.qualname PyCodeObject co_qualname"
+		echo "code.code_adaptive PyCodeObject co_code_adaptive"
+	fi
+	cat <<-EOF
+	interp.next PyInterpreterState next
+	interp.tstate_head PyInterpreterState $ts
+	tstate.next PyThreadState next
+	tstate.interp PyThreadState interp
+	tstate.frame PyThreadState $frame
+	tstate.thread_id PyThreadState thread_id
+	code.filename PyCodeObject co_filename
+	code.name PyCodeObject co_name
+	code.firstlineno PyCodeObject co_firstlineno
+	code.linetable PyCodeObject $lt
+	unicode.length PyASCIIObject length
+	unicode.state PyASCIIObject state
+	unicode.ascii_size sizeof PyASCIIObject
+	unicode.compact_size sizeof PyCompactUnicodeObject
+	unicode.legacy_data PyUnicodeObject data
+	bytes.ob_size PyBytesObject ob_base.ob_size
+	bytes.ob_sval PyBytesObject ob_sval
+	object.ob_type PyObject ob_type
+	object.tp_name PyTypeObject tp_name
+	EOF
+}
+
+# One gdb run for all fields: a failing -ex does not stop the later ones.
+args=()
+while read -r name type member; do
+	# "struct _tag field" arrives split in three words: re-join the tag.
+	[[ $type == struct ]] && { type="struct ${member%% *}"; member=${member#* }; }
+	if [[ $type == sizeof ]]; then expr="sizeof($member)"
+	else expr="(int)&(($type*)0)->$member"; fi
+	args+=(-ex "printf \"$name %d\\n\", $expr")
+done < <(fields)
+args+=(-ex 'echo frame owners:\n' -ex 'ptype enum _frameowner' -ex 'ptype /o PyASCIIObject')
+out=$(gdb -nx -batch "${args[@]}" "$file" 2>&1)
+
+# Lay the numbers out as the table's designated initializers.
+groups="runtime:interpreters_head,tstate_current interp:next,tstate_head,id,gil_ptr
+gil:locked,last_holder tstate:next,interp,frame,thread_id,native_thread_id
+cframe:current_frame frame_object:f_back,f_code,f_lasti
+iframe:code,previous,instr,owner,is_entry
+code:filename,name,qualname,firstlineno,linetable,code_adaptive
+unicode:length,state,ascii_size,compact_size,legacy_data bytes:ob_size,ob_sval
+object:ob_type,tp_name"
+have=$(fields | awk '{print $1}')
+for g in $groups; do
+	line="	.${g%%:*} = {"
+	IFS=, read -ra fs <<<"${g#*:}"
+	for f in "${fs[@]}"; do
+		key=${g%%:*}.$f
+		if grep -qx "$key" <<<"$have"; then
+			v=$(awk -v k="$key" '$1 == k {print $2}' <<<"$out")
+			line+=" .$f = ${v:-ERROR},"
+		else
+			line+=" .$f = PYD_NO_FIELD,"
+		fi
+	done
+	echo "${line%,} },"
+done
+# Anything gdb complained about, then the enum and the state bits.
+grep -vE '^[a-z_]+\.[a-z_]+ -?[0-9]+$' <<<"$out" | sed 's|^|	// |'

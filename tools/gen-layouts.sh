@@ -10,7 +10,8 @@
 # separate .debug file).  Fields the version lacks print as PYD_NO_FIELD; a
 # field gdb cannot resolve prints as ERROR, so a pasted table won't compile.
 # The frame-owner enum and the unicode state bits follow as comments, because
-# the decoders depend on them too and they are not offsets.
+# the decoders depend on them too and they are not offsets; the feature
+# switches (frame/line/GIL model, tag mask, first shim owner) are set by hand.
 set -euo pipefail
 
 [[ $# -eq 2 ]] || { echo "usage: $0 3.MINOR FILE-WITH-DWARF" >&2; exit 2; }
@@ -73,7 +74,15 @@ while read -r name type member; do
 	args+=(-ex "printf \"$name %d\\n\", $expr")
 done < <(fields)
 args+=(-ex 'echo frame owners:\n' -ex 'ptype enum _frameowner' -ex 'ptype /o PyASCIIObject')
-out=$(gdb -nx -batch "${args[@]}" "$file" 2>&1)
+out=$(gdb -nx -batch "${args[@]}" "$file" 2>&1) || true # errors show below
+# 3.13+: the _Py_DebugOffsets member order that debug_offsets.c lists.
+dbgoff=
+if ((minor >= 13)); then
+	dbgoff=$(gdb -nx -batch -ex 'ptype /o struct _Py_DebugOffsets' "$file" |
+	awk '/struct .*\{/ { n = 0 } /uint64_t/ { sub(/;/, "", $NF); m[n++] = $NF }
+	     /\} [a-z_]+;/ { g = $2; sub(/;/, "", g)
+		for (i = 0; i < n; i++) printf "\"%s.%s\", ", g, m[i]; n = 0 }') || true
+fi
 
 # Lay the numbers out as the table's designated initializers.
 groups="runtime:interpreters_head,tstate_current interp:next,tstate_head,id,gil_ptr
@@ -100,3 +109,5 @@ for g in $groups; do
 done
 # Anything gdb complained about, then the enum and the state bits.
 grep -vE '^[a-z_]+\.[a-z_]+ -?[0-9]+$' <<<"$out" | sed 's|^|	// |'
+[[ -z $dbgoff ]] || { echo "	// _Py_DebugOffsets members after the header:"
+	fold -s -w 70 <<<"$dbgoff" | sed 's|^|	// |'; }

@@ -8,9 +8,11 @@
  * here from the headers / DWARF enums:
  *  - owner_first_shim: enum _frameowner has FRAME_OWNED_BY_CSTACK = 3 in
  *    3.12 and 3.13; FRAME_OWNED_BY_INTERPRETER = 3 (and CSTACK = 4) in 3.14;
- *    INTERPRETER = 3 and no CSTACK in 3.15.  3.11 marks shims with is_entry.
- *  - code_tag_mask: 3.14+ f_executable is a _PyStackRef whose low two bits
- *    are tags (Py_TAG_BITS); objects are 16-byte aligned so masking is safe.
+ *    INTERPRETER = 3 and no CSTACK in 3.15.  3.11 has no shim frames
+ *    (is_entry only marks where C code entered the eval loop).
+ *  - code_tag_mask: 3.14+ f_executable is a _PyStackRef whose low bits are
+ *    tags (bit 0 is seen set on live 3.14/3.15 frames).  Objects are at
+ *    least 8-byte aligned, so clearing the two low bits loses no address.
  *
  * The Py_DEBUG entries happen to equal the release ones for every field we
  * read (since 3.8 Py_DEBUG no longer implies Py_TRACE_REFS, so the object

@@ -281,8 +281,20 @@ static enum pyd_err add_thread(struct dump_ctx *c, uint64_t tstate,
 								   : PYD_OK;
 }
 
+/* CPython pushes new threads at the head of the list: show them oldest
+ * (usually the main thread) first. */
+static void reverse_threads(struct pyd_thread *t, size_t n)
+{
+	for (size_t i = 0; i < n / 2; i++) {
+		struct pyd_thread tmp = t[i];
+		t[i] = t[n - 1 - i];
+		t[n - 1 - i] = tmp;
+	}
+}
+
 static enum pyd_err dump_interp(struct dump_ctx *c, uint64_t interp)
 {
+	size_t first = c->d->nthreads;
 	struct pyd_session *s = c->s;
 	const struct py_layout *L = &s->layout;
 	int64_t id = 0;
@@ -296,6 +308,7 @@ static enum pyd_err dump_interp(struct dump_ctx *c, uint64_t interp)
 			break;
 		err = pyd_read_ptr(s, ts + (uint64_t)L->tstate.next, &ts);
 	}
+	reverse_threads(c->d->threads + first, c->d->nthreads - first);
 	return err;
 }
 

@@ -94,12 +94,13 @@ static void scan_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh,
 	}
 }
 
-/* Length of a "3.<minor>.<micro>[tag]" string ending in NUL at p, or 0. */
+/* Length of a "3.<minor>.<micro>[tag]" string ending in NUL at p, or 0.
+ * 2.x is recognised too, so that it can be named as unsupported. */
 static size_t version_at(const char *p, const char *end)
 {
 	const char *q = p + 2;
 	int dots = 0, digits = 0;
-	if (end - p < 6 || p[0] != '3' || p[1] != '.')
+	if (end - p < 6 || (p[0] != '2' && p[0] != '3') || p[1] != '.')
 		return 0;
 	for (; q < end && *q; q++) {
 		if (*q >= '0' && *q <= '9')
@@ -161,7 +162,7 @@ static void scan_version(Elf *elf, size_t shstrndx, char *out, size_t outsz)
 		const char *b = d->d_buf, *end = b + d->d_size;
 		for (const char *p = b + 1; p < end; p++) {
 			size_t len;
-			if (*p == '3' && !strchr("0123456789.", p[-1]) &&
+			if ((*p == '2' || *p == '3') && !strchr("0123456789.", p[-1]) &&
 			    (len = version_at(p, end)))
 				vote(votes, &nvotes, p, len);
 		}

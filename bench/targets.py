@@ -1,0 +1,33 @@
+"""Benchmark targets: `deep N` blocks under an N-frame stack, `threads N`
+blocks in N threads (each a few frames deep).  Prints "ready" when set up."""
+import sys
+import threading
+import time
+
+
+def deep(n):
+    if n <= 1:
+        print("ready", flush=True)
+        time.sleep(1e6)
+    deep(n - 1)
+
+
+def idle_thread(started):
+    started.release()
+    time.sleep(1e6)
+
+
+def threads(n):
+    started = threading.Semaphore(0)
+    for _ in range(n - 1):
+        threading.Thread(target=idle_thread, args=(started,), daemon=True).start()
+        started.acquire()
+    print("ready", flush=True)
+    time.sleep(1e6)
+
+
+if __name__ == "__main__":
+    kind, n = sys.argv[1], int(sys.argv[2])
+    # deep() itself adds frames below <module>: leave room for them.
+    sys.setrecursionlimit(n + 100)
+    (deep if kind == "deep" else threads)(n)

@@ -1,0 +1,15 @@
+#!/bin/sh
+# Start the bundled demo service, dump its stacks (text, then JSON), stop it.
+# Usage: examples/demo.sh [BUILDDIR]
+set -eu
+cd "$(dirname "$0")/.."
+bin=${1:-build}/cli/pystack-dump
+python3 examples/demo_service.py &
+pid=$!
+trap 'kill $pid 2>/dev/null' EXIT
+sleep 1
+echo "\$ pystack-dump $pid"
+"$bin" "$pid"
+echo
+echo "\$ pystack-dump --json $pid | python3 -m json.tool | head -20"
+"$bin" --json "$pid" | python3 -m json.tool | head -20

@@ -1,0 +1,10 @@
+#!/bin/sh
+# Install what building and testing pystack-dump needs on Debian (as root).
+set -eu
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends \
+	gcc libc6-dev meson ninja-build pkg-config libelf-dev \
+	python3 python3-dbg debootstrap procps util-linux ca-certificates \
+	>/dev/null
+echo "install-deps: done"

@@ -31,17 +31,12 @@ def run_measured(cmd):
 
 
 def peak_rss_kib(cmd):
-    """Peak RSS of a command, via wait4's rusage."""
-    pid = os.fork()
-    if pid == 0:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, 1)
-        os.dup2(devnull, 2)
-        os.execvp(cmd[0], cmd)
-    _, status, usage = os.wait4(pid, 0)
-    if status != 0:
-        sys.exit("benchmark command failed: %s" % " ".join(cmd))
-    return usage.ru_maxrss
+    """Peak RSS of a command, as GNU time reports it.  (wait4's ru_maxrss of
+    a child we fork would include this Python process's pages from before
+    the exec.)"""
+    res = subprocess.run(["/usr/bin/time", "-f", "%M"] + cmd, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, check=True)
+    return int(res.stderr.split()[-1])
 
 
 def start_target(kind, n):
@@ -74,6 +69,8 @@ def main():
     ap.add_argument("--runs", type=int, default=20)
     args = ap.parse_args()
     ours = os.path.join(args.build, "cli", "pystack-dump")
+    if not os.path.exists("/usr/bin/time"):
+        sys.exit("bench needs GNU time: apt-get install time")
     if subprocess.call([os.path.join(ROOT, "tests", "setup-sid.sh")]) != 0:
         sys.exit("the sid chroot (python3.15) could not be set up")
     tools = [

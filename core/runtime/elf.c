@@ -139,6 +139,16 @@ static void vote(struct version_vote *v, size_t *n, const char *s, size_t len)
 	}
 }
 
+static void scan_symbols(Elf *elf, GElf_Word type, struct elf_syms *s)
+{
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == type)
+			scan_symtab(elf, scn, &sh, s);
+	}
+}
+
 /*
  * Before 3.11 the binary does not export its version as a number, but the
  * PY_VERSION literal ("3.9.18") is in .rodata -- sometimes only as the tail
@@ -213,13 +223,12 @@ static bool probe_file(const struct pyd_memsrc *src, const struct pyd_mapping *m
 	size_t shstrndx;
 	if (elf && elf_kind(elf) == ELF_K_ELF &&
 	    elf_getshdrstrndx(elf, &shstrndx) == 0) {
-		Elf_Scn *scn = NULL;
-		while ((scn = elf_nextscn(elf, scn))) {
-			GElf_Shdr sh;
-			if (gelf_getshdr(scn, &sh) &&
-			    (sh.sh_type == SHT_SYMTAB || sh.sh_type == SHT_DYNSYM))
-				scan_symtab(elf, scn, &sh, &s);
-		}
+		scan_symbols(elf, SHT_DYNSYM, &s);
+		/* .symtab is many times larger (and every page we touch counts
+		 * in our RSS): read it only when the exported symbols do not
+		 * say it all, e.g. 3.6's static interp_head. */
+		if (!s.runtime)
+			scan_symbols(elf, SHT_SYMTAB, &s);
 		uint64_t bias;
 		if ((s.runtime || s.tstate_current) &&
 		    load_bias(elf, maps, n, m, &bias)) {
@@ -231,7 +240,9 @@ static bool probe_file(const struct pyd_memsrc *src, const struct pyd_mapping *m
 			rt->interp_head_addr = s.interp_head ? s.interp_head + bias : 0;
 			rt->debug_build = s.debug_build;
 			snprintf(rt->binary, sizeof rt->binary, "%s", used);
-			scan_version(elf, shstrndx, rt->version, sizeof rt->version);
+			if (!s.py_version) /* else the target tells us */
+				scan_version(elf, shstrndx, rt->version,
+					     sizeof rt->version);
 			pyd_parse_version(rt->version, &rt->major, &rt->minor);
 		}
 	}

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "session.h"
+#include "unicode.h"
 
 /* Sub-interpreters and threads we list at most: a loop in a corrupt list
  * must end. */
@@ -269,8 +270,11 @@ static enum pyd_err add_thread(struct dump_ctx *c, uint64_t tstate,
 	t->interp_id = interp_id;
 	t->holds_gil = holder && holder == tstate;
 	const struct pyd_os_thread *os = find_os_thread(c->os, c->nos, t->tid);
-	if (os)
+	if (os) {
 		memcpy(t->name, os->name, sizeof t->name);
+		t->name[sizeof t->name - 1] = 0;
+		pyd_utf8_repair(t->name);
+	}
 	t->run = os ? os->run : PYD_RUN_UNKNOWN;
 	struct frame_buf fb = {0};
 	t->error = walk_stable(c->s, tstate, &fb, &d->retries);

@@ -65,3 +65,36 @@ int pyd_str_to_utf8(const uint8_t *data, size_t n, unsigned kind, char *out,
 	out[w] = 0;
 	return (int)w;
 }
+
+/* Length of the valid UTF-8 sequence at p (1-4), 0 if invalid, -1 if it is
+ * cut short by the end of the string. */
+static int utf8_seq(const unsigned char *p)
+{
+	int n = p[0] < 0x80 ? 1 : p[0] >= 0xc2 && p[0] < 0xe0 ? 2
+				: p[0] >= 0xe0 && p[0] < 0xf0 ? 3
+				: p[0] >= 0xf0 && p[0] < 0xf5 ? 4 : 0;
+	for (int i = 1; i < n; i++) {
+		if (!p[i])
+			return -1;
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+	}
+	return n;
+}
+
+void pyd_utf8_repair(char *s)
+{
+	unsigned char *p = (unsigned char *)s;
+	while (*p) {
+		int n = utf8_seq(p);
+		if (n < 0) {
+			*p = 0;
+			return;
+		}
+		if (n == 0) {
+			*p++ = '?';
+			continue;
+		}
+		p += n;
+	}
+}

@@ -28,4 +28,11 @@ struct pyd_str_state pyd_str_state_decode(uint32_t state);
 int pyd_str_to_utf8(const uint8_t *data, size_t n, unsigned kind, char *out,
 		    size_t outsz);
 
+/*
+ * Make a NUL-terminated byte string valid UTF-8 in place: an incomplete
+ * sequence at the end (the kernel cuts thread names at 15 bytes, mid
+ * character) is dropped, any other invalid byte becomes '?'.
+ */
+void pyd_utf8_repair(char *s);
+
 #endif

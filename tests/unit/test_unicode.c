@@ -51,5 +51,16 @@ int main(void)
 	s = pyd_str_state_decode(4u << 2 | 1u << 7);
 	CHECK_EQ(s.kind, 4);
 	CHECK_EQ(s.compact, 0);
+
+	/* comm names cut mid-character lose the fragment; junk becomes '?' */
+	char cut[] = "n\xc3\xbc-\xf0\xa0";
+	pyd_utf8_repair(cut);
+	CHECK_EQ(same(cut, "n\xc3\xbc-"), 1);
+	char junk[] = "a\xff\xc3zb\xed";
+	pyd_utf8_repair(junk);
+	CHECK_EQ(same(junk, "a??zb"), 1);
+	char fine[] = "\xe5\x90\x8d\xf0\xa0\x80\x8b";
+	pyd_utf8_repair(fine);
+	CHECK_EQ(same(fine, "\xe5\x90\x8d\xf0\xa0\x80\x8b"), 1);
 	return check_done("test_unicode");
 }

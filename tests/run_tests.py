@@ -953,7 +953,56 @@ def general_tests(tool):
                                   % (" ".join(argv), rc, short(err, 300))))
     finally:
         kill(py)
+    res.append(unsupported_version_test(tool))
+    res.append(exited_mid_read_test(tool))
     return res
+
+
+def unsupported_version_test(tool):
+    """Python 2.7 is found (it has _PyThreadState_Current) but must be
+    named as unsupported, exit 6."""
+    name = "unsupported version (Python 2.7)"
+    root = pyenv_root()
+    py2 = sorted(glob.glob(os.path.join(root, "versions", "2.7*", "bin", "python2.7"))) if root else []
+    if not py2:
+        return Result("general", name, "SKIP", "interpreter missing: no pyenv python2.7")
+    p = spawn([py2[0], "-c", "import time; time.sleep(1000)"], stdout=subprocess.DEVNULL)
+    try:
+        time.sleep(0.3)
+        rc, out, err, secs = run([tool.path, str(p.pid)], TOOL_TIMEOUT)
+    finally:
+        kill(p)
+    msg = err.decode("utf-8", "replace")
+    if rc == 6 and "unsupported Python 2.7" in msg:
+        return Result("general", name, "PASS")
+    return Result("general", name, "FAIL", "expected exit 6 naming Python 2.7, got %s: %s"
+                  % (rc, short(err, 300)))
+
+
+def exited_mid_read_test(tool):
+    """The target dies while --locked holds it paused: exit 7, no hang."""
+    name = "process exited during the read"
+    p = spawn([sys.executable, "-c", "import time; time.sleep(1000)"], stdout=subprocess.DEVNULL)
+    try:
+        time.sleep(0.3)
+        env = dict(os.environ, PYD_TEST_LOCKED_PAUSE_MS="1500")
+        dumper = spawn([tool.path, "--locked", str(p.pid)], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, env=env)
+        deadline = time.time() + 5
+        while tracer_pid(p.pid) != dumper.pid and time.time() < deadline:
+            time.sleep(0.02)
+        os.kill(p.pid, signal.SIGKILL)
+        try:
+            out, err = dumper.communicate(timeout=TOOL_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            kill(dumper)
+            return Result("general", name, "FAIL", "pystack-dump hung after the target died")
+    finally:
+        kill(p)
+    if dumper.returncode == 7 and b"exited" in err:
+        return Result("general", name, "PASS")
+    return Result("general", name, "FAIL", "expected exit 7, got %s: %s"
+                  % (dumper.returncode, short(err, 300)))
 
 
 def unit_tests(build):

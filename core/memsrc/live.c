@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -225,6 +226,47 @@ static enum pyd_err live_threads(void *ctx, const struct pyd_os_thread **out,
 	return PYD_OK;
 }
 
+/* Open path if it is the mapped file (same inode). */
+static int open_if_inode(const char *path, uint64_t inode)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && (fstat(fd, &st) != 0 || st.st_ino != inode)) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/*
+ * The path in /proc/PID/maps is relative to the reader's root when the
+ * target was merely chrooted, but to the target's own root when it lives
+ * in another mount namespace (a container): try the target's root first,
+ * then the path as it stands, each checked against the mapping's inode.
+ * map_files/ opens exactly the mapped file (even a deleted one) but needs
+ * CAP_SYS_ADMIN, so it is the last resort.
+ */
+static int live_open_file(void *ctx, const struct pyd_mapping *m, char *used,
+			  size_t usedsz)
+{
+	struct pyd_live *l = ctx;
+	char path[4200];
+	if (!m->path)
+		return -1;
+	snprintf(path, sizeof path, "%s%s", l->root, m->path);
+	int fd = open_if_inode(path, m->inode);
+	if (fd < 0)
+		fd = open_if_inode(m->path, m->inode);
+	if (fd < 0) {
+		snprintf(path, sizeof path, "/proc/%d/map_files/%llx-%llx", l->pid,
+			 (unsigned long long)m->start, (unsigned long long)m->end);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+	}
+	if (fd >= 0)
+		snprintf(used, usedsz, "%s", m->path);
+	return fd;
+}
+
 enum pyd_err pyd_live_open(int pid, struct pyd_live **out)
 {
 	if (pid <= 0 || !proc_alive(pid))
@@ -241,7 +283,7 @@ enum pyd_err pyd_live_open(int pid, struct pyd_live **out)
 		.read = live_read,
 		.mappings = live_mappings,
 		.threads = live_threads,
-		.root = l->root,
+		.open_file = live_open_file,
 	};
 	*out = l;
 	/* Reading the maps needs the same permission as reading memory

@@ -50,9 +50,12 @@ struct pyd_memsrc {
 	/* Resolve a symbol of the Python binary to a runtime address, for
 	 * sources that know symbols themselves (lldb). */
 	enum pyd_err (*symbol)(void *ctx, const char *name, uint64_t *addr);
-	/* Prefix that turns a mapping's path into a path we can open
-	 * ("/proc/PID/root" for a live process); NULL if none. */
-	const char *root;
+	/* Open the file behind a mapping read-only (an fd the caller
+	 * closes), copying the path actually opened into used; -1 if it
+	 * cannot be found.  Only the source knows where the target's files
+	 * are: behind /proc/PID/root, or next to a core on another machine. */
+	int (*open_file)(void *ctx, const struct pyd_mapping *m, char *used,
+			 size_t usedsz);
 };
 
 static inline enum pyd_err pyd_read(const struct pyd_memsrc *src,

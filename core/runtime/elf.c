@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "runtime.h"
@@ -19,42 +18,6 @@ static bool skip_path(const char *path)
 	return !path || path[0] != '/' || strncmp(path, "/dev/", 5) == 0 ||
 	       strstr(path, "/ld-linux") || strstr(path, "/libc.so") ||
 	       strstr(path, "/libm.so") || strstr(path, "/libpthread");
-}
-
-/*
- * Open the file behind a mapping.  The path in /proc/PID/maps is as the
- * target sees it, so for a process in another root or mount namespace it
- * has to go through /proc/PID/root; the inode check catches a path that
- * now names a different file.  map_files/ opens exactly the mapped file
- * (even a deleted one) but needs CAP_SYS_ADMIN, so it is the fallback.
- */
-static int open_mapped(const struct pyd_memsrc *src, const struct pyd_mapping *m,
-		       char *used, size_t usedsz)
-{
-	char path[4200];
-	struct stat st;
-	const char *root = src->root ? src->root : "";
-	snprintf(path, sizeof path, "%s%s", root, m->path);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0 && fstat(fd, &st) == 0 &&
-	    (m->inode == 0 || st.st_ino == m->inode)) {
-		snprintf(used, usedsz, "%s", m->path);
-		return fd;
-	}
-	if (fd >= 0)
-		close(fd);
-	size_t rl = strlen(root);
-	if (rl > 5 && strcmp(root + rl - 5, "/root") == 0) {
-		snprintf(path, sizeof path, "%.*s/map_files/%lx-%lx",
-			 (int)(rl - 5), root, (unsigned long)m->start,
-			 (unsigned long)m->end);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd >= 0) {
-			snprintf(used, usedsz, "%s", m->path);
-			return fd;
-		}
-	}
-	return -1;
 }
 
 struct elf_syms {
@@ -214,7 +177,8 @@ static bool probe_file(const struct pyd_memsrc *src, const struct pyd_mapping *m
 		       struct pyd_runtime *rt)
 {
 	char used[4096];
-	int fd = open_mapped(src, m, used, sizeof used);
+	int fd = src->open_file ? src->open_file(src->ctx, m, used, sizeof used)
+				: -1;
 	if (fd < 0)
 		return false;
 	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);

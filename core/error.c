@@ -23,6 +23,14 @@ const char *pyd_strerror(enum pyd_err err)
 		return "memory could not be read";
 	case PYD_E_NOMEM:
 		return "out of memory";
+	case PYD_E_NOTCORE:
+		return "not an ELF core file";
+	case PYD_E_FOREIGN:
+		return "core file of another architecture";
+	case PYD_E_TRUNCATED:
+		return "core file truncated";
+	case PYD_E_EXEMISMATCH:
+		return "executable does not match the core";
 	}
 	return "unknown error";
 }

@@ -16,6 +16,10 @@ enum pyd_err {
 	PYD_E_TORN = 8,        /* the stacks kept changing under us */
 	PYD_E_READ = 9,        /* memory unreadable or not what we expected */
 	PYD_E_NOMEM = 10,
+	PYD_E_NOTCORE = 11,   /* not an ELF core file */
+	PYD_E_FOREIGN = 12,   /* a core of another architecture */
+	PYD_E_TRUNCATED = 13, /* the core ends before its segments do */
+	PYD_E_EXEMISMATCH = 15, /* --exe is not the core's executable */
 };
 
 /* A short human name for an error ("no such process", ...). */

@@ -285,8 +285,8 @@ static enum pyd_err add_thread(struct dump_ctx *c, uint64_t tstate,
 								   : PYD_OK;
 }
 
-/* CPython pushes new threads at the head of the list: show them oldest
- * (usually the main thread) first. */
+/* CPython pushes new interpreters and threads at the head of their lists:
+ * show them oldest (the main interpreter, its main thread) first. */
 static void reverse_threads(struct pyd_thread *t, size_t n)
 {
 	for (size_t i = 0; i < n / 2; i++) {
@@ -298,7 +298,6 @@ static void reverse_threads(struct pyd_thread *t, size_t n)
 
 static enum pyd_err dump_interp(struct dump_ctx *c, uint64_t interp)
 {
-	size_t first = c->d->nthreads;
 	struct pyd_session *s = c->s;
 	const struct py_layout *L = &s->layout;
 	int64_t id = 0;
@@ -312,7 +311,6 @@ static enum pyd_err dump_interp(struct dump_ctx *c, uint64_t interp)
 			break;
 		err = pyd_read_ptr(s, ts + (uint64_t)L->tstate.next, &ts);
 	}
-	reverse_threads(c->d->threads + first, c->d->nthreads - first);
 	return err;
 }
 
@@ -333,6 +331,7 @@ enum pyd_err pyd_dump_stacks(struct pyd_session *s, struct pyd_dump *d)
 	}
 	if (!err && d->ninterps == 0)
 		err = PYD_E_NOTPYTHON;
+	reverse_threads(d->threads, d->nthreads);
 	return err;
 }
 

@@ -11,10 +11,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../core/memsrc/live.h"
 #include "../core/pyd.h"
 #include "../core/report/report.h"
 #include "source.h"
+#include "target.h"
 
 #ifndef PYD_VERSION
 #define PYD_VERSION "dev"
@@ -22,9 +22,24 @@
 
 static const char usage_text[] =
 	"Usage: pystack-dump [OPTIONS] PID\n"
+	"       pystack-dump [OPTIONS] --core CORE [--exe EXE] [--sysroot DIR]\n"
+	"       pystack-dump [OPTIONS] --snapshot FILE\n"
 	"\n"
 	"Print the Python stack of every thread of the CPython process PID,\n"
-	"without stopping it and without any code in the target.\n"
+	"without stopping it and without any code in the target; or of the\n"
+	"process a core file or a snapshot file captured.\n"
+	"\n"
+	"Sources:\n"
+	"      --core CORE  read an ELF core file (from a crash, or gcore).\n"
+	"                   Pages the core left out are read from the mapped\n"
+	"                   files; for 3.13+ no binary is needed at all\n"
+	"      --exe EXE    the core's executable, if not where the core says\n"
+	"      --sysroot DIR  look for the core's libraries under DIR (a core\n"
+	"                   copied off another machine)\n"
+	"      --snapshot FILE  decode a snapshot saved by --save-snapshot\n"
+	"      --save-snapshot FILE  also save exactly the memory this dump\n"
+	"                   read (a few KB, no core needed) to FILE, to decode\n"
+	"                   anywhere later with --snapshot\n"
 	"\n"
 	"Options:\n"
 	"  -j, --json       print JSON instead of text (schema below)\n"
@@ -57,14 +72,17 @@ static const char usage_text[] =
 	"set kernel.yama.ptrace_scope to 0.\n"
 	"\n"
 	"Exit status:\n"
-	"  0 success             5 not a Python process\n"
-	"  2 bad usage           6 unsupported Python version\n"
-	"  3 no such process     7 process exited during the read\n"
-	"  4 permission denied   8 a stack kept changing; printed what was read\n"
-	"                        9 memory not readable as expected\n";
+	"  0 success             8 a stack kept changing; printed what was read\n"
+	"  2 bad usage           9 memory not readable as expected\n"
+	"  3 no such process    11 not an ELF core file\n"
+	"  4 permission denied  12 core of another architecture\n"
+	"  5 not a Python process 13 core truncated; printed what was read\n"
+	"  6 unsupported Python  14 bad or unsupported snapshot file\n"
+	"  7 process exited during the read  15 --exe does not match the core\n";
 
 struct options {
-	int pid;
+	struct target_spec spec;
+	const char *save; /* --save-snapshot */
 	bool json, locked, source;
 };
 
@@ -76,9 +94,42 @@ static int usage_error(const char *fmt, const char *arg)
 	return PYD_E_USAGE;
 }
 
+static int parse_pid(const char *arg, int *pid)
+{
+	char *end;
+	long v = strtol(arg, &end, 10);
+	if (*end || end == arg || v <= 0 || v > 0x7fffffff)
+		return usage_error("'%s' is not a process id", arg);
+	*pid = (int)v;
+	return 0;
+}
+
+/* Exactly one source: a PID, --core or --snapshot. */
+static int check_sources(int argc, char **argv, struct options *o)
+{
+	struct target_spec *t = &o->spec;
+	int files = !!t->core + !!t->snapshot, rest = argc - optind;
+	if (files > 1 || (files && rest > 0))
+		return usage_error("%s", "give one of PID, --core or --snapshot");
+	if (!files && rest != 1)
+		return usage_error("%s", rest ? "expected exactly one PID"
+					      : "missing PID (or --core/--snapshot)");
+	if ((t->exe || t->sysroot) && !t->core)
+		return usage_error("%s", "--exe and --sysroot go with --core");
+	if (o->locked && files)
+		return usage_error("%s", "--locked needs a live process");
+	return files ? 0 : parse_pid(argv[optind], &t->pid);
+}
+
 static int parse_args(int argc, char **argv, struct options *o)
 {
+	enum { OPT_CORE = 256, OPT_EXE, OPT_SYSROOT, OPT_SNAPSHOT, OPT_SAVE };
 	static const struct option longopts[] = {
+		{"core", required_argument, NULL, OPT_CORE},
+		{"exe", required_argument, NULL, OPT_EXE},
+		{"sysroot", required_argument, NULL, OPT_SYSROOT},
+		{"snapshot", required_argument, NULL, OPT_SNAPSHOT},
+		{"save-snapshot", required_argument, NULL, OPT_SAVE},
 		{"json", no_argument, NULL, 'j'},
 		{"locked", no_argument, NULL, 'l'},
 		{"no-source", no_argument, NULL, 'S'},
@@ -91,6 +142,22 @@ static int parse_args(int argc, char **argv, struct options *o)
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+jlhV", longopts, NULL)) != -1) {
 		switch (c) {
+		case OPT_CORE:
+			o->spec.core = optarg;
+			break;
+		case OPT_EXE:
+			o->spec.exe = optarg;
+			break;
+		case OPT_SYSROOT:
+			o->spec.sysroot = optarg;
+			break;
+		case OPT_SNAPSHOT:
+			o->spec.snapshot = optarg;
+			break;
+		case OPT_SAVE:
+			o->save = optarg;
+			o->spec.record = true;
+			break;
 		case 'j':
 			o->json = true;
 			break;
@@ -107,18 +174,11 @@ static int parse_args(int argc, char **argv, struct options *o)
 			printf("pystack-dump %s\n", PYD_VERSION);
 			exit(0);
 		default:
-			return usage_error("unknown option '%s'", argv[optind - 1]);
+			return usage_error("option '%s' is unknown or needs a value",
+					   argv[optind - 1]);
 		}
 	}
-	if (optind != argc - 1)
-		return usage_error("%s", optind >= argc ? "missing PID"
-							  : "expected exactly one PID");
-	char *end;
-	long pid = strtol(argv[optind], &end, 10);
-	if (*end || end == argv[optind] || pid <= 0 || pid > 0x7fffffff)
-		return usage_error("'%s' is not a process id", argv[optind]);
-	o->pid = (int)pid;
-	return 0;
+	return check_sources(argc, argv, o);
 }
 
 static int read_int_file(const char *path)
@@ -158,8 +218,37 @@ static void explain_perm(int pid)
 	fprintf(stderr, "In a container, start it with --cap-add=SYS_PTRACE.\n");
 }
 
-static int report_error(enum pyd_err err, int pid, const char *detail)
+/* The one-line story of what went wrong with a file-based source. */
+static void file_error(enum pyd_err err, const struct options *o,
+		       const char *detail)
 {
+	const char *file = o->spec.core ? o->spec.core : o->spec.snapshot;
+	switch (err) {
+	case PYD_E_NOTCORE:
+		fprintf(stderr, "pystack-dump: %s is %s. Give --core an ELF core "
+				"file (from a crash, or gcore PID).\n",
+			file, detail);
+		break;
+	case PYD_E_FOREIGN:
+		fprintf(stderr, "pystack-dump: %s is %s.\n", file, detail);
+		break;
+	case PYD_E_EXEMISMATCH:
+		fprintf(stderr, "pystack-dump: %s. Pass the executable the "
+				"process ran (same build).\n",
+			detail);
+		break;
+	default:
+		fprintf(stderr, "pystack-dump: %s: %s%s%s\n", file,
+			pyd_strerror(err), *detail ? ": " : "", detail);
+		break;
+	}
+}
+
+static int report_error(enum pyd_err err, const struct options *o,
+			const char *detail)
+{
+	int pid = o->spec.pid;
+	bool file = o->spec.core || o->spec.snapshot;
 	switch (err) {
 	case PYD_E_NOPROC:
 		fprintf(stderr,
@@ -171,18 +260,25 @@ static int report_error(enum pyd_err err, int pid, const char *detail)
 		explain_perm(pid);
 		break;
 	case PYD_E_NOTPYTHON:
-		fprintf(stderr,
-			"pystack-dump: process %d is not running CPython: none of "
-			"its mapped files defines _PyRuntime (or, for 3.6, "
-			"_PyThreadState_Current).\nIf it embeds a stripped, "
-			"statically linked Python, this tool cannot find it.\n",
-			pid);
+		if (file && *detail)
+			fprintf(stderr, "pystack-dump: %s is not a core of CPython: "
+					"%s.\n",
+				o->spec.core, detail);
+		else
+			fprintf(stderr,
+				"pystack-dump: %s %d is not running CPython: none "
+				"of its mapped files defines _PyRuntime (or, for "
+				"3.6, _PyThreadState_Current).\nIf it embeds a "
+				"stripped, statically linked Python, this tool "
+				"cannot find it.\n",
+				file ? "the process of the core, pid" : "process",
+				pid);
 		break;
 	case PYD_E_UNSUPPORTED:
 		fprintf(stderr,
 			"pystack-dump: %s. Supported: CPython 3.6 to 3.15 "
 			"(release and debug builds) on Linux x86-64.\n",
-			detail && *detail ? detail : "unsupported Python version");
+			*detail ? detail : "unsupported Python version");
 		break;
 	case PYD_E_EXITED:
 		fprintf(stderr,
@@ -191,9 +287,11 @@ static int report_error(enum pyd_err err, int pid, const char *detail)
 			pid);
 		break;
 	default:
-		fprintf(stderr, "pystack-dump: process %d: %s%s%s\n", pid,
-			pyd_strerror(err), detail && *detail ? ": " : "",
-			detail ? detail : "");
+		if (file)
+			file_error(err, o, detail);
+		else
+			fprintf(stderr, "pystack-dump: process %d: %s%s%s\n", pid,
+				pyd_strerror(err), *detail ? ": " : "", detail);
 		break;
 	}
 	return err;
@@ -212,36 +310,48 @@ static void test_pause_hook(void)
 		nanosleep(&ts, NULL);
 }
 
-static enum pyd_err take_dump(struct pyd_live *live, const struct options *o,
-			      struct pyd_session **sess, struct pyd_dump *dump,
-			      char *detail, size_t detailsz)
+static enum pyd_err take_dump(struct target *t, const struct options *o,
+			      struct pyd_runtime *rt, struct pyd_session **sess,
+			      struct pyd_dump *dump, char *detail,
+			      size_t detailsz)
 {
-	const struct pyd_memsrc *src = pyd_live_memsrc(live);
-	struct pyd_runtime rt;
-	enum pyd_err err = pyd_runtime_find_elf(src, &rt);
+	enum pyd_err err = target_runtime(t, rt, detail, detailsz);
 	if (!err)
-		err = pyd_session_open(src, &rt, sess, detail, detailsz);
+		err = pyd_session_open(t->src, rt, sess, detail, detailsz);
 	if (err)
 		return err;
 	if (o->locked) {
-		if ((err = pyd_live_pause(live)))
+		if ((err = pyd_live_pause(t->live)))
 			return err;
 		test_pause_hook();
 	}
 	err = pyd_dump_stacks(*sess, dump);
-	pyd_live_resume(live);
+	if (o->locked)
+		pyd_live_resume(t->live);
 	return err;
 }
 
-static enum pyd_err print_dump(const struct options *o, struct pyd_session *s,
-			       const struct pyd_dump *dump)
+static enum pyd_err print_dump(const struct options *o, const struct target *t,
+			       struct pyd_session *s, const struct pyd_dump *dump)
 {
-	char root[64];
-	snprintf(root, sizeof root, "/proc/%d/root", o->pid);
-	struct source_cache *sc = o->source && !o->json ? source_cache_new(root)
-							: NULL;
+	char origin[4200];
+	const char *file = o->spec.core ? o->spec.core : o->spec.snapshot;
+	if (!file)
+		snprintf(origin, sizeof origin, "Process %d", t->pid);
+	else if (t->pid > 0)
+		snprintf(origin, sizeof origin, "%s %s (process %d)",
+			 o->spec.core ? "Core file" : "Snapshot", file, t->pid);
+	else
+		snprintf(origin, sizeof origin, "%s %s",
+			 o->spec.core ? "Core file" : "Snapshot", file);
+	struct source_cache *sc =
+		o->source && !o->json && !o->spec.snapshot
+			? source_cache_new(t->source_root)
+			: NULL;
 	struct pyd_report_opts ro = {
-		.pid = o->pid,
+		.pid = t->pid,
+		.origin = origin,
+		.source_kind = t->kind,
 		.python_version = pyd_session_version(s),
 		.binary = pyd_session_binary(s),
 		.source_line = sc ? source_cache_line : NULL,
@@ -260,20 +370,53 @@ static enum pyd_err print_dump(const struct options *o, struct pyd_session *s,
 	return failed ? PYD_E_NOMEM : PYD_OK;
 }
 
-/* Threads whose stacks never settled: say so, and exit non-zero. */
-static enum pyd_err check_torn(const struct pyd_dump *dump)
+/*
+ * After a dump was printed: anything the reader must know about its
+ * completeness, as the exit status and a message.  A truncated core
+ * explains incomplete stacks better than "changed under us" does.
+ */
+static enum pyd_err check_complete(const struct target *t,
+				   const struct pyd_dump *dump)
 {
 	size_t bad = 0;
 	for (size_t i = 0; i < dump->nthreads; i++)
 		bad += dump->threads[i].error != PYD_OK;
+	uint64_t missing = t->core ? pyd_core_missing_bytes(t->core) : 0;
+	if (missing) {
+		fprintf(stderr,
+			"pystack-dump: the core file is truncated: %llu bytes of "
+			"its memory are missing%s. Copy the whole core again.\n",
+			(unsigned long long)missing,
+			bad ? "; stacks marked incomplete could not be read"
+			    : "");
+		return PYD_E_TRUNCATED;
+	}
 	if (!bad)
 		return PYD_OK;
 	fprintf(stderr,
-		"pystack-dump: %zu thread(s) changed too fast to read "
-		"consistently; their stacks are marked incomplete. Try "
-		"--locked.\n",
-		bad);
-	return PYD_E_TORN;
+		"pystack-dump: %zu thread(s) could not be read consistently; "
+		"their stacks are marked incomplete.%s\n",
+		bad, t->live ? " Try --locked." : "");
+	return t->live ? PYD_E_TORN : PYD_E_READ;
+}
+
+static enum pyd_err save_snapshot(const struct options *o, struct target *t,
+				  const struct pyd_runtime *rt)
+{
+	char detail[512] = "";
+	enum pyd_err err = pyd_snapshot_write(t->rec, rt, t->pid, o->save,
+					      detail, sizeof detail);
+	if (err)
+		fprintf(stderr, "pystack-dump: cannot save the snapshot %s: %s\n",
+			o->save, *detail ? detail : pyd_strerror(err));
+	return err;
+}
+
+static void print_warnings(const struct target *t)
+{
+	const char *w = t->core ? pyd_core_warnings(t->core) : "";
+	if (*w)
+		fputs(w, stderr);
 }
 
 int main(int argc, char **argv)
@@ -282,19 +425,23 @@ int main(int argc, char **argv)
 	int rc = parse_args(argc, argv, &o);
 	if (rc)
 		return rc;
-	struct pyd_live *live = NULL;
+	struct target t;
+	struct pyd_runtime rt;
 	struct pyd_session *sess = NULL;
 	struct pyd_dump dump = {0};
 	char detail[512] = "";
-	enum pyd_err err = pyd_live_open(o.pid, &live);
-	if (!err)
-		err = take_dump(live, &o, &sess, &dump, detail, sizeof detail);
-	if (!err && !(err = print_dump(&o, sess, &dump)))
-		err = check_torn(&dump);
-	else if (err)
-		report_error(err, o.pid, detail);
+	enum pyd_err err = target_open(&o.spec, &t, detail, sizeof detail);
+	if (!err) {
+		print_warnings(&t);
+		err = take_dump(&t, &o, &rt, &sess, &dump, detail, sizeof detail);
+	}
+	if (err)
+		report_error(err, &o, detail);
+	else if (!(err = print_dump(&o, &t, sess, &dump)) &&
+		 !(err = o.save ? save_snapshot(&o, &t, &rt) : PYD_OK))
+		err = check_complete(&t, &dump);
 	pyd_dump_free(&dump);
 	pyd_session_close(sess);
-	pyd_live_close(live);
+	target_close(&t);
 	return err;
 }

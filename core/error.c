@@ -29,6 +29,8 @@ const char *pyd_strerror(enum pyd_err err)
 		return "core file of another architecture";
 	case PYD_E_TRUNCATED:
 		return "core file truncated";
+	case PYD_E_SNAPSHOT:
+		return "bad or unsupported snapshot file";
 	case PYD_E_EXEMISMATCH:
 		return "executable does not match the core";
 	}

@@ -19,6 +19,7 @@ enum pyd_err {
 	PYD_E_NOTCORE = 11,   /* not an ELF core file */
 	PYD_E_FOREIGN = 12,   /* a core of another architecture */
 	PYD_E_TRUNCATED = 13, /* the core ends before its segments do */
+	PYD_E_SNAPSHOT = 14,  /* bad or unsupported snapshot file */
 	PYD_E_EXEMISMATCH = 15, /* --exe is not the core's executable */
 };
 

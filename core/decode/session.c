@@ -86,18 +86,39 @@ static uint8_t *read_bytes(struct pyd_session *s, uint64_t addr, size_t *len)
 	return buf;
 }
 
-/* Is the object at addr a code object?  Remembers PyCode_Type. */
+/*
+ * Is type (an object's ob_type) PyCode_Type?  By address when the binary
+ * told us; else by name, which lives in .rodata -- a part of the binary a
+ * core leaves out.  With no binary at all (3.13+ found by its cookie) the
+ * type is recognised by its shape: a code object is variable-sized, with
+ * tp_basicsize = offsetof(co_code_adaptive) and tp_itemsize = 2 (one code
+ * unit).  tp_basicsize and tp_itemsize follow tp_name in every 3.x.
+ */
+static bool is_code_type(struct pyd_session *s, uint64_t type)
+{
+	const struct py_layout *L = &s->layout;
+	uint64_t name, size[2];
+	char tname[8] = {0};
+	if (s->rt.code_type_addr)
+		return type == s->rt.code_type_addr;
+	if (!type || pyd_read_ptr(s, type + (uint64_t)L->object.tp_name, &name))
+		return false;
+	if (pyd_read(s->src, name, tname, 5) == PYD_OK)
+		return strcmp(tname, "code") == 0;
+	return L->code.code_adaptive != PYD_NO_FIELD &&
+	       !pyd_read(s->src, type + (uint64_t)L->object.tp_name + 8, size,
+			 sizeof size) &&
+	       size[0] == (uint64_t)L->code.code_adaptive && size[1] == 2;
+}
+
 static bool is_code(struct pyd_session *s, uint64_t addr)
 {
-	uint64_t type, name;
-	char tname[8] = {0};
+	uint64_t type;
 	if (pyd_read_ptr(s, addr + (uint64_t)s->layout.object.ob_type, &type))
 		return false;
 	if (type == s->code_type)
 		return true;
-	if (s->code_type || !type ||
-	    pyd_read_ptr(s, type + (uint64_t)s->layout.object.tp_name, &name) ||
-	    pyd_read(s->src, name, tname, 5) || strcmp(tname, "code") != 0)
+	if (s->code_type || !is_code_type(s, type))
 		return false;
 	s->code_type = type;
 	return true;

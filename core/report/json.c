@@ -31,7 +31,9 @@ static void thread_json(struct pyd_buf *b, const struct pyd_thread *t)
 void pyd_report_json(struct pyd_buf *b, const struct pyd_dump *d,
 		     const struct pyd_report_opts *o)
 {
-	pyd_buf_printf(b, "{\"pid\": %d, \"python_version\": ", o->pid);
+	pyd_buf_printf(b, "{\"pid\": %d, \"source\": ", o->pid);
+	pyd_buf_json_str(b, o->source_kind);
+	pyd_buf_put(b, ", \"python_version\": ", 20);
 	pyd_buf_json_str(b, o->python_version);
 	pyd_buf_put(b, ", \"binary\": ", 12);
 	pyd_buf_json_str(b, o->binary);

@@ -9,7 +9,9 @@
 #include "buf.h"
 
 struct pyd_report_opts {
-	int pid;                    /* <= 0 if not a live process */
+	int pid;                    /* the target's pid, <= 0 if unknown */
+	const char *origin;         /* "Process 1234", "Core file core.1234" */
+	const char *source_kind;    /* "process", "core" or "snapshot" */
 	const char *python_version; /* "3.12.1" */
 	const char *binary;         /* file holding the interpreter */
 	/* Optional: the text of a source line (no trailing newline), or

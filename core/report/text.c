@@ -39,8 +39,8 @@ static void frame_lines(struct pyd_buf *b, const struct pyd_frame *f,
 void pyd_report_text(struct pyd_buf *b, const struct pyd_dump *d,
 		     const struct pyd_report_opts *o)
 {
-	if (o->pid > 0)
-		pyd_buf_printf(b, "Process %d: ", o->pid);
+	if (o->origin)
+		pyd_buf_printf(b, "%s: ", o->origin);
 	pyd_buf_printf(b, "Python %s (%s)\n", o->python_version, o->binary);
 	for (size_t i = 0; i < d->nthreads; i++) {
 		const struct pyd_thread *t = &d->threads[i];

@@ -21,7 +21,7 @@ static bool skip_path(const char *path)
 }
 
 struct elf_syms {
-	uint64_t runtime, py_version, tstate_current, interp_head;
+	uint64_t runtime, py_version, tstate_current, interp_head, code_type;
 	bool debug_build;
 };
 
@@ -35,6 +35,8 @@ static void note_symbol(struct elf_syms *s, const char *name, uint64_t value)
 		s->tstate_current = value;
 	else if (strcmp(name, "interp_head") == 0)
 		s->interp_head = value;
+	else if (strcmp(name, "PyCode_Type") == 0)
+		s->code_type = value;
 	else if (strcmp(name, "_Py_NegativeRefcount") == 0)
 		s->debug_build = true;
 }
@@ -202,6 +204,7 @@ static bool probe_file(const struct pyd_memsrc *src, const struct pyd_mapping *m
 			rt->tstate_current_addr =
 				s.tstate_current ? s.tstate_current + bias : 0;
 			rt->interp_head_addr = s.interp_head ? s.interp_head + bias : 0;
+			rt->code_type_addr = s.code_type ? s.code_type + bias : 0;
 			rt->debug_build = s.debug_build;
 			snprintf(rt->binary, sizeof rt->binary, "%s", used);
 			if (!s.py_version) /* else the target tells us */

@@ -32,6 +32,7 @@ enum pyd_err pyd_runtime_find_symbols(const struct pyd_memsrc *src,
 	src->symbol(src->ctx, "Py_Version", &rt->py_version_addr);
 	src->symbol(src->ctx, "_PyThreadState_Current", &rt->tstate_current_addr);
 	src->symbol(src->ctx, "interp_head", &rt->interp_head_addr);
+	src->symbol(src->ctx, "PyCode_Type", &rt->code_type_addr);
 	uint64_t dbg = 0;
 	rt->debug_build = src->symbol(src->ctx, "_Py_NegativeRefcount", &dbg) ==
 				  PYD_OK && dbg;

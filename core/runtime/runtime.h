@@ -19,6 +19,7 @@ struct pyd_runtime {
 	uint64_t py_version_addr;     /* Py_Version (3.11+) */
 	uint64_t tstate_current_addr; /* _PyThreadState_Current (3.6) */
 	uint64_t interp_head_addr;    /* interp_head (3.6; .symtab only) */
+	uint64_t code_type_addr;      /* PyCode_Type, 0 if unknown */
 	int major, minor;             /* 0 if not known yet */
 	char version[32];             /* "3.9.18", or "" */
 	bool debug_build;             /* Py_DEBUG */
@@ -27,6 +28,11 @@ struct pyd_runtime {
 /* Look through the target's mapped files for the CPython runtime. */
 enum pyd_err pyd_runtime_find_elf(const struct pyd_memsrc *src,
 				  struct pyd_runtime *rt);
+
+/* 3.13+ without any binary: find _PyRuntime by its debug-offsets cookie
+ * in the target's writable file-backed mappings. */
+enum pyd_err pyd_runtime_find_cookie(const struct pyd_memsrc *src,
+				     struct pyd_runtime *rt);
 
 /* The same from a source that resolves symbols itself. */
 enum pyd_err pyd_runtime_find_symbols(const struct pyd_memsrc *src,

@@ -1,0 +1,504 @@
+/*
+ * ELF core-file memory source.
+ */
+#define _GNU_SOURCE
+#include "coredump.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Bounds on what a core may claim; past them it is garbage. */
+#define MAX_SEGMENTS (1u << 20)
+#define MAX_FILE_ENTRIES (1u << 20)
+#define MAX_THREADS 65536
+#define MAX_OPEN_FILES 64
+#define WARNINGS_SIZE 4096
+#define BUILD_ID_MAX 64
+
+/* struct elf_prstatus / elf_prpsinfo on x86-64 */
+#define PRSTATUS_PID 32
+#define PRPSINFO_PID 24
+
+struct segment {
+	uint64_t vaddr, memsz, offset, filesz;
+	uint32_t flags;
+};
+
+struct backing_file {
+	char *path; /* mapping path as the core names it */
+	int fd;     /* -1: looked for and not found */
+};
+
+struct pyd_core {
+	struct pyd_memsrc src;
+	int fd;
+	uint64_t file_size;
+	Elf *elf;
+	struct pyd_core_opts opts;
+	struct segment *segs;
+	size_t nsegs;
+	struct pyd_mapping *maps;
+	size_t nmaps;
+	struct pyd_os_thread *threads;
+	size_t nthreads;
+	int pid;
+	const char *exe_path; /* the executable's path in NT_FILE */
+	struct backing_file files[MAX_OPEN_FILES];
+	size_t nfiles;
+	char warnings[WARNINGS_SIZE];
+};
+
+static void warn(struct pyd_core *c, const char *fmt, const char *a,
+		 const char *b, const char *d)
+{
+	size_t used = strlen(c->warnings);
+	snprintf(c->warnings + used, sizeof c->warnings - used, fmt, a, b, d);
+}
+
+static const struct segment *find_segment(const struct pyd_core *c,
+					  uint64_t addr)
+{
+	size_t lo = 0, hi = c->nsegs;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct segment *s = &c->segs[mid];
+		if (addr < s->vaddr)
+			hi = mid;
+		else if (addr - s->vaddr >= s->memsz)
+			lo = mid + 1;
+		else
+			return s;
+	}
+	return NULL;
+}
+
+static const struct pyd_mapping *find_mapping(const struct pyd_core *c,
+					      uint64_t addr)
+{
+	for (size_t i = 0; i < c->nmaps; i++)
+		if (addr >= c->maps[i].start && addr < c->maps[i].end)
+			return &c->maps[i];
+	return NULL;
+}
+
+static int open_candidate(const struct pyd_core *c, const char *path,
+			  char *used, size_t usedsz)
+{
+	char buf[8192];
+	const char *p = path;
+	if (c->opts.exe && c->exe_path && strcmp(path, c->exe_path) == 0)
+		p = c->opts.exe;
+	else if (c->opts.sysroot) {
+		snprintf(buf, sizeof buf, "%s%s", c->opts.sysroot, path);
+		p = buf;
+	}
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && used)
+		snprintf(used, usedsz, "%s", p);
+	return fd;
+}
+
+static int core_open_file(void *ctx, const struct pyd_mapping *m, char *used,
+			  size_t usedsz)
+{
+	return m->path ? open_candidate(ctx, m->path, used, usedsz) : -1;
+}
+
+/* The backing file of a mapping, opened once. */
+static int backing_fd(struct pyd_core *c, const char *path)
+{
+	for (size_t i = 0; i < c->nfiles; i++)
+		if (strcmp(c->files[i].path, path) == 0)
+			return c->files[i].fd;
+	int fd = open_candidate(c, path, NULL, 0);
+	if (c->nfiles < MAX_OPEN_FILES) {
+		c->files[c->nfiles].path = strdup(path);
+		c->files[c->nfiles++].fd = fd;
+	}
+	return fd;
+}
+
+/* Bytes the core left out: a file-backed mapping's file has them. */
+static enum pyd_err read_backing(struct pyd_core *c, uint64_t addr, void *buf,
+				 size_t len)
+{
+	const struct pyd_mapping *m = find_mapping(c, addr);
+	if (!m || !m->path || len > m->end - addr)
+		return PYD_E_READ;
+	int fd = backing_fd(c, m->path);
+	if (fd < 0)
+		return PYD_E_READ;
+	ssize_t n = pread(fd, buf, len, (off_t)(m->offset + (addr - m->start)));
+	return n == (ssize_t)len ? PYD_OK : PYD_E_READ;
+}
+
+static enum pyd_err core_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	struct pyd_core *c = ctx;
+	uint8_t *out = buf;
+	while (len) {
+		const struct segment *s = find_segment(c, addr);
+		if (!s)
+			return read_backing(c, addr, out, len);
+		uint64_t in = addr - s->vaddr;
+		size_t n = len < s->memsz - in ? len : (size_t)(s->memsz - in);
+		enum pyd_err err;
+		if (in < s->filesz) {
+			if (n > s->filesz - in)
+				n = (size_t)(s->filesz - in);
+			uint64_t off = s->offset + in;
+			ssize_t got = off + n <= c->file_size
+					      ? pread(c->fd, out, n, (off_t)off)
+					      : -1;
+			err = got == (ssize_t)n ? PYD_OK : PYD_E_READ;
+		} else {
+			err = read_backing(c, addr, out, n);
+		}
+		if (err)
+			return err;
+		out += n;
+		addr += n;
+		len -= n;
+	}
+	return PYD_OK;
+}
+
+static enum pyd_err core_mappings(void *ctx, const struct pyd_mapping **maps,
+				  size_t *n)
+{
+	struct pyd_core *c = ctx;
+	*maps = c->maps;
+	*n = c->nmaps;
+	return PYD_OK;
+}
+
+static enum pyd_err core_threads(void *ctx, const struct pyd_os_thread **t,
+				 size_t *n)
+{
+	struct pyd_core *c = ctx;
+	*t = c->threads;
+	*n = c->nthreads;
+	return PYD_OK;
+}
+
+static uint64_t get_u64(const uint8_t *p)
+{
+	uint64_t v;
+	memcpy(&v, p, sizeof v);
+	return v;
+}
+
+/* NT_FILE: count, page size, count x (start, end, page offset), names. */
+static void parse_nt_file(struct pyd_core *c, const uint8_t *d, size_t len)
+{
+	if (len < 16 || c->maps)
+		return;
+	uint64_t count = get_u64(d), page = get_u64(d + 8);
+	if (count > MAX_FILE_ENTRIES || count * 24 > len - 16)
+		return;
+	c->maps = calloc(count ? count : 1, sizeof *c->maps);
+	if (!c->maps)
+		return;
+	const char *name = (const char *)d + 16 + count * 24;
+	const char *end = (const char *)d + len;
+	for (uint64_t i = 0; i < count && name < end; i++) {
+		const uint8_t *e = d + 16 + i * 24;
+		size_t nlen = strnlen(name, (size_t)(end - name));
+		struct pyd_mapping *m = &c->maps[c->nmaps++];
+		m->start = get_u64(e);
+		m->end = get_u64(e + 8);
+		m->offset = get_u64(e + 16) * page;
+		m->path = strndup(name, nlen);
+		name += nlen + 1;
+	}
+}
+
+static void add_thread(struct pyd_core *c, const uint8_t *d, size_t len)
+{
+	if (len < PRSTATUS_PID + 4 || c->nthreads >= MAX_THREADS)
+		return;
+	if ((c->nthreads & (c->nthreads - 1)) == 0) {
+		size_t cap = c->nthreads ? c->nthreads * 2 : 1;
+		void *p = realloc(c->threads, cap * sizeof *c->threads);
+		if (!p)
+			return;
+		c->threads = p;
+	}
+	int32_t tid;
+	memcpy(&tid, d + PRSTATUS_PID, sizeof tid);
+	c->threads[c->nthreads++] = (struct pyd_os_thread){
+		.tid = tid,
+		.run = PYD_RUN_UNKNOWN,
+	};
+}
+
+static void parse_notes(struct pyd_core *c, const GElf_Phdr *ph)
+{
+	if (ph->p_offset + ph->p_filesz > c->file_size)
+		return;
+	Elf_Data *d = elf_getdata_rawchunk(c->elf, (int64_t)ph->p_offset,
+					   ph->p_filesz, ELF_T_NHDR);
+	GElf_Nhdr nh;
+	size_t off = 0, next, name_off, desc_off;
+	while (d && (next = gelf_getnote(d, off, &nh, &name_off, &desc_off))) {
+		const uint8_t *desc = (const uint8_t *)d->d_buf + desc_off;
+		if (nh.n_type == NT_PRSTATUS)
+			add_thread(c, desc, nh.n_descsz);
+		else if (nh.n_type == NT_FILE)
+			parse_nt_file(c, desc, nh.n_descsz);
+		else if (nh.n_type == NT_PRPSINFO && nh.n_descsz >= PRPSINFO_PID + 4)
+			memcpy(&c->pid, desc + PRPSINFO_PID, sizeof c->pid);
+		off = next;
+	}
+}
+
+static enum pyd_err load_program_headers(struct pyd_core *c)
+{
+	size_t phnum;
+	if (elf_getphdrnum(c->elf, &phnum) != 0 || phnum > MAX_SEGMENTS)
+		return PYD_E_NOTCORE;
+	c->segs = calloc(phnum ? phnum : 1, sizeof *c->segs);
+	if (!c->segs)
+		return PYD_E_NOMEM;
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+		if (!gelf_getphdr(c->elf, (int)i, &ph))
+			continue;
+		if (ph.p_type == PT_NOTE)
+			parse_notes(c, &ph);
+		else if (ph.p_type == PT_LOAD && ph.p_memsz)
+			c->segs[c->nsegs++] = (struct segment){
+				ph.p_vaddr, ph.p_memsz, ph.p_offset, ph.p_filesz,
+				ph.p_flags};
+	}
+	return PYD_OK;
+}
+
+static void set_perms(struct pyd_core *c)
+{
+	for (size_t i = 0; i < c->nmaps; i++) {
+		struct pyd_mapping *m = &c->maps[i];
+		const struct segment *s = find_segment(c, m->start);
+		uint32_t f = s ? s->flags : PF_R;
+		snprintf(m->perms, sizeof m->perms, "%c%c%cp", f & PF_R ? 'r' : '-',
+			 f & PF_W ? 'w' : '-', f & PF_X ? 'x' : '-');
+		if (!c->exe_path && m->offset == 0)
+			c->exe_path = m->path;
+	}
+}
+
+/* NT_GNU_BUILD_ID from an ELF image's PT_NOTE segments. */
+static size_t build_id(Elf *elf, uint8_t *id)
+{
+	size_t phnum;
+	if (!elf || elf_getphdrnum(elf, &phnum) != 0)
+		return 0;
+	for (size_t i = 0; i < phnum && i < 256; i++) {
+		GElf_Phdr ph;
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_NOTE)
+			continue;
+		Elf_Data *d = elf_getdata_rawchunk(elf, (int64_t)ph.p_offset,
+						   ph.p_filesz, ELF_T_NHDR);
+		GElf_Nhdr nh;
+		size_t off = 0, next, name_off, desc_off;
+		while (d && (next = gelf_getnote(d, off, &nh, &name_off, &desc_off))) {
+			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+			    memcmp((char *)d->d_buf + name_off, "GNU", 4) == 0 &&
+			    nh.n_descsz <= BUILD_ID_MAX) {
+				memcpy(id, (char *)d->d_buf + desc_off, nh.n_descsz);
+				return nh.n_descsz;
+			}
+			off = next;
+		}
+	}
+	return 0;
+}
+
+/* The build-id a mapped file had, from its first page in the core. */
+static size_t build_id_in_core(struct pyd_core *c, const struct pyd_mapping *m,
+			       uint8_t *id)
+{
+	static char page[4096];
+	if (core_read(c, m->start, page, sizeof page))
+		return 0;
+	Elf *elf = elf_memory(page, sizeof page);
+	size_t n = build_id(elf, id);
+	if (elf)
+		elf_end(elf);
+	return n;
+}
+
+static size_t build_id_of_file(int fd, uint8_t *id)
+{
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	size_t n = build_id(elf, id);
+	if (elf)
+		elf_end(elf);
+	return n;
+}
+
+static void hex(const uint8_t *id, size_t n, char *out)
+{
+	for (size_t i = 0; i < n; i++)
+		sprintf(out + 2 * i, "%02x", id[i]);
+	out[2 * n] = 0;
+}
+
+/*
+ * Compare each mapped ELF on disk with the build-id the core recorded.
+ * A mismatched library only warrants a warning (the decode may still
+ * work); a mismatched --exe is the user's mistake, so it is an error.
+ */
+static enum pyd_err check_build_ids(struct pyd_core *c, char *detail,
+				    size_t detailsz)
+{
+	for (size_t i = 0; i < c->nmaps; i++) {
+		const struct pyd_mapping *m = &c->maps[i];
+		uint8_t want[BUILD_ID_MAX], have[BUILD_ID_MAX];
+		char used[4096], w[2 * BUILD_ID_MAX + 1], h[2 * BUILD_ID_MAX + 1];
+		size_t nw, nh;
+		if (m->offset != 0 || !m->path || !(nw = build_id_in_core(c, m, want)))
+			continue;
+		int fd = open_candidate(c, m->path, used, sizeof used);
+		nh = fd >= 0 ? build_id_of_file(fd, have) : 0;
+		if (fd >= 0)
+			close(fd);
+		if (!nh || (nh == nw && memcmp(want, have, nw) == 0))
+			continue;
+		hex(want, nw, w);
+		hex(have, nh, h);
+		if (c->opts.exe && m->path == c->exe_path) {
+			snprintf(detail, detailsz,
+				 "--exe %s has build-id %s, but the core's "
+				 "executable %s had build-id %s",
+				 used, h, m->path, w);
+			return PYD_E_EXEMISMATCH;
+		}
+		warn(c, "warning: %s has build-id %s, the core recorded %s\n",
+		     used, h, w);
+	}
+	return PYD_OK;
+}
+
+static enum pyd_err check_header(struct pyd_core *c, char *detail,
+				 size_t detailsz)
+{
+	GElf_Ehdr eh;
+	if (!c->elf || elf_kind(c->elf) != ELF_K_ELF || !gelf_getehdr(c->elf, &eh)) {
+		snprintf(detail, detailsz, "not an ELF file");
+		return PYD_E_NOTCORE;
+	}
+	if (eh.e_type != ET_CORE) {
+		snprintf(detail, detailsz,
+			 "an ELF file, but not a core dump (e_type %u)",
+			 (unsigned)eh.e_type);
+		return PYD_E_NOTCORE;
+	}
+	if (eh.e_machine != EM_X86_64 || gelf_getclass(c->elf) != ELFCLASS64) {
+		snprintf(detail, detailsz,
+			 "a core of another architecture (ELF machine %u); "
+			 "pystack-dump reads x86-64 cores",
+			 (unsigned)eh.e_machine);
+		return PYD_E_FOREIGN;
+	}
+	return PYD_OK;
+}
+
+enum pyd_err pyd_core_open(const char *path, const struct pyd_core_opts *o,
+			   struct pyd_core **out, char *detail, size_t detailsz)
+{
+	struct stat st;
+	*out = NULL;
+	detail[0] = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) != 0) {
+		snprintf(detail, detailsz, "unreadable (%s)", strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return PYD_E_NOTCORE;
+	}
+	struct pyd_core *c = calloc(1, sizeof *c);
+	if (!c) {
+		close(fd);
+		return PYD_E_NOMEM;
+	}
+	elf_version(EV_CURRENT);
+	c->fd = fd;
+	c->file_size = (uint64_t)st.st_size;
+	c->opts = *o;
+	c->elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	c->src = (struct pyd_memsrc){
+		.ctx = c,
+		.read = core_read,
+		.mappings = core_mappings,
+		.threads = core_threads,
+		.open_file = core_open_file,
+	};
+	enum pyd_err err = check_header(c, detail, detailsz);
+	if (!err)
+		err = load_program_headers(c);
+	if (!err) {
+		set_perms(c);
+		err = check_build_ids(c, detail, detailsz);
+	}
+	if (err) {
+		pyd_core_close(c);
+		return err;
+	}
+	*out = c;
+	return PYD_OK;
+}
+
+const struct pyd_memsrc *pyd_core_memsrc(struct pyd_core *c)
+{
+	return &c->src;
+}
+
+int pyd_core_pid(const struct pyd_core *c)
+{
+	return c->pid;
+}
+
+uint64_t pyd_core_missing_bytes(const struct pyd_core *c)
+{
+	uint64_t need = 0;
+	for (size_t i = 0; i < c->nsegs; i++) {
+		uint64_t end = c->segs[i].offset + c->segs[i].filesz;
+		if (c->segs[i].filesz && end > need)
+			need = end;
+	}
+	return need > c->file_size ? need - c->file_size : 0;
+}
+
+const char *pyd_core_warnings(const struct pyd_core *c)
+{
+	return c->warnings;
+}
+
+void pyd_core_close(struct pyd_core *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->nmaps; i++)
+		free(c->maps[i].path);
+	for (size_t i = 0; i < c->nfiles; i++) {
+		free(c->files[i].path);
+		if (c->files[i].fd >= 0)
+			close(c->files[i].fd);
+	}
+	free(c->maps);
+	free(c->segs);
+	free(c->threads);
+	if (c->elf)
+		elf_end(c->elf);
+	close(c->fd);
+	free(c);
+}

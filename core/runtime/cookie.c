@@ -1,0 +1,75 @@
+/*
+ * Finding _PyRuntime without any binary (3.13+).
+ *
+ * _PyRuntime starts with _Py_DebugOffsets, whose first 8 bytes are the
+ * cookie "xdebugpy" followed by PY_VERSION_HEX.  _PyRuntime is initialised
+ * data, so it lives in a writable file-backed mapping (the .data of the
+ * executable or libpython), which a core file always contains.  Scanning
+ * those for the cookie finds the runtime even when the executable and
+ * libpython are gone -- the usual state of a core copied off a server.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime.h"
+
+#define CHUNK (64u * 1024)
+/* Writable file-backed mappings bigger than this are not a Python's data
+ * segment; skipping them bounds the scan on odd targets. */
+#define MAX_SCAN (256u << 20)
+
+static bool plausible_version(uint64_t hex)
+{
+	return (hex >> 24) == 3 && ((hex >> 16) & 0xff) >= 13 &&
+	       ((hex >> 16) & 0xff) < 100;
+}
+
+static bool scan_mapping(const struct pyd_memsrc *src,
+			 const struct pyd_mapping *m, uint8_t *buf,
+			 struct pyd_runtime *rt)
+{
+	for (uint64_t a = m->start; a < m->end; a += CHUNK) {
+		size_t n = m->end - a < CHUNK ? (size_t)(m->end - a) : CHUNK;
+		if (src->read(src->ctx, a, buf, n))
+			continue; /* a page the core left out */
+		for (size_t off = 0; off + 16 <= n; off += 8) {
+			uint64_t hex;
+			if (memcmp(buf + off, "xdebugpy", 8) != 0)
+				continue;
+			memcpy(&hex, buf + off + 8, sizeof hex);
+			if (!plausible_version(hex))
+				continue;
+			rt->runtime_addr = a + off;
+			rt->major = 3;
+			rt->minor = (int)((hex >> 16) & 0xff);
+			snprintf(rt->binary, sizeof rt->binary, "%s", m->path);
+			return true;
+		}
+	}
+	return false;
+}
+
+enum pyd_err pyd_runtime_find_cookie(const struct pyd_memsrc *src,
+				     struct pyd_runtime *rt)
+{
+	const struct pyd_mapping *maps;
+	size_t n;
+	enum pyd_err err;
+	if (!src->mappings)
+		return PYD_E_NOTPYTHON;
+	if ((err = src->mappings(src->ctx, &maps, &n)))
+		return err;
+	uint8_t *buf = malloc(CHUNK);
+	if (!buf)
+		return PYD_E_NOMEM;
+	memset(rt, 0, sizeof *rt);
+	bool found = false;
+	for (size_t i = 0; i < n && !found; i++) {
+		const struct pyd_mapping *m = &maps[i];
+		if (m->path && m->perms[1] == 'w' && m->end - m->start <= MAX_SCAN)
+			found = scan_mapping(src, m, buf, rt);
+	}
+	free(buf);
+	return found ? PYD_OK : PYD_E_NOTPYTHON;
+}

@@ -55,10 +55,8 @@ enum pyd_err pyd_runtime_find_cookie(const struct pyd_memsrc *src,
 {
 	const struct pyd_mapping *maps;
 	size_t n;
-	enum pyd_err err;
-	if (!src->mappings)
-		return PYD_E_NOTPYTHON;
-	if ((err = src->mappings(src->ctx, &maps, &n)))
+	enum pyd_err err = pyd_runtime_mappings(src, &maps, &n);
+	if (err)
 		return err;
 	uint8_t *buf = malloc(CHUNK);
 	if (!buf)

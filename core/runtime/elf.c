@@ -230,10 +230,8 @@ enum pyd_err pyd_runtime_find_elf(const struct pyd_memsrc *src,
 {
 	const struct pyd_mapping *maps;
 	size_t n;
-	enum pyd_err err;
-	if (!src->mappings)
-		return PYD_E_NOTPYTHON;
-	if ((err = src->mappings(src->ctx, &maps, &n)))
+	enum pyd_err err = pyd_runtime_mappings(src, &maps, &n);
+	if (err)
 		return err;
 	elf_version(EV_CURRENT);
 	memset(rt, 0, sizeof *rt);

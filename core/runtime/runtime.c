@@ -22,6 +22,14 @@ bool pyd_parse_version(const char *s, int *major, int *minor)
 	return true;
 }
 
+enum pyd_err pyd_runtime_mappings(const struct pyd_memsrc *src,
+				  const struct pyd_mapping **maps, size_t *n)
+{
+	if (!src->mappings)
+		return PYD_E_NOTPYTHON;
+	return src->mappings(src->ctx, maps, n);
+}
+
 enum pyd_err pyd_runtime_find_symbols(const struct pyd_memsrc *src,
 				      struct pyd_runtime *rt)
 {

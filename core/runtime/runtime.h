@@ -38,6 +38,11 @@ enum pyd_err pyd_runtime_find_cookie(const struct pyd_memsrc *src,
 enum pyd_err pyd_runtime_find_symbols(const struct pyd_memsrc *src,
 				      struct pyd_runtime *rt);
 
+/* The source's mappings; a source that cannot list them cannot be
+ * searched for an interpreter (PYD_E_NOTPYTHON). */
+enum pyd_err pyd_runtime_mappings(const struct pyd_memsrc *src,
+				  const struct pyd_mapping **maps, size_t *n);
+
 /* Parse "3.12.1" (or "3.12") into major/minor; false if not a version. */
 bool pyd_parse_version(const char *s, int *major, int *minor);
 

@@ -2,14 +2,21 @@
 """End-to-end tests for pystack-dump (stdlib only, Python 3.9+).
 
     python3 tests/run_tests.py [--build build] [--only VERSIONS] [-j N] [-v]
-                               [--gt-only] [--keep-going]
+                               [--gt-only]
 
 For every interpreter found (pyenv 3.6-3.13, Debian 3.11 release/debug,
 Debian sid 3.13-3.15 release/debug inside a chroot made by
 tests/setup-sid.sh), every target in tests/targets is started; it records its
 own ground truth (sys._current_frames) and blocks; then
 `pystack-dump --json PID` is run and every thread and frame is compared.
+The same comparison is made for a snapshot of the live target
+(--save-snapshot / --snapshot), a gcore core and a kernel-written core
+(--core, and on 3.13+ with the binaries hidden), and a target in its own
+mount namespace; snapshot fixtures in tests/fixtures are decoded on every
+machine; bad cores and snapshots must be refused with their exit status.
 See tests/README.md.
+
+    python3 tests/run_tests.py --regen-fixtures    # re-record tests/fixtures
 
 The last line is always `tests: N passed, N failed, N skipped`; the exit
 status is 0 only if nothing failed.
@@ -24,12 +31,15 @@ import os
 import re
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+import types
 import uuid
+import zlib
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGETS_DIR = os.path.join(REPO, "tests", "targets")
@@ -296,6 +306,17 @@ def tracer_pid(pid):
     return None
 
 
+def parent_pid(pid):
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("PPid:"):
+                    return int(line.split()[1])
+    except (OSError, TypeError, ValueError):
+        pass
+    return None
+
+
 def comm(pid, tid):
     try:
         with open("/proc/%d/task/%d/comm" % (pid, tid), "rb") as f:
@@ -325,11 +346,25 @@ class TargetError(Exception):
     pass
 
 
-class Target:
-    """A running target process; use as a context manager (always killed)."""
+# A "container": a new mount namespace whose root is the sid chroot
+# (pivot_root, as container runtimes do, not a plain chroot), so that
+# /proc/PID/maps shows in-container paths (/usr/bin/python3.15) which
+# exist only under /proc/PID/root.  unshare --fork makes the interpreter a
+# child of unshare; --kill-child kills it should unshare die.
+CONTAINER_SH = ('set -e; mount --make-rprivate /; mount --rbind "$1" "$1"; cd "$1"; '
+                'pivot_root . .; umount -l .; cd /; shift; exec "$@"')
 
-    def __init__(self, interp, name, extra=()):
+
+class Target:
+    """A running target process; use as a context manager (always killed).
+
+    wrap: argv prefix (e.g. prlimit); env_extra: added to TARGET_ENV;
+    container: run in its own mount namespace rooted at the sid chroot."""
+
+    def __init__(self, interp, name, extra=(), wrap=(), env_extra=None, container=False):
         self.interp, self.name = interp, name
+        self.wrap, self.env_extra, self.container = list(wrap), env_extra or {}, container
+        self._pid = None
         self.run_id = "%s-%s-%s" % (interp.label, name, uuid.uuid4().hex[:8])
         if interp.chroot:
             self.out_in = os.path.join(CHROOT_OUT, self.run_id)
@@ -346,13 +381,20 @@ class Target:
     def __enter__(self):
         if STOP.is_set():
             raise KeyboardInterrupt
-        argv = self.interp.argv([self.interp.script(self.name), self.gt_in] + self.extra)
+        args = [self.interp.script(self.name), self.gt_in] + self.extra
+        if self.container:
+            argv = (["unshare", "--mount", "--fork", "--kill-child=KILL", "--",
+                     "sh", "-c", CONTAINER_SH, "sh", self.interp.chroot, self.interp.exe]
+                    + PY_FLAGS + args)
+        else:
+            argv = self.interp.argv(args)
+        argv = self.wrap + argv
         vlog("start %s" % " ".join(argv))
         os.makedirs(self.out_host)
         try:
             with open(self.log, "wb") as log:
                 self.proc = spawn(argv, stdout=log, stderr=subprocess.STDOUT,
-                                  env=TARGET_ENV, cwd="/")
+                                  env=dict(TARGET_ENV, **self.env_extra), cwd="/")
         except BaseException:
             shutil.rmtree(self.out_host, ignore_errors=True)
             raise
@@ -364,7 +406,8 @@ class Target:
 
     @property
     def pid(self):
-        return self.proc.pid
+        """The interpreter's pid (in a container: the child of unshare)."""
+        return self._pid if self._pid is not None else self.proc.pid
 
     def host_extra(self, i):
         return self.interp.host_path(self.extra[i])
@@ -383,7 +426,12 @@ class Target:
             if os.path.exists(self.gt_host):
                 with open(self.gt_host, encoding="utf-8") as f:
                     self.gt = json.load(f)
-                if self.gt.get("pid") != self.pid:
+                if self.container:
+                    if parent_pid(self.gt.get("pid")) != self.proc.pid:
+                        raise TargetError("ground truth pid %s is not a child of unshare "
+                                          "(pid %d)" % (self.gt.get("pid"), self.proc.pid))
+                    self._pid = self.gt["pid"]
+                elif self.gt.get("pid") != self.pid:
                     raise TargetError("ground truth pid %s != process pid %d (is the "
                                       "interpreter a wrapper that forks?)"
                                       % (self.gt.get("pid"), self.pid))
@@ -467,6 +515,8 @@ def check_schema(doc):
         errs.append("pid missing or not an int: %r" % (doc.get("pid"),))
     if not isinstance(doc.get("python_version"), str):
         errs.append("python_version missing or not a string: %r" % (doc.get("python_version"),))
+    if doc.get("source") not in ("process", "core", "snapshot"):
+        errs.append("source missing or invalid: %r" % (doc.get("source"),))
     threads = doc.get("threads")
     if not isinstance(threads, list):
         return errs + ["threads missing or not a list"]
@@ -483,6 +533,8 @@ def check_schema(doc):
             errs.append("%s.holds_gil missing or not a bool" % w)
         if t.get("state") not in ("running", "idle", "unknown"):
             errs.append("%s.state invalid: %r" % (w, t.get("state")))
+        if "error" not in t or not (t["error"] is None or isinstance(t["error"], str)):
+            errs.append("%s.error missing or not str|null" % w)
         frames = t.get("frames")
         if not isinstance(frames, list):
             errs.append("%s.frames missing or not a list" % w)
@@ -538,8 +590,16 @@ def diff_frames(exp, got, qual, what):
     return errs
 
 
-def compare(gt, doc, interp, pid):
-    """Compare a pystack-dump document with the target's ground truth."""
+def compare(gt, doc, interp, pid, partial=(), comm_of=None, stats=None):
+    """Compare a pystack-dump document with the target's ground truth.
+
+    partial: tids whose stacks may legitimately be cut short (their memory
+    is missing from a core); such a thread either matches exactly with
+    "error" null, or has "error" set and frames that are the innermost
+    frames of the ground truth (a non-empty prefix, unless "partial" is
+    the string "any", which also allows no frames at all).
+    comm_of(tid): the OS thread name to accept (default: /proc of pid).
+    stats: if a dict, counts "exact" and "partial" threads."""
     errs = check_schema(doc)
     if errs:
         return ["schema: " + e for e in errs]
@@ -579,7 +639,7 @@ def compare(gt, doc, interp, pid):
             # accepted: the Python name, the OS name (comm), or a prefix of the
             # Python name (comm is cut at 15 bytes, possibly inside a UTF-8
             # sequence: trailing U+FFFD from such a cut are ignored)
-            c = comm(pid, tid)
+            c = comm_of(tid) if comm_of else comm(pid, tid)
             stem = g["name"].rstrip("\ufffd")
             if not (g["name"] == e["name"] or g["name"] == c
                     or (stem and e["name"].startswith(stem))):
@@ -600,7 +660,27 @@ def compare(gt, doc, interp, pid):
                                 % (what, ffmt(f, qual), e["allowed_inner"]))
                     break
         else:
-            errs += diff_frames(e["frames"], gf, qual, what)
+            if (partial == "any" or tid in partial) and g.get("error") is not None:
+                n = len(gf)
+                if n == 0 and partial != "any":
+                    errs.append("%s: error %r and no frames (expected the innermost "
+                                "frames of %d)" % (what, g["error"], len(e["frames"])))
+                elif n > len(e["frames"]):
+                    errs.append("%s: error %r but %d frames, more than the %d expected"
+                                % (what, g["error"], n, len(e["frames"])))
+                else:
+                    errs += diff_frames(e["frames"][:n], gf, qual,
+                                        what + " [incomplete: innermost %d of %d frames]"
+                                        % (n, len(e["frames"])))
+                if stats is not None:
+                    stats["partial"] = stats.get("partial", 0) + 1
+            else:
+                errs += diff_frames(e["frames"], gf, qual, what)
+                if g.get("error") is not None:
+                    errs.append("%s: error %r on a stack that must be complete"
+                                % (what, g["error"]))
+                if stats is not None:
+                    stats["exact"] = stats.get("exact", 0) + 1
             if g["holds_gil"]:
                 errs.append("%s: blocked thread reported holds_gil=true" % what)
             if g["state"] == "running":
@@ -714,8 +794,9 @@ def run_oracle(interp, pid):
 # jobs: each starts one target process and yields one or more test results
 
 class Result:
-    def __init__(self, group, test, status, detail=""):
+    def __init__(self, group, test, status, detail="", info=""):
         self.group, self.test, self.status, self.detail = group, test, status, detail
+        self.info = info            # a short fact shown on the result line (sizes, counts)
 
 
 def gt_sanity(gt, interp):
@@ -730,25 +811,57 @@ def gt_sanity(gt, interp):
     return errs
 
 
-def job_tests(interp, target, opts):
-    if target == "heartbeat":
+def job_tests(interp, kind, target, opts):
+    if kind == "heartbeat":
         return ["locked-kill"]
+    if kind == "gcore":
+        return ["gcore:" + target]
+    if kind == "kcore":
+        return ["kcore:" + target] + (["kcore-nobin:" + target]
+                                      if interp.minor >= NOBIN_MIN else [])
+    if kind == "container":
+        return ["container:" + target]
     tests = [target]
     if target == "busy" and not opts.gt_only:
         tests.append("busy --locked")
     if target in ORACLE_TARGETS and interp.minor >= (3, ORACLE_MIN_MINOR):
         tests.append("oracle:" + target)
+    if not opts.gt_only:
+        tests.append("snapshot:" + target)
     return tests
 
 
-def run_job(interp, target, tool, opts):
-    names = job_tests(interp, target, opts)
+def interp_jobs(interp, opts):
+    """(kind, target) of every job for one interpreter, in output order."""
+    jobs = [("dump", t) for t in DUMP_TARGETS] + [("heartbeat", "heartbeat")]
+    if not opts.gt_only:
+        jobs += [("gcore", t) for t in CORE_TARGETS]
+        jobs += [("kcore", t) for t in CORE_TARGETS]
+        if interp.label in CONTAINER_LABELS:
+            jobs += [("container", t) for t in CONTAINER_TARGETS]
+    return jobs
+
+
+def run_job(interp, kind, target, tool, opts):
+    names = job_tests(interp, kind, target, opts)
     if interp.missing:
         return [Result(interp.label, n, "SKIP", "interpreter missing: " + interp.missing)
                 for n in names]
+    if kind == "gcore" and not GCORE:
+        return [Result(interp.label, n, "SKIP", "gcore not installed (Debian package gdb)")
+                for n in names]
+    if kind == "container" and not (shutil.which("unshare") and shutil.which("pivot_root")):
+        return [Result(interp.label, n, "SKIP", "unshare/pivot_root (util-linux) not installed")
+                for n in names]
     try:
-        if target == "heartbeat":
+        if kind == "heartbeat":
             return [locked_kill(interp, tool, opts)]
+        if kind == "gcore":
+            return gcore_job(interp, target, tool, opts)
+        if kind == "kcore":
+            return kcore_job(interp, target, tool, opts, names)
+        if kind == "container":
+            return container_job(interp, target, tool, opts)
         return dump_job(interp, target, tool, opts, names)
     except KeyboardInterrupt:
         raise
@@ -780,6 +893,10 @@ def dump_job(interp, target, tool, opts, names):
             errs = [err] if err else compare(gt, doc, interp, tg.pid)
             results.append(Result(interp.label, target, "FAIL" if errs else "PASS",
                                   "\n".join(errs)))
+            # before --locked, whose ptrace stop/resume leaves blocked threads
+            # runnable for a moment (state "running")
+            if "snapshot:" + target in names:
+                results.append(snapshot_roundtrip(interp, target, tool, tg, gt))
             if "busy --locked" in names:
                 ldoc, err = parse_dump(*tool.dump(tg.pid, locked=True))
                 errs = [err] if err else compare(gt, ldoc, interp, tg.pid)
@@ -891,6 +1008,578 @@ def locked_kill(interp, tool, opts):
 
 
 # --------------------------------------------------------------------------
+# core files (gcore and kernel-written), snapshots, containers
+
+CORE_TARGETS = ["threads", "names", "generators"]   # gcore and kernel cores, every interpreter
+NOBIN_MIN = (3, 13)                     # cores decoded with no binaries at all (cookie scan)
+CONTAINER_LABELS = ["sid-3.13", "sid-3.14", "sid-3.15"]
+CONTAINER_TARGETS = ["threads", "names"]
+KCORE_DIR = "/tmp/pyd-kcores"           # kernel cores land here (inside the chroot for sid)
+KCORE_PATTERN = KCORE_DIR + "/core.%p"
+CORE_PATTERN_FILE = "/proc/sys/kernel/core_pattern"
+CORE_PATTERN_SAVED = "/tmp/pyd-core-pattern.saved"   # lets a later run repair a SIGKILLed one
+GCORE = shutil.which("gcore")
+GCORE_PARALLEL = 2                      # gcore cores are written in full: at most 2 at a time
+GCORE_TIMEOUT = 180.0
+# glibc gives each thread a 64 MB malloc arena reservation (PROT_NONE) that
+# gcore writes out as zeros: ~690 MB per core instead of ~85 MB. One arena
+# keeps gcore cores small; the kernel cores (realistic crash case) use the
+# default environment.
+GCORE_TARGET_ENV = {"MALLOC_ARENA_MAX": "1"}
+_GCORE_WARN = re.compile(r"Memory read failed for corefile section, (\d+) bytes at (0x[0-9a-fA-F]+)")
+_gcore_sem = threading.BoundedSemaphore(GCORE_PARALLEL)
+FIXTURES_DIR = os.path.join(REPO, "tests", "fixtures")
+FIXTURE_LABELS = ["sid-3.13", "sid-3.14", "sid-3.15"]
+FIXTURE_TARGETS = ["threads", "names"]
+FIXTURE_MAX_BYTES = 100 * 1024
+SNAP_SIZES = {}                         # label -> bytes of the recursion target's snapshot
+_kcores_made = set()                    # host paths of kernel cores we expect (deleted at exit)
+
+
+class CorePattern:
+    """kernel.core_pattern is set to KCORE_PATTERN while kernel-core tests
+    run (first use) and put back by restore() (main's finally, atexit, and
+    signals through KeyboardInterrupt). The old value is also written to
+    CORE_PATTERN_SAVED, so that a run killed with SIGKILL is repaired by the
+    next run (repair())."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.old = None
+        self.error = None
+
+    def ensure(self):
+        """None once the pattern is set, else why it cannot be."""
+        with self.lock:
+            if self.old is not None or self.error:
+                return self.error
+            try:
+                with open(CORE_PATTERN_FILE) as f:
+                    old = f.read().rstrip("\n")
+                with open(CORE_PATTERN_SAVED + ".tmp", "w") as f:
+                    f.write(old)
+                os.replace(CORE_PATTERN_SAVED + ".tmp", CORE_PATTERN_SAVED)
+                with open(CORE_PATTERN_FILE, "w") as f:
+                    f.write(KCORE_PATTERN)
+            except OSError as e:
+                self.error = "cannot set kernel.core_pattern (%s): %s" % (CORE_PATTERN_FILE, e)
+                return self.error
+            self.old = old
+            vlog("core_pattern %r -> %r" % (old, KCORE_PATTERN))
+            return None
+
+    def restore(self):
+        with self.lock:
+            if self.old is None:
+                return
+            try:
+                with open(CORE_PATTERN_FILE, "w") as f:
+                    f.write(self.old)
+                os.unlink(CORE_PATTERN_SAVED)
+                vlog("core_pattern restored to %r" % self.old)
+            except OSError as e:
+                print("WARNING: could not restore kernel.core_pattern to %r: %s"
+                      % (self.old, e), flush=True)
+            self.old = None
+
+    @staticmethod
+    def repair():
+        """A previous run died before restoring core_pattern: restore it."""
+        try:
+            with open(CORE_PATTERN_SAVED) as f:
+                saved = f.read()
+            with open(CORE_PATTERN_FILE) as f:
+                cur = f.read().rstrip("\n")
+        except OSError:
+            return
+        try:
+            if cur == KCORE_PATTERN:
+                with open(CORE_PATTERN_FILE, "w") as f:
+                    f.write(saved)
+                print("note: restored kernel.core_pattern to %r (left changed by an "
+                      "interrupted run)" % saved, flush=True)
+            os.unlink(CORE_PATTERN_SAVED)
+        except OSError as e:
+            print("WARNING: could not repair kernel.core_pattern: %s" % e, flush=True)
+
+
+CORE_PATTERN = CorePattern()
+
+
+def core_cleanup(sid_dir):
+    """Delete our kernel cores; report (not delete) any other core found in
+    the core directories: e.g. a crashed pystack-dump."""
+    for path in list(_kcores_made):
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+    for d in (KCORE_DIR, os.path.join(sid_dir, KCORE_DIR.lstrip("/"))):
+        try:
+            left = os.listdir(d)
+        except OSError:
+            continue
+        if left:
+            print("note: %s holds core files this run did not expect: %s"
+                  % (d, ", ".join(sorted(left)[:10])), flush=True)
+        else:
+            try:
+                os.rmdir(d)
+            except OSError:
+                pass
+
+
+def read_core_facts(path):
+    """The parts of an x86-64 ELF core the tests need: threads [(tid, rsp)]
+    from NT_PRSTATUS and PT_LOAD segments [(vaddr, memsz, offset, filesz)]."""
+    with open(path, "rb") as f:
+        eh = f.read(64)
+        if len(eh) < 64 or eh[:4] != b"\x7fELF" or eh[4] != 2 or eh[5] != 1:
+            raise ValueError("%s is not a 64-bit little-endian ELF file" % path)
+        phoff, shoff = struct.unpack_from("<QQ", eh, 32)
+        phentsize, phnum = struct.unpack_from("<HH", eh, 54)
+        if phnum == 0xFFFF:                                  # PN_XNUM
+            f.seek(shoff)
+            phnum = struct.unpack_from("<I", f.read(64), 44)[0]
+        f.seek(phoff)
+        ph = f.read(phentsize * phnum)
+        loads, notes = [], []
+        for i in range(phnum):
+            (ptype, _flags, off, vaddr, _paddr, filesz,
+             memsz, _align) = struct.unpack_from("<IIQQQQQQ", ph, i * phentsize)
+            if ptype == 1:
+                loads.append((vaddr, memsz, off, filesz))
+            elif ptype == 4:
+                notes.append((off, filesz))
+        threads = []
+        for off, size in notes:
+            f.seek(off)
+            n = f.read(size)
+            pos = 0
+            while pos + 12 <= len(n):
+                namesz, descsz, ntype = struct.unpack_from("<III", n, pos)
+                name = n[pos + 12:pos + 12 + namesz]
+                dpos = pos + 12 + ((namesz + 3) & ~3)
+                desc = n[dpos:dpos + descsz]
+                pos = dpos + ((descsz + 3) & ~3)
+                if ntype == 1 and name.rstrip(b"\0") == b"CORE" and len(desc) >= 336:
+                    tid = struct.unpack_from("<i", desc, 32)[0]       # pr_pid
+                    rsp = struct.unpack_from("<Q", desc, 112 + 19 * 8)[0]  # pr_reg.rsp
+                    threads.append((tid, rsp))
+    return {"threads": threads, "loads": loads}
+
+
+def run_gcore(pid, prefix):
+    """gcore -o PREFIX PID. Returns (core path or None, [(addr, size)] of the
+    regions gcore could not read and left as zeros, error)."""
+    rc, out, err, secs = run([GCORE, "-o", prefix, str(pid)], GCORE_TIMEOUT)
+    path = "%s.%d" % (prefix, pid)
+    text = (out or b"").decode("utf-8", "replace") + (err or b"").decode("utf-8", "replace")
+    warned = [(int(a, 16), int(n)) for n, a in _GCORE_WARN.findall(text)]
+    vlog("gcore %d -> rc=%s in %.2fs, %d unreadable regions" % (pid, rc, secs, len(warned)))
+    if rc != 0 or not os.path.isfile(path):
+        if os.path.exists(path):
+            os.unlink(path)
+        return None, warned, "gcore exited %s: %s" % (rc, short(err or out))
+    return path, warned, None
+
+
+def unreadable_stacks(facts, warned):
+    """tids whose C stack lies in a core segment gcore reported unreadable:
+    gcore warns 'Memory read failed for corefile section, N bytes at A' and
+    leaves the section zero from A on."""
+    bad = set()
+    for tid, rsp in facts["threads"]:
+        for vaddr, memsz, _off, _fsz in facts["loads"]:
+            if vaddr <= rsp < vaddr + memsz:
+                if any(vaddr <= a < vaddr + memsz for a, _n in warned):
+                    bad.add(tid)
+                break
+    return bad
+
+
+def kernel_core(proc, pid, root=None, timeout=60.0):
+    """SIGABRT a process started with RLIMIT_CORE unlimited (prlimit) and
+    return the host path of the core the kernel wrote (in KCORE_DIR as
+    seen from the process's root)."""
+    err = CORE_PATTERN.ensure()
+    if err:
+        raise TargetError(err)
+    d = os.path.join(root, KCORE_DIR.lstrip("/")) if root else KCORE_DIR
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, "core.%d" % pid)
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    _kcores_made.add(path)
+    os.kill(pid, signal.SIGABRT)
+    try:
+        rc = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise TargetError("process %d did not die within %.0fs of SIGABRT" % (pid, timeout))
+    if rc != -signal.SIGABRT:
+        raise TargetError("process %d ended with status %s after SIGABRT, not killed by it"
+                          % (pid, rc))
+    if not os.path.isfile(path):
+        raise TargetError("no core at %s after SIGABRT (core_pattern %r; RLIMIT_CORE "
+                          "should be unlimited)" % (path, KCORE_PATTERN))
+    vlog("kernel core %s: %d bytes (%d allocated)"
+         % (path, os.path.getsize(path), os.stat(path).st_blocks * 512))
+    return path
+
+
+def remove(path):
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+    _kcores_made.discard(path)
+
+
+def crashed(rc):
+    """The tool timed out or died from a signal (ASan aborts included)."""
+    return rc is None or rc < 0 or rc >= 128
+
+
+def tool_file_run(tool, args, timeout=TOOL_TIMEOUT):
+    argv = [tool.path] + list(args)
+    rc, out, err, secs = run(argv, timeout)
+    vlog("%s -> rc=%s in %.2fs" % (" ".join(argv), rc, secs))
+    return argv, rc, out or b"", err or b""
+
+
+def parse_json_out(out):
+    try:
+        return json.loads(out.decode("utf-8")), None
+    except (UnicodeDecodeError, ValueError) as e:
+        return None, "output is not valid JSON (%s): %s" % (e, short(out))
+
+
+def first_difference(a, b, path="$", added_ok=False):
+    """A readable description of where two JSON values first differ.
+    added_ok: object keys present only in b are ignored (b may come from a
+    newer pystack-dump that reports more)."""
+    if type(a) is not type(b):
+        return "%s: %r vs %r" % (path, a, b)
+    if isinstance(a, dict):
+        for k in sorted(set(a) | (set() if added_ok else set(b))):
+            if k not in a or k not in b:
+                return "%s.%s: present in only one (%r vs %r)" % (path, k, a.get(k), b.get(k))
+            d = first_difference(a[k], b[k], "%s.%s" % (path, k), added_ok)
+            if d:
+                return d
+        return None
+    if isinstance(a, list):
+        for i, (x, y) in enumerate(zip(a, b)):
+            d = first_difference(x, y, "%s[%d]" % (path, i), added_ok)
+            if d:
+                return d
+        if len(a) != len(b):
+            return "%s: %d vs %d entries" % (path, len(a), len(b))
+        return None
+    return None if a == b else "%s: %r vs %r" % (path, a, b)
+
+
+def without_source(doc):
+    d = dict(doc)
+    d.pop("source", None)
+    return d
+
+
+def core_doc_checks(doc):
+    """What every dump of a core must say: source core, no thread names, no
+    run state (a core has neither)."""
+    errs = []
+    if doc.get("source") != "core":
+        errs.append("source is %r, expected 'core'" % (doc.get("source"),))
+    for t in doc.get("threads", []):
+        if t.get("name") is not None or t.get("state") != "unknown":
+            errs.append("thread %s: name %r / state %r, expected null / 'unknown' in a core"
+                        % (t.get("tid"), t.get("name"), t.get("state")))
+            break
+    return errs
+
+
+def snapshot_roundtrip(interp, target, tool, tg, gt):
+    """--json --save-snapshot on the live target, then --snapshot --json:
+    the same document but for "source", and equal to the ground truth."""
+    name = "snapshot:" + target
+    snap = os.path.join(host_tmp(), "snap-" + tg.run_id)
+    try:
+        argv = [tool.path, "--json", "--save-snapshot", snap, str(tg.pid)]
+        rc, out, err, secs = run(argv, TOOL_TIMEOUT)
+        vlog("%s -> rc=%s in %.2fs" % (" ".join(argv), rc, secs))
+        live, e = parse_dump(rc, out, err, secs)
+        if e:
+            return Result(interp.label, name, "FAIL", "%s: %s" % (" ".join(argv), e))
+        if not os.path.isfile(snap):
+            return Result(interp.label, name, "FAIL", "%s exited 0 but wrote no %s"
+                          % (" ".join(argv), snap))
+        size = os.path.getsize(snap)
+        argv2 = [tool.path, "--snapshot", snap, "--json"]
+        rep, e = parse_dump(*run(argv2, TOOL_TIMEOUT))
+        if e:
+            return Result(interp.label, name, "FAIL", "%s: %s" % (" ".join(argv2), e))
+        errs = []
+        if live.get("source") != "process":
+            errs.append("live dump: source %r, expected 'process'" % (live.get("source"),))
+        if rep.get("source") != "snapshot":
+            errs.append("snapshot dump: source %r, expected 'snapshot'" % (rep.get("source"),))
+        d = first_difference(without_source(live), without_source(rep))
+        if d:
+            errs.append("the snapshot decodes differently from the live dump it recorded "
+                        "(first difference, live vs snapshot: %s)" % d)
+        errs += ["live dump with --save-snapshot: " + x for x in compare(gt, live, interp, tg.pid)]
+        if target == "recursion":
+            SNAP_SIZES[interp.label] = size
+        return Result(interp.label, name, "FAIL" if errs else "PASS", "\n".join(errs),
+                      info="%d bytes" % size)
+    finally:
+        if os.path.exists(snap):
+            os.unlink(snap)
+
+
+def gcore_job(interp, target, tool, opts):
+    """gcore of a live target, decoded with --core and compared with the
+    ground truth. Threads whose C stack gcore could not read (gdb 13 on sid:
+    guard pages inside thread stack mappings) must say so (error) and hold
+    the innermost frames; every other thread must match exactly."""
+    name = "gcore:" + target
+    with Target(interp, target, env_extra=GCORE_TARGET_ENV) as tg:
+        gt = tg.wait_ground_truth()
+        tg.wait_settled()
+        sanity = gt_sanity(gt, interp)
+        if sanity:
+            return [Result(interp.label, name, "FAIL", "ground truth: " + "; ".join(sanity))]
+        prefix = os.path.join(host_tmp(), "gcore-" + tg.run_id)
+        with _gcore_sem:                    # at most GCORE_PARALLEL cores on disk
+            core, warned, err = run_gcore(tg.pid, prefix)
+            if err:
+                return [Result(interp.label, name, "FAIL", err)]
+            try:
+                size = os.path.getsize(core)
+                facts = read_core_facts(core)
+                argv, rc, out, err = tool_file_run(tool, ["--core", core, "--json"])
+            finally:
+                os.unlink(core)
+    unreadable = unreadable_stacks(facts, warned)
+    cmd = " ".join(argv)
+    if crashed(rc):
+        return [Result(interp.label, name, "FAIL", "%s: crashed or timed out (status %s); "
+                       "stderr: %s" % (cmd, rc, short(err)))]
+    if rc not in (0, 9):
+        return [Result(interp.label, name, "FAIL", "%s exited %d; stderr: %s"
+                       % (cmd, rc, short(err)))]
+    doc, e = parse_json_out(out)
+    if e:
+        return [Result(interp.label, name, "FAIL", "%s: %s" % (cmd, e))]
+    stats = {}
+    errs = core_doc_checks(doc)
+    errs += compare(gt, doc, interp, tg.pid, partial=unreadable, stats=stats)
+    nerr = sum(1 for t in doc.get("threads", []) if t.get("error") is not None)
+    if rc == 9 and not nerr:
+        errs.append("exit 9 but no thread has an error")
+    if rc == 0 and nerr:
+        errs.append("exit 0 but %d thread(s) have an error" % nerr)
+    if rc == 9 and "could not be read" not in err.decode("utf-8", "replace"):
+        errs.append("exit 9 without saying which stacks could not be read: %s" % short(err))
+    info = ("%d thread(s) exact, %d with C stack unreadable in the core: error set + "
+            "innermost frames; gcore: %d unreadable region(s), %d MB"
+            % (stats.get("exact", 0), stats.get("partial", 0), len(warned), size >> 20))
+    if errs:
+        errs.insert(0, "command: %s (core deleted; C stack unreadable for tids %s)"
+                    % (cmd, sorted(unreadable) or "none"))
+    return [Result(interp.label, name, "FAIL" if errs else "PASS", "\n".join(errs), info=info)]
+
+
+def kcore_job(interp, target, tool, opts, names):
+    """A kernel-written core (SIGABRT, RLIMIT_CORE unlimited) of the target:
+    --core (with --sysroot for the chroot, like a core copied off a
+    container) must match the ground truth exactly; on 3.13+ also with the
+    binaries hidden (--exe /nonexistent --sysroot EMPTY)."""
+    err = CORE_PATTERN.ensure()
+    if err:
+        return [Result(interp.label, n, "SKIP", err) for n in names]
+    with Target(interp, target, wrap=["prlimit", "--core=unlimited", "--"]) as tg:
+        gt = tg.wait_ground_truth()
+        tg.wait_settled()
+        sanity = gt_sanity(gt, interp)
+        if sanity:
+            return [Result(interp.label, n, "FAIL", "ground truth: " + "; ".join(sanity))
+                    for n in names]
+        core = kernel_core(tg.proc, tg.pid, interp.chroot)
+        try:
+            size = os.path.getsize(core)
+            results = []
+            empty = os.path.join(host_tmp(), "empty-sysroot")
+            os.makedirs(empty, exist_ok=True)
+            for n in names:
+                if n.startswith("kcore-nobin:"):
+                    args = ["--core", core, "--exe", "/nonexistent", "--sysroot", empty, "--json"]
+                else:
+                    args = ["--core", core] + (["--sysroot", interp.chroot] if interp.chroot
+                                               else []) + ["--json"]
+                argv, rc, out, err = tool_file_run(tool, args)
+                cmd = " ".join(argv)
+                errs = []
+                if crashed(rc) or rc != 0:
+                    errs.append("%s exited %s (expected 0); stderr: %s" % (cmd, rc, short(err)))
+                else:
+                    doc, e = parse_json_out(out)
+                    if e:
+                        errs.append("%s: %s" % (cmd, e))
+                    else:
+                        errs += core_doc_checks(doc)
+                        errs += compare(gt, doc, interp, tg.pid)
+                    if n.startswith("kcore:") and b"build-id" in err:
+                        errs.append("%s warned about build-ids (a wrong library?): %s"
+                                    % (cmd, short(err)))
+                    if errs:
+                        errs.insert(0, "command: %s (core deleted)" % cmd)
+                results.append(Result(interp.label, n, "FAIL" if errs else "PASS",
+                                      "\n".join(errs),
+                                      info="core %d MB, %d MB on disk"
+                                      % (size >> 20, (os.stat(core).st_blocks * 512) >> 20)))
+            return results
+        finally:
+            remove(core)
+
+
+def container_job(interp, target, tool, opts):
+    """The target in its own mount namespace rooted at the sid chroot: its
+    maps show in-container paths, so binaries must be opened through
+    /proc/PID/root. The live dump must match exactly."""
+    name = "container:" + target
+    with Target(interp, target, container=True) as tg:
+        gt = tg.wait_ground_truth()
+        tg.wait_settled()
+        sanity = gt_sanity(gt, interp)
+        if sanity:
+            return [Result(interp.label, name, "FAIL", "ground truth: " + "; ".join(sanity))]
+        try:
+            with open("/proc/%d/maps" % tg.pid) as f:
+                paths = set(l.split(None, 5)[5].strip() for l in f if len(l.split(None, 5)) == 6)
+        except OSError as e:
+            return [Result(interp.label, name, "FAIL", "cannot read maps: %s" % e)]
+        if interp.exe not in paths or interp.host_path(interp.exe) in paths:
+            return [Result(interp.label, name, "FAIL",
+                           "setup: /proc/%d/maps does not name %s by its in-container path "
+                           "(paths: %s)" % (tg.pid, interp.exe, sorted(paths)[:6]))]
+        doc, err = parse_dump(*tool.dump(tg.pid))
+        errs = [err] if err else compare(gt, doc, interp, tg.pid)
+        if errs:
+            errs.insert(0, "command: %s --json %d" % (tool.path, tg.pid))
+        return [Result(interp.label, name, "FAIL" if errs else "PASS", "\n".join(errs))]
+
+
+# --------------------------------------------------------------------------
+# snapshot fixtures: decoded on every machine, made with --regen-fixtures
+
+def fixture_paths():
+    return sorted(glob.glob(os.path.join(FIXTURES_DIR, "*.snap")))
+
+
+def fixture_tests(tool):
+    res = []
+    snaps = fixture_paths()
+    if not snaps:
+        return [Result("fixtures", "snapshot fixtures", "FAIL", "no *.snap in %s (make them "
+                       "with python3 tests/run_tests.py --regen-fixtures)" % FIXTURES_DIR)]
+    for snap in snaps:
+        stem = os.path.basename(snap)[:-len(".snap")]
+        name = "fixture:" + stem
+        base = snap[:-len(".snap")]
+        try:
+            with open(base + ".ground_truth.json", encoding="utf-8") as f:
+                gt = json.load(f)
+            with open(base + ".dump.json", encoding="utf-8") as f:
+                expected = json.load(f)
+        except (OSError, ValueError) as e:
+            res.append(Result("fixtures", name, "FAIL", "fixture incomplete: %s" % e))
+            continue
+        argv = [tool.path, "--snapshot", snap, "--json"]
+        doc, e = parse_dump(*run(argv, TOOL_TIMEOUT))
+        errs = []
+        if e:
+            errs.append("%s: %s" % (" ".join(argv), e))
+        else:
+            minor = tuple(int(x) for x in gt["python_version"].split(".")[:2])
+            os_names = dict((t["tid"], t["name"]) for t in expected["threads"])
+            errs += compare(gt, doc, types.SimpleNamespace(minor=minor), gt["pid"],
+                            comm_of=os_names.get)
+            if doc.get("source") != "snapshot":
+                errs.append("source %r, expected 'snapshot'" % (doc.get("source"),))
+            # JSON fields added to pystack-dump since the recording are ignored
+            d = first_difference(without_source(expected), without_source(doc), added_ok=True)
+            if d:
+                errs.append("differs from the recorded live dump %s.dump.json (first "
+                            "difference, recorded vs now: %s)" % (stem, d))
+        argv = [tool.path, "--snapshot", snap]
+        rc, out, err, secs = run(argv, TOOL_TIMEOUT)
+        if rc != 0 or not out.startswith(b"Snapshot "):
+            errs.append("%s (text) exited %s; stdout: %s; stderr: %s"
+                        % (" ".join(argv), rc, short(out, 200), short(err, 300)))
+        if errs:
+            errs.insert(0, "command: %s --snapshot %s --json" % (tool.path, snap))
+        res.append(Result("fixtures", name, "FAIL" if errs else "PASS", "\n".join(errs),
+                          info="%d bytes" % os.path.getsize(snap)))
+    return res
+
+
+def regen_fixtures(tool, sid_dir):
+    """Record tests/fixtures/LABEL-TARGET.{snap,ground_truth.json,dump.json}
+    from live targets of the sid release interpreters."""
+    interps = dict((i.label, i) for i in discover(sid_dir))
+    err = prepare_chroot(sid_dir)
+    if err:
+        print("FAIL: " + err)
+        return 1
+    os.makedirs(FIXTURES_DIR, exist_ok=True)
+    failed = 0
+    for label in FIXTURE_LABELS:
+        interp = interps[label]
+        for target in FIXTURE_TARGETS:
+            stem = "%s-%s" % (label, target)
+            if interp.missing:
+                print("FAIL %s: interpreter missing: %s" % (stem, interp.missing))
+                failed += 1
+                continue
+            snap = os.path.join(host_tmp(), stem + ".snap")
+            with Target(interp, target) as tg:
+                gt = tg.wait_ground_truth()
+                tg.wait_settled()
+                argv = [tool.path, "--json", "--save-snapshot", snap, str(tg.pid)]
+                rc, out, err, secs = run(argv, TOOL_TIMEOUT)
+                live, e = parse_dump(rc, out, err, secs)
+                errs = [e] if e else compare(gt, live, interp, tg.pid)
+                with open(tg.gt_host, "rb") as f:
+                    gt_bytes = f.read()
+            if not errs:
+                rep, e = parse_dump(*run([tool.path, "--snapshot", snap, "--json"], TOOL_TIMEOUT))
+                d = e or first_difference(without_source(live), without_source(rep))
+                if d:
+                    errs.append("snapshot does not decode like the live dump: %s" % d)
+            size = os.path.getsize(snap) if os.path.exists(snap) else 0
+            if size > FIXTURE_MAX_BYTES:
+                errs.append("snapshot is %d bytes, more than %d: use a smaller target"
+                            % (size, FIXTURE_MAX_BYTES))
+            if errs:
+                print("FAIL %s: %s" % (stem, "\n    ".join(errs)))
+                failed += 1
+                continue
+            shutil.copyfile(snap, os.path.join(FIXTURES_DIR, stem + ".snap"))
+            with open(os.path.join(FIXTURES_DIR, stem + ".ground_truth.json"), "wb") as f:
+                f.write(gt_bytes)
+            with open(os.path.join(FIXTURES_DIR, stem + ".dump.json"), "wb") as f:
+                f.write(out)
+            os.unlink(snap)
+            print("wrote %s/%s.{snap,ground_truth.json,dump.json} (snapshot %d bytes)"
+                  % (os.path.relpath(FIXTURES_DIR, REPO), stem, size))
+    return 1 if failed else 0
+
+
+# --------------------------------------------------------------------------
 # general (version independent) error cases, and the C unit tests
 
 def free_pid():
@@ -907,7 +1596,7 @@ def free_pid():
     return pid
 
 
-def general_tests(tool):
+def general_tests(tool, sid_dir):
     g = "general"
     res = []
 
@@ -955,6 +1644,193 @@ def general_tests(tool):
         kill(py)
     res.append(unsupported_version_test(tool))
     res.append(exited_mid_read_test(tool))
+    try:
+        res += bad_input_tests(tool, sid_dir)
+    except KeyboardInterrupt:
+        raise
+    except Exception as e:
+        import traceback
+        res.append(Result(g, "bad input (cores, snapshots)", "FAIL", "harness error: %s\n%s"
+                          % (e, traceback.format_exc())))
+    return res
+
+
+def sleep_core_file(scratch):
+    """A core of `sleep 1000`: gcore, else a kernel core. Returns (path,
+    why skipped, error)."""
+    why = None if GCORE else CORE_PATTERN.ensure()
+    if why:
+        return None, "no gcore (gdb) and " + why, None
+    sleeper = spawn(["prlimit", "--core=unlimited", "--", "sleep", "1000"],
+                    stdout=subprocess.DEVNULL)
+    try:
+        time.sleep(0.2)
+        if GCORE:
+            path, _w, err = run_gcore(sleeper.pid, os.path.join(scratch, "sleep"))
+            return path, None, err
+        return kernel_core(sleeper, sleeper.pid), None, None
+    except TargetError as e:
+        return None, None, str(e)
+    finally:
+        kill(sleeper)
+
+
+def bad_input_tests(tool, sid_dir):
+    """Cores and snapshots that must be refused (or decoded in part) with
+    the documented exit status, a message naming the cause, and no crash."""
+    g = "general"
+    res = []
+    scratch = tempfile.mkdtemp(prefix="bad-", dir=host_tmp())
+
+    def check(test, args, want, needles, more=None):
+        argv, rc, out, err = tool_file_run(tool, args)
+        cmd = " ".join(argv)
+        msg = err.decode("utf-8", "replace")
+        errs = []
+        if crashed(rc):
+            errs.append("crashed or timed out (status %s)" % rc)
+        elif rc != want:
+            errs.append("expected exit %d, got %d" % (want, rc))
+        missing = [n for n in needles if n.lower() not in msg.lower()]
+        if missing:
+            errs.append("stderr does not name the cause (expected %s): %s"
+                        % (" and ".join(repr(n) for n in missing), short(err, 400)))
+        if more and not crashed(rc):
+            errs += more(out)
+        if errs:
+            errs.insert(0, "command: " + cmd)
+            if out and not more:
+                errs.append("stdout: " + short(out, 300))
+        r = Result(g, test, "FAIL" if errs else "PASS", "\n".join(errs))
+        res.append(r)
+        return r
+
+    # -- files that are not cores
+    txt = os.path.join(scratch, "notes.txt")
+    with open(txt, "w") as f:
+        f.write("this is not a core file\n" * 10)
+    check("core: not an ELF file -> 11", ["--core", txt, "--json"], 11, ["not an ELF"])
+    check("core: ELF but not a core (/bin/true) -> 11",
+          ["--core", os.path.realpath("/bin/true"), "--json"], 11, ["not a core"])
+
+    # -- a core of a program that is not Python (and the same core, foreign)
+    name5 = "core: non-Python program (sleep) -> 5"
+    name12 = "core: another architecture (e_machine 183) -> 12"
+    sleep_core, why, err = sleep_core_file(scratch)
+    for n in (name5, name12):
+        if why:
+            res.append(Result(g, n, "SKIP", why))
+        elif err:
+            res.append(Result(g, n, "FAIL", "could not make a core of sleep: %s" % err))
+    if sleep_core:
+        check(name5, ["--core", sleep_core, "--json"], 5, ["not a core of CPython"])
+        foreign = os.path.join(scratch, "aarch64.core")
+        with open(sleep_core, "rb") as f:
+            b = bytearray(f.read())
+        struct.pack_into("<H", b, 18, 183)                  # e_machine = EM_AARCH64
+        with open(foreign, "wb") as f:
+            f.write(b)
+        remove(sleep_core)
+        check(name12, ["--core", foreign, "--json"], 12, ["another architecture"])
+        os.unlink(foreign)
+
+    # -- a real Python core: --exe of another build, then cut short
+    res.extend(python_core_tests(tool, check, sid_dir))
+
+    # -- snapshots: a fixture with a newer format version, and corrupted
+    snaps = fixture_paths()
+    nv, nc = "snapshot: newer format version (99) -> 14", "snapshot: corrupted byte -> 14"
+    if not snaps:
+        for n in (nv, nc):
+            res.append(Result(g, n, "FAIL", "no snapshot fixture in %s to start from"
+                              % FIXTURES_DIR))
+    else:
+        src = next((s for s in snaps if s.endswith("sid-3.15-threads.snap")), snaps[0])
+        with open(src, "rb") as f:
+            orig = f.read()
+        b = bytearray(orig)
+        struct.pack_into("<I", b, 8, 99)                    # version
+        hsize = struct.unpack_from("<I", b, 12)[0]
+        h = bytearray(b[:hsize])
+        h[24:28] = bytes(4)                                 # CRC over the header, CRC field as 0
+        struct.pack_into("<I", b, 24, zlib.crc32(bytes(h)))
+        newer = os.path.join(scratch, "newer.snap")
+        with open(newer, "wb") as f:
+            f.write(b)
+        check(nv, ["--snapshot", newer, "--json"], 14, ["newer"])
+        b = bytearray(orig)
+        b[len(b) // 2] ^= 0xFF
+        bad = os.path.join(scratch, "corrupt.snap")
+        with open(bad, "wb") as f:
+            f.write(b)
+        check(nc, ["--snapshot", bad, "--json"], 14, ["corrupt"])
+    shutil.rmtree(scratch, ignore_errors=True)
+    return res
+
+
+def python_core_tests(tool, check, sid_dir):
+    """Kernel core of the threads target under pyenv 3.12 (else the first
+    host interpreter found): --exe of pyenv 3.11 (15), then the core cut
+    inside its last segment and cut in half (13, partial JSON)."""
+    g = "general"
+    n15 = "core: --exe of another build (pyenv 3.11 for a 3.12 core) -> 15"
+    ntail = "core: truncated inside its last segment -> 13"
+    nhalf = "core: truncated in half -> 13"
+    interps = [i for i in discover(sid_dir) if not i.missing and not i.chroot]
+    interp = next((i for i in interps if i.label == "pyenv-3.12"), interps[0] if interps else None)
+    if interp is None:
+        return [Result(g, n, "SKIP", "interpreter missing: no host interpreter for a Python core")
+                for n in (n15, ntail, nhalf)]
+    err = CORE_PATTERN.ensure()
+    if err:
+        return [Result(g, n, "SKIP", err) for n in (n15, ntail, nhalf)]
+    res = []
+    try:
+        with Target(interp, "threads", wrap=["prlimit", "--core=unlimited", "--"]) as tg:
+            gt = tg.wait_ground_truth()
+            tg.wait_settled()
+            core = kernel_core(tg.proc, tg.pid)
+    except TargetError as e:
+        return [Result(g, n, "FAIL", "%s threads target: %s" % (interp.label, e))
+                for n in (n15, ntail, nhalf)]
+    try:
+        py311 = next((i.exe for i in discover(sid_dir) if i.label == "pyenv-3.11" and not i.missing),
+                     None)
+        if interp.label != "pyenv-3.12" or not py311:
+            res.append(Result(g, n15, "SKIP", "interpreter missing: needs pyenv 3.12 and 3.11"))
+        else:
+            check(n15, ["--core", core, "--exe", py311, "--json"], 15, ["build-id"])
+
+        def partial_dump(allow_missing_threads):
+            def more(out):
+                doc, e = parse_json_out(out)
+                if e:
+                    return ["stdout must still be the JSON dump: " + e]
+                errs = []
+                if doc.get("pid") != gt["pid"] or doc.get("python_version") != gt["python_version"]:
+                    errs.append("header: pid %r python_version %r, expected %r %r"
+                                % (doc.get("pid"), doc.get("python_version"), gt["pid"],
+                                   gt["python_version"]))
+                g2 = gt
+                if allow_missing_threads:
+                    have = set(t.get("tid") for t in doc.get("threads") or [])
+                    g2 = dict(gt, threads=[t for t in gt["threads"] if t["tid"] in have])
+                errs += compare(g2, doc, interp, gt["pid"], partial="any")
+                return errs
+            return more
+
+        facts = read_core_facts(core)
+        full = os.path.getsize(core)
+        last = max((l for l in facts["loads"] if l[3] > 0), key=lambda l: l[2])
+        cut = last[2] + last[3] // 2
+        os.truncate(core, cut)
+        r1 = check(ntail, ["--core", core, "--json"], 13, ["truncated"], partial_dump(False))
+        os.truncate(core, full // 2)
+        r2 = check(nhalf, ["--core", core, "--json"], 13, ["truncated"], partial_dump(True))
+        r1.info = "%s core of %d bytes cut at %d" % (interp.label, full, cut)
+        r2.info = "%s core of %d bytes cut at %d" % (interp.label, full, full // 2)
+    finally:
+        remove(core)
     return res
 
 
@@ -1030,6 +1906,8 @@ def unit_tests(build):
 def emit(r):
     with _print_lock:
         tail = "   (%s)" % r.detail if r.status == "SKIP" and r.detail else ""
+        if r.info and r.status != "SKIP":
+            tail += "   [%s]" % r.info
         print("%-4s %-10s %s%s" % (r.status, r.group, r.test, tail), flush=True)
         if r.detail and (r.status == "FAIL" or (VERBOSE and r.status == "PASS")):
             for line in r.detail.rstrip().splitlines():
@@ -1045,12 +1923,15 @@ def main():
                     help="run only these (comma separated; repeatable): a label such as "
                          "pyenv-3.12, sid-3.15d, deb-3.11d; a minor version such as 3.11 "
                          "(all its builds) or 3.11d (its debug builds); a source "
-                         "pyenv/deb/sid; debug/release; general; unit")
+                         "pyenv/deb/sid; debug/release; general; fixtures; unit")
     ap.add_argument("-j", "--jobs", type=int, default=3, help="targets run in parallel (default 3)")
     ap.add_argument("-v", "--verbose", action="store_true")
     ap.add_argument("--gt-only", action="store_true",
                     help="only check that every target produces ground truth (no pystack-dump); "
                          "on 3.15 also checks the ground truth against profiling.sampling")
+    ap.add_argument("--regen-fixtures", action="store_true",
+                    help="record the snapshot fixtures in tests/fixtures from live targets "
+                         "of sid 3.13, 3.14 and 3.15 (needs the sid chroot), then exit")
     args = ap.parse_args()
     VERBOSE = args.verbose
     try:
@@ -1060,16 +1941,25 @@ def main():
     signal.signal(signal.SIGINT, _on_signal)
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGHUP, _on_signal)
+    CorePattern.repair()
+    atexit.register(CORE_PATTERN.restore)
 
     t0 = time.time()
     build = os.path.abspath(args.build)
     tool = Tool(os.path.join(build, "cli", "pystack-dump"))
     only = [t for o in args.only for t in re.split(r"[,\s]+", o) if t]
     sid_dir = os.environ.get("PYD_SID_DIR", SID_DIR_DEFAULT)
+    if args.regen_fixtures:
+        if not (os.path.isfile(tool.path) and os.access(tool.path, os.X_OK)):
+            ap.error("%s not found: build it first" % tool.path)
+        try:
+            return regen_fixtures(tool, sid_dir)
+        finally:
+            kill_all()
     interps = discover(sid_dir)
     if only:
         interps = [i for i in interps if any(i.matches(t) for t in only)]
-        known = set(["general", "unit"])
+        known = set(["general", "unit", "fixtures"])
         for i in discover(sid_dir):
             known.update([i.label, i.source, i.minor_str, i.minor_str + "d", "debug", "release"])
         bad = [t for t in only if t not in known]
@@ -1077,6 +1967,7 @@ def main():
             ap.error("--only: unknown %s (known: %s)" % (", ".join(bad), ", ".join(sorted(known))))
     want_general = not only or "general" in only
     want_unit = not only or "unit" in only
+    want_fixtures = (not only or "fixtures" in only) and not args.gt_only
 
     results = []
     missing_tool = not (os.path.isfile(tool.path) and os.access(tool.path, os.X_OK))
@@ -1093,8 +1984,12 @@ def main():
             for r in unit_tests(build):
                 emit(r)
                 results.append(r)
+        if want_fixtures and not missing_tool:
+            for r in fixture_tests(tool):
+                emit(r)
+                results.append(r)
         if want_general and not args.gt_only:
-            for r in general_tests(tool):
+            for r in general_tests(tool, sid_dir):
                 emit(r)
                 results.append(r)
 
@@ -1104,9 +1999,9 @@ def main():
                 for i in interps:
                     if i.chroot:
                         i.missing = err
-        jobs = [(i, t) for i in interps for t in DUMP_TARGETS + ["heartbeat"]]
+        jobs = [(i, k, t) for i in interps for k, t in interp_jobs(i, args)]
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as ex:
-            futs = [ex.submit(run_job, i, t, tool, args) for i, t in jobs]
+            futs = [ex.submit(run_job, i, k, t, tool, args) for i, k, t in jobs]
             for f in futs:                       # in submission order
                 for r in f.result():
                     emit(r)
@@ -1118,6 +2013,8 @@ def main():
         results.append(Result("general", "interrupted", "FAIL", "interrupted"))
     finally:
         kill_all()
+        CORE_PATTERN.restore()
+        core_cleanup(sid_dir)
 
     # summary table
     groups = []
@@ -1135,6 +2032,12 @@ def main():
         print("%-12s %7d %7d %8d%s" % (g, sum(r.status == "PASS" for r in rs),
                                        sum(r.status == "FAIL" for r in rs),
                                        sum(r.status == "SKIP" for r in rs), skip_why))
+    if SNAP_SIZES:
+        print()
+        print("snapshot size, recursion target (main thread 1,500 frames deep, a worker 1,000):")
+        for i in discover(sid_dir):
+            if i.label in SNAP_SIZES:
+                print("  %-12s %8d bytes" % (i.label, SNAP_SIZES[i.label]))
     npass = sum(r.status == "PASS" for r in results)
     nfail = sum(r.status == "FAIL" for r in results)
     nskip = sum(r.status == "SKIP" for r in results)

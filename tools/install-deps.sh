@@ -5,6 +5,6 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends \
 	gcc libc6-dev meson ninja-build pkg-config libelf-dev \
-	python3 python3-dbg debootstrap procps time util-linux ca-certificates \
+	python3 python3-dbg debootstrap procps time util-linux gdb ca-certificates \
 	>/dev/null
 echo "install-deps: done"

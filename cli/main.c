@@ -22,6 +22,7 @@
 
 static const char usage_text[] =
 	"Usage: pystack-dump [OPTIONS] PID\n"
+	"       pystack-dump --tasks [--table|--json] [OPTIONS] PID\n"
 	"       pystack-dump [OPTIONS] --core CORE [--exe EXE] [--sysroot DIR]\n"
 	"       pystack-dump [OPTIONS] --snapshot FILE\n"
 	"\n"
@@ -47,6 +48,13 @@ static const char usage_text[] =
 	"                   (ptrace), for a perfectly consistent snapshot; the\n"
 	"                   target resumes even if pystack-dump is killed\n"
 	"      --no-source  do not print source lines under each frame\n"
+	"      --tasks      print the asyncio task graph instead of the thread\n"
+	"                   stacks (CPython 3.14+): each task that nobody\n"
+	"                   awaits, its coroutine stack (outermost first), and\n"
+	"                   under it the tasks it awaits; await cycles are\n"
+	"                   reported. With --json: docs/tasks-json.md\n"
+	"      --table      with --tasks: one row per task and awaiter, like\n"
+	"                   python -m asyncio ps\n"
 	"  -h, --help       show this help and exit\n"
 	"  -V, --version    show the version and exit\n"
 	"\n"
@@ -84,6 +92,7 @@ struct options {
 	struct target_spec spec;
 	const char *save; /* --save-snapshot */
 	bool json, locked, source;
+	bool tasks, table; /* --tasks, --table */
 };
 
 static int usage_error(const char *fmt, const char *arg)
@@ -118,12 +127,17 @@ static int check_sources(int argc, char **argv, struct options *o)
 		return usage_error("%s", "--exe and --sysroot go with --core");
 	if (o->locked && files)
 		return usage_error("%s", "--locked needs a live process");
+	if (o->table && !o->tasks)
+		return usage_error("%s", "--table goes with --tasks");
+	if (o->table && o->json)
+		return usage_error("%s", "give one of --table and --json");
 	return files ? 0 : parse_pid(argv[optind], &t->pid);
 }
 
 static int parse_args(int argc, char **argv, struct options *o)
 {
-	enum { OPT_CORE = 256, OPT_EXE, OPT_SYSROOT, OPT_SNAPSHOT, OPT_SAVE };
+	enum { OPT_CORE = 256, OPT_EXE, OPT_SYSROOT, OPT_SNAPSHOT, OPT_SAVE,
+	       OPT_TASKS, OPT_TABLE };
 	static const struct option longopts[] = {
 		{"core", required_argument, NULL, OPT_CORE},
 		{"exe", required_argument, NULL, OPT_EXE},
@@ -133,6 +147,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{"json", no_argument, NULL, 'j'},
 		{"locked", no_argument, NULL, 'l'},
 		{"no-source", no_argument, NULL, 'S'},
+		{"tasks", no_argument, NULL, OPT_TASKS},
+		{"table", no_argument, NULL, OPT_TABLE},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{0},
@@ -166,6 +182,12 @@ static int parse_args(int argc, char **argv, struct options *o)
 			break;
 		case 'S':
 			o->source = false;
+			break;
+		case OPT_TASKS:
+			o->tasks = true;
+			break;
+		case OPT_TABLE:
+			o->table = true;
 			break;
 		case 'h':
 			fputs(usage_text, stdout);
@@ -312,8 +334,8 @@ static void test_pause_hook(void)
 
 static enum pyd_err take_dump(struct target *t, const struct options *o,
 			      struct pyd_runtime *rt, struct pyd_session **sess,
-			      struct pyd_dump *dump, char *detail,
-			      size_t detailsz)
+			      struct pyd_dump *dump, struct pyd_task_graph *graph,
+			      bool *decoding, char *detail, size_t detailsz)
 {
 	enum pyd_err err = target_runtime(t, rt, detail, detailsz);
 	if (!err)
@@ -325,11 +347,69 @@ static enum pyd_err take_dump(struct target *t, const struct options *o,
 			return err;
 		test_pause_hook();
 	}
-	err = pyd_dump_stacks(*sess, dump);
+	*decoding = true;
+	err = o->tasks ? pyd_dump_tasks(*sess, graph) : pyd_dump_stacks(*sess, dump);
 	if (o->locked)
 		pyd_live_resume(t->live);
 	return err;
 }
+
+/* --tasks: why the task graph could not be read. */
+static int report_tasks_error(enum pyd_err err, const struct options *o,
+			      const struct pyd_runtime *rt,
+			      struct pyd_session *s)
+{
+	if (err == PYD_E_UNSUPPORTED)
+		fprintf(stderr,
+			"pystack-dump: asyncio task graphs for Python %s are "
+			"not supported yet (CPython 3.14 and later are).\n",
+			pyd_session_version(s));
+	else if (err == PYD_E_READ && !rt->asyncio_debug_addr)
+		fprintf(stderr,
+			"pystack-dump: cannot read asyncio tasks: the _asyncio "
+			"module's debug offsets (its .AsyncioDebug section) "
+			"were not found. For a core file, make the binaries "
+			"readable (--exe, --sysroot).\n");
+	else
+		return report_error(err, o, "");
+	return err;
+}
+
+static enum pyd_err print_tasks(const struct options *o,
+				const struct target *t, struct pyd_session *s,
+				const struct pyd_task_graph *g)
+{
+	char origin[4200];
+	const char *file = o->spec.core ? o->spec.core : o->spec.snapshot;
+	if (!file)
+		snprintf(origin, sizeof origin, "Process %d", t->pid);
+	else if (t->pid > 0)
+		snprintf(origin, sizeof origin, "%s %s (process %d)",
+			 o->spec.core ? "Core file" : "Snapshot", file, t->pid);
+	else
+		snprintf(origin, sizeof origin, "%s %s",
+			 o->spec.core ? "Core file" : "Snapshot", file);
+	struct pyd_report_opts ro = {
+		.pid = t->pid,
+		.origin = origin,
+		.source_kind = t->kind,
+		.python_version = pyd_session_version(s),
+		.binary = pyd_session_binary(s),
+	};
+	struct pyd_buf b = {0};
+	if (o->json)
+		pyd_report_tasks_json(&b, g, &ro);
+	else if (o->table)
+		pyd_report_tasks_table(&b, g, &ro);
+	else
+		pyd_report_tasks_tree(&b, g, &ro);
+	if (b.data)
+		fwrite(b.data, 1, b.len, stdout);
+	bool failed = b.failed;
+	pyd_buf_free(&b);
+	return failed ? PYD_E_NOMEM : PYD_OK;
+}
+
 
 static enum pyd_err print_dump(const struct options *o, const struct target *t,
 			       struct pyd_session *s, const struct pyd_dump *dump)
@@ -370,33 +450,88 @@ static enum pyd_err print_dump(const struct options *o, const struct target *t,
 	return failed ? PYD_E_NOMEM : PYD_OK;
 }
 
+static bool truncated(const struct target *t)
+{
+	return t->core && pyd_core_missing_bytes(t->core) > 0;
+}
+
+/* A core shorter than its segments explains any failure to read it better
+ * than the failure itself does. */
+static enum pyd_err report_truncated(const struct target *t, bool partial)
+{
+	fprintf(stderr,
+		"pystack-dump: the core file is truncated: %llu bytes of its "
+		"memory are missing%s. Copy the whole core again.\n",
+		(unsigned long long)pyd_core_missing_bytes(t->core),
+		partial ? "; stacks marked incomplete could not be read" : "");
+	return PYD_E_TRUNCATED;
+}
+
+/* The damage hid even the interpreter: for --json, still an (empty)
+ * document, so a pipeline gets JSON and the exit status tells why. */
+static enum pyd_err report_truncated_early(const struct options *o,
+					   const struct target *t,
+					   const struct pyd_session *s)
+{
+	if (o->json) {
+		struct pyd_dump none = {0};
+		struct pyd_report_opts ro = {
+			.pid = t->pid,
+			.source_kind = t->kind,
+			.python_version = s ? pyd_session_version(s) : NULL,
+			.binary = s ? pyd_session_binary(s) : NULL,
+		};
+		struct pyd_buf b = {0};
+		pyd_report_json(&b, &none, &ro);
+		if (b.data)
+			fwrite(b.data, 1, b.len, stdout);
+		pyd_buf_free(&b);
+	}
+	return report_truncated(t, false);
+}
+
 /*
- * After a dump was printed: anything the reader must know about its
- * completeness, as the exit status and a message.  A truncated core
- * explains incomplete stacks better than "changed under us" does.
+ * After a report was printed: what the reader must know about its
+ * completeness (bad of its threads or tasks were not fully read), as the
+ * exit status and a message.
  */
+static enum pyd_err check_incomplete(const struct target *t, size_t bad,
+				     const char *what)
+{
+	if (truncated(t))
+		return report_truncated(t, bad > 0);
+	if (!bad)
+		return PYD_OK;
+	fprintf(stderr,
+		"pystack-dump: %zu %s could not be read%s; their stacks are "
+		"marked incomplete.%s\n",
+		bad, what, t->live ? " consistently" : "",
+		t->live ? " Try --locked." : "");
+	return t->live ? PYD_E_TORN : PYD_E_READ;
+}
+
 static enum pyd_err check_complete(const struct target *t,
 				   const struct pyd_dump *dump)
 {
 	size_t bad = 0;
 	for (size_t i = 0; i < dump->nthreads; i++)
 		bad += dump->threads[i].error != PYD_OK;
-	uint64_t missing = t->core ? pyd_core_missing_bytes(t->core) : 0;
-	if (missing) {
-		fprintf(stderr,
-			"pystack-dump: the core file is truncated: %llu bytes of "
-			"its memory are missing%s. Copy the whole core again.\n",
-			(unsigned long long)missing,
-			bad ? "; stacks marked incomplete could not be read"
-			    : "");
-		return PYD_E_TRUNCATED;
-	}
-	if (!bad)
-		return PYD_OK;
-	fprintf(stderr,
-		"pystack-dump: %zu thread(s) could not be read consistently; "
-		"their stacks are marked incomplete.%s\n",
-		bad, t->live ? " Try --locked." : "");
+	return check_incomplete(t, bad, "thread(s)");
+}
+
+static enum pyd_err check_tasks_complete(const struct target *t,
+					 const struct pyd_task_graph *g)
+{
+	size_t bad = 0;
+	for (size_t i = 0; i < g->ntasks; i++)
+		bad += g->tasks[i].error != PYD_OK;
+	if (g->error && !truncated(t))
+		fprintf(stderr, "pystack-dump: the task lists could not be read "
+				"to their end; the graph may miss tasks.%s\n",
+			t->live ? " Try --locked." : "");
+	enum pyd_err err = check_incomplete(t, bad, "task(s)");
+	if (err || !g->error)
+		return err;
 	return t->live ? PYD_E_TORN : PYD_E_READ;
 }
 
@@ -429,17 +564,29 @@ int main(int argc, char **argv)
 	struct pyd_runtime rt;
 	struct pyd_session *sess = NULL;
 	struct pyd_dump dump = {0};
+	struct pyd_task_graph graph = {0};
+	bool decoding = false;
 	char detail[512] = "";
 	enum pyd_err err = target_open(&o.spec, &t, detail, sizeof detail);
 	if (!err) {
 		print_warnings(&t);
-		err = take_dump(&t, &o, &rt, &sess, &dump, detail, sizeof detail);
+		err = take_dump(&t, &o, &rt, &sess, &dump, &graph, &decoding,
+				detail, sizeof detail);
 	}
-	if (err)
+	if (err && truncated(&t))
+		err = report_truncated_early(&o, &t, sess);
+	else if (err && o.tasks && decoding)
+		report_tasks_error(err, &o, &rt, sess);
+	else if (err)
 		report_error(err, &o, detail);
-	else if (!(err = print_dump(&o, &t, sess, &dump)) &&
-		 !(err = o.save ? save_snapshot(&o, &t, &rt) : PYD_OK))
+	else if (o.tasks) {
+		if (!(err = print_tasks(&o, &t, sess, &graph)) &&
+		    !(err = o.save ? save_snapshot(&o, &t, &rt) : PYD_OK))
+			err = check_tasks_complete(&t, &graph);
+	} else if (!(err = print_dump(&o, &t, sess, &dump)) &&
+		   !(err = o.save ? save_snapshot(&o, &t, &rt) : PYD_OK))
 		err = check_complete(&t, &dump);
+	pyd_task_graph_free(&graph);
 	pyd_dump_free(&dump);
 	pyd_session_close(sess);
 	target_close(&t);

@@ -72,4 +72,74 @@ const char *pyd_session_layout_source(const struct pyd_session *s);
 enum pyd_err pyd_dump_stacks(struct pyd_session *s, struct pyd_dump *out);
 void pyd_dump_free(struct pyd_dump *d);
 
+/*
+ * asyncio task graphs.
+ *
+ * Every pending asyncio Task of every interpreter (the C Task type and its
+ * subclasses; third-party task types that do not derive from it are not
+ * seen), with its coroutine stack and who awaits whom.  The structs are
+ * the same for every CPython version; which versions can be decoded is
+ * the decoder's business (PYD_E_UNSUPPORTED from pyd_dump_tasks).
+ */
+enum pyd_task_state {
+	PYD_TASK_PENDING,
+	PYD_TASK_DONE,
+	PYD_TASK_CANCELLED,
+	PYD_TASK_UNKNOWN,
+};
+
+struct pyd_task {
+	uint64_t id;      /* address of the Task object */
+	const char *name; /* owned by the graph; never NULL */
+	enum pyd_task_state state;
+	int64_t thread;   /* OS tid of the thread whose task list holds it,
+			   * 0 if unknown (its thread exited, or it was only
+			   * found as an awaiter) */
+	bool running;     /* the running task of its thread */
+	/* Innermost first; the task's own coroutine is LAST.  A running
+	 * task's stack is its thread's Python stack down to that coroutine
+	 * (so it includes the plain functions it called). */
+	struct pyd_frame *coro_stack;
+	size_t ncoro;
+	uint64_t *awaits;     /* ids of the tasks this task waits on */
+	size_t nawaits;
+	uint64_t *awaited_by; /* ids of the tasks waiting on this one */
+	size_t nawaited_by;
+	/* PYD_OK, or why coro_stack is incomplete (it holds what we got). */
+	enum pyd_err error;
+};
+
+/* One await cycle: ids[0] awaits ids[1] ... awaits ids[n-1] == ids[0]. */
+struct pyd_task_cycle {
+	uint64_t *ids;
+	size_t n;
+};
+
+struct pyd_task_graph {
+	struct pyd_task *tasks; /* in the order the target lists them */
+	size_t ntasks;
+	struct pyd_task_cycle *cycles; /* await cycles found */
+	size_t ncycles;
+	/* PYD_OK, or why the list of tasks may be incomplete (a list kept
+	 * changing, or could not be read to its end). */
+	enum pyd_err error;
+	bool asyncio_loaded; /* false: the target has not imported asyncio
+			      * (so it has no tasks) */
+	bool truncated;      /* more than PYD_MAX_TASKS: the rest are left out */
+	unsigned retries;    /* task lists re-read because they changed */
+};
+
+/* Most tasks we list; a corrupt (or looping) list must end. */
+#define PYD_MAX_TASKS 1000000
+
+/*
+ * The task graph of the target.  Frames point into the session's caches:
+ * free the graph before closing the session.  PYD_E_UNSUPPORTED if this
+ * CPython's tasks cannot be decoded (yet); PYD_E_READ if the _asyncio
+ * module is loaded but its debug offsets could not be found (a core
+ * without the module's file).
+ */
+enum pyd_err pyd_dump_tasks(struct pyd_session *s, struct pyd_task_graph *g);
+void pyd_task_graph_free(struct pyd_task_graph *g);
+
 #endif

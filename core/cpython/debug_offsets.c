@@ -186,16 +186,27 @@ static const char *const fields_315[] = {
 	"debugger_support.debugger_script_path_size",
 };
 
+/*
+ * Per minor version: the member list, and the facts the block does not
+ * publish but the task decoder needs (see struct py_layout): enum
+ * _framestate values and where a suspended frame keeps the object it
+ * awaits.  Read from the DWARF of sid's python3.14d/3.15d (ptype enum
+ * _framestate) and checked on live targets (stackpointer[-1] on 3.14,
+ * [-2] on 3.15 is the coroutine's cr_await).
+ */
 struct block_format {
 	int minor;
 	const char *const *names;
 	size_t count;
+	bool has_frame_states;
+	int8_t created, yield_from, executing;
+	int awaited_slot;
 };
 
 static const struct block_format formats[] = {
-	{ 13, fields_313, COUNT(fields_313) },
-	{ 14, fields_314, COUNT(fields_314) },
-	{ 15, fields_315, COUNT(fields_315) },
+	{ 13, fields_313, COUNT(fields_313), false, 0, 0, 0, 0 },
+	{ 14, fields_314, COUNT(fields_314), true, -3, -1, 0, 1 },
+	{ 15, fields_315, COUNT(fields_315), true, 0, 2, 4, 2 },
 };
 
 /*
@@ -243,7 +254,38 @@ static const struct published published[] = {
 	/* 3.15+ only; before that compact_size stays the built-in value. */
 	{ "unicode_object.compactunicodeobject_size", AT(unicode.compact_size),
 	  0 },
+	/* Asyncio tasks (3.14+); see unpublished_task_fields(). */
+	{ "type_object.tp_flags", AT(object.tp_flags), 8 },
+	{ "interpreter_frame.stackpointer", AT(iframe.stackpointer), 8 },
+	{ "interpreter_frame.localsplus", AT(iframe.localsplus), 8 },
+	{ "gen_object.gi_iframe", AT(gen.gi_iframe), 8 },
+	{ "gen_object.gi_frame_state", AT(gen.gi_frame_state), 1 },
+	{ "llist_node.next", AT(llist.next), 8 },
+	{ "long_object.lv_tag", AT(pylong.lv_tag), 8 },
+	{ "long_object.ob_digit", AT(pylong.ob_digit), 4 },
+	{ "set_object.used", AT(set.used), 8 },
+	{ "set_object.mask", AT(set.mask), 8 },
+	{ "set_object.table", AT(set.table), 8 },
 };
+
+/* The members only the block gives (the built-in table has none): not
+ * known unless the block publishes them. */
+static void unpublished_task_fields(struct py_layout *l)
+{
+	l->object.tp_flags = PYD_NO_FIELD;
+	l->iframe.stackpointer = PYD_NO_FIELD;
+	l->iframe.localsplus = PYD_NO_FIELD;
+	l->gen.gi_iframe = PYD_NO_FIELD;
+	l->gen.gi_frame_state = PYD_NO_FIELD;
+	l->llist.next = PYD_NO_FIELD;
+	l->pylong.lv_tag = PYD_NO_FIELD;
+	l->pylong.ob_digit = PYD_NO_FIELD;
+	l->set.used = PYD_NO_FIELD;
+	l->set.mask = PYD_NO_FIELD;
+	l->set.table = PYD_NO_FIELD;
+	l->frame_state.valid = false;
+	l->awaited_slot = 0;
+}
 
 struct block {
 	const uint8_t *raw;
@@ -318,8 +360,12 @@ static int apply_published(const struct block *b, struct py_layout *l)
 		uint64_t v, size;
 		if (!get(b, p->name, &v))
 			continue; /* not in this version: keep the built-in */
-		if (!group_size(b, p->name, &size) ||
-		    !plausible(v, p->width, size))
+		/* struct llist_node (two pointers) publishes no size. */
+		if (strncmp(p->name, "llist_node.", 11) == 0)
+			size = 16;
+		else if (!group_size(b, p->name, &size))
+			return -1;
+		if (!plausible(v, p->width, size))
 			return -1;
 		store(l, p->dst, v);
 	}
@@ -404,6 +450,25 @@ static bool consistent(const struct py_layout *l, int32_t head,
 	       objects_consistent(l, head);
 }
 
+bool py_layout_has_tasks(const struct py_layout *l)
+{
+	/* The built-in table leaves these 0, the block PYD_NO_FIELD when it
+	 * does not publish them; none of them is 0 in a real layout except
+	 * llist_node.next (the node's first member). */
+	const int32_t v[] = { l->object.tp_flags, l->iframe.stackpointer,
+			      l->iframe.localsplus, l->gen.gi_iframe,
+			      l->gen.gi_frame_state, l->pylong.lv_tag,
+			      l->pylong.ob_digit, l->set.used, l->set.mask,
+			      l->set.table };
+	for (size_t i = 0; i < COUNT(v); i++)
+		if (v[i] <= 0)
+			return false;
+	return l->llist.next >= 0 && l->frame_state.valid &&
+	       l->awaited_slot > 0 && l->gen.gi_frame_state < l->gen.gi_iframe &&
+	       l->pylong.lv_tag < l->pylong.ob_digit &&
+	       l->iframe.stackpointer < l->iframe.localsplus;
+}
+
 /* Check the fixed header; on success *minor is the block's minor version. */
 static int parse_header(const uint8_t *raw, size_t len, uint64_t *version_hex,
 			int *minor)
@@ -440,6 +505,14 @@ int py_layout_from_debug_offsets(const uint8_t *raw, size_t len,
 	if (!base)
 		return -1;
 	struct py_layout l = *base;
+	unpublished_task_fields(&l);
+	if (b.fmt->has_frame_states) {
+		l.frame_state.valid = true;
+		l.frame_state.created = b.fmt->created;
+		l.frame_state.yield_from = b.fmt->yield_from;
+		l.frame_state.executing = b.fmt->executing;
+		l.awaited_slot = b.fmt->awaited_slot;
+	}
 	if (apply_published(&b, &l) || apply_gil(&b, &l) ||
 	    !get(&b, "pyobject.size", &head) || head > MAX_OFFSET ||
 	    !consistent(&l, (int32_t)head,

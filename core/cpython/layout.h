@@ -104,6 +104,11 @@ struct py_layout {
 		int32_t instr;    /* prev_instr (3.11-3.12) / instr_ptr (3.13+) */
 		int32_t owner;    /* char */
 		int32_t is_entry; /* bool, 3.11 only */
+		/* 3.14+ (see "Asyncio tasks" below): _PyStackRef *, the top
+		 * of a suspended frame's value stack; and where localsplus
+		 * starts (sizeof the frame header). */
+		int32_t stackpointer;
+		int32_t localsplus;
 	} iframe;
 
 	struct { /* PyCodeObject */
@@ -131,8 +136,56 @@ struct py_layout {
 	struct {
 		int32_t ob_type;
 		int32_t tp_name;
+		int32_t tp_flags; /* 3.14+ (see below), unsigned long */
 	} object;
+
+	/*
+	 * Asyncio tasks (3.14+).  These come only from the target's
+	 * _Py_DebugOffsets: the built-in table has none of them (they are 0
+	 * there), and debug_offsets.c sets PYD_NO_FIELD for each member the
+	 * block does not publish.  The task decoder checks
+	 * py_layout_has_tasks() before it trusts any of them.
+	 */
+	struct { /* PyGenObject (generators, coroutines, async generators) */
+		int32_t gi_iframe;      /* the embedded _PyInterpreterFrame */
+		int32_t gi_frame_state; /* int8_t */
+	} gen;
+
+	/* enum _framestate values, which are not published: 3.14 counts
+	 * from CREATED = -3 (SUSPENDED_YIELD_FROM = -1, EXECUTING = 0),
+	 * 3.15 from CREATED = 0 (YIELD_FROM = 2, YIELD_FROM_LOCKED = 3,
+	 * EXECUTING = 4).  In both: created <= state < yield_from is a
+	 * suspended (or not yet started) frame, yield_from <= state <
+	 * executing one suspended in `await`/`yield from`, state > executing
+	 * a finished one.  valid is false where we do not know them. */
+	struct {
+		bool valid;
+		int8_t created, yield_from, executing;
+	} frame_state;
+
+	/* A frame suspended in `await`/`yield from` keeps the object it
+	 * awaits at stackpointer[-awaited_slot]: 1 on 3.14; 3.15 keeps the
+	 * slot of the value sent in on top of it, so 2.  0 if unknown. */
+	int awaited_slot;
+
+	struct { /* struct llist_node */
+		int32_t next;
+	} llist;
+
+	struct { /* PyLongObject (3.12+ compact form) */
+		int32_t lv_tag;
+		int32_t ob_digit;
+	} pylong;
+
+	struct { /* PySetObject */
+		int32_t used;
+		int32_t mask;
+		int32_t table;
+	} set;
 };
+
+/* Does l carry every member the asyncio task decoder needs? */
+bool py_layout_has_tasks(const struct py_layout *l);
 
 /* The built-in table; NULL if we have no layout for this version. */
 const struct py_layout *py_layout_builtin(int major, int minor, bool debug_build);

@@ -467,6 +467,7 @@ static void body_runtime(struct writer *w, const struct write_ctx *c)
 	put_str(w, rt->version, sizeof rt->version);
 	put_u8(w, rt->debug_build);
 	put_u64(w, rt->code_type_addr);
+	put_u64(w, rt->asyncio_debug_addr);
 }
 
 static void body_mappings(struct writer *w, const struct write_ctx *c)
@@ -799,6 +800,7 @@ static const char *parse_runtime(struct pyd_snapshot *s, struct cur *c)
 	rt->debug_build = debug;
 	/* Appended later in version 1: older files end before it. */
 	rt->code_type_addr = remaining(c) >= 8 ? get_u64(c) : 0;
+	rt->asyncio_debug_addr = remaining(c) >= 8 ? get_u64(c) : 0;
 	return NULL;
 }
 

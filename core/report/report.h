@@ -30,4 +30,20 @@ void pyd_report_text(struct pyd_buf *b, const struct pyd_dump *d,
 void pyd_report_json(struct pyd_buf *b, const struct pyd_dump *d,
 		     const struct pyd_report_opts *o);
 
+/*
+ * asyncio task graphs (pyd_dump_tasks).  The tree follows
+ * `python -m asyncio pstree`: each root task, its coroutine stack
+ * outermost first, and under its innermost frame the tasks it awaits;
+ * the table follows `python -m asyncio ps`, one row per awaiter; the JSON
+ * is docs/tasks-json.md.
+ */
+void pyd_report_tasks_tree(struct pyd_buf *b, const struct pyd_task_graph *g,
+			   const struct pyd_report_opts *o);
+void pyd_report_tasks_table(struct pyd_buf *b, const struct pyd_task_graph *g,
+			    const struct pyd_report_opts *o);
+void pyd_report_tasks_json(struct pyd_buf *b, const struct pyd_task_graph *g,
+			   const struct pyd_report_opts *o);
+/* "pending", "done", "cancelled" or "unknown" */
+const char *pyd_task_state_name(enum pyd_task_state st);
+
 #endif

@@ -104,6 +104,20 @@ static void vote(struct version_vote *v, size_t *n, const char *s, size_t len)
 	}
 }
 
+static Elf_Scn *find_section(Elf *elf, size_t shstrndx, const char *name,
+			     GElf_Shdr *sh)
+{
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *n;
+		if (gelf_getshdr(scn, sh) &&
+		    (n = elf_strptr(elf, shstrndx, sh->sh_name)) &&
+		    strcmp(n, name) == 0)
+			return scn;
+	}
+	return NULL;
+}
+
 static void scan_symbols(Elf *elf, GElf_Word type, struct elf_syms *s)
 {
 	Elf_Scn *scn = NULL;
@@ -124,23 +138,15 @@ static void scan_version(Elf *elf, size_t shstrndx, char *out, size_t outsz)
 {
 	struct version_vote votes[MAX_VERSION_CANDIDATES];
 	size_t nvotes = 0;
-	Elf_Scn *scn = NULL;
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		const char *name;
-		Elf_Data *d;
-		if (!gelf_getshdr(scn, &sh) ||
-		    !(name = elf_strptr(elf, shstrndx, sh.sh_name)) ||
-		    strcmp(name, ".rodata") != 0 || !(d = elf_getdata(scn, NULL)) ||
-		    !d->d_buf)
-			continue;
-		const char *b = d->d_buf, *end = b + d->d_size;
-		for (const char *p = b + 1; p < end; p++) {
-			size_t len;
-			if ((*p == '2' || *p == '3') && !strchr("0123456789.", p[-1]) &&
-			    (len = version_at(p, end)))
-				vote(votes, &nvotes, p, len);
-		}
+	GElf_Shdr sh;
+	Elf_Scn *scn = find_section(elf, shstrndx, ".rodata", &sh);
+	Elf_Data *d = scn ? elf_getdata(scn, NULL) : NULL;
+	const char *b = d ? d->d_buf : NULL, *end = b ? b + d->d_size : NULL;
+	for (const char *p = b ? b + 1 : NULL; p && p < end; p++) {
+		size_t len;
+		if ((*p == '2' || *p == '3') && !strchr("0123456789.", p[-1]) &&
+		    (len = version_at(p, end)))
+			vote(votes, &nvotes, p, len);
 	}
 	size_t best = 0;
 	for (size_t i = 1; i < nvotes; i++)
@@ -174,6 +180,17 @@ static bool load_bias(Elf *elf, const struct pyd_mapping *maps, size_t n,
 	return false;
 }
 
+/* Link-time address of the section called name, or 0. */
+static uint64_t section_addr(Elf *elf, size_t shstrndx, const char *name)
+{
+	GElf_Shdr sh;
+	return find_section(elf, shstrndx, name, &sh) ? sh.sh_addr : 0;
+}
+
+/* The _asyncio module's debug offsets (3.14+) live in a section of their
+ * own, so they are found by section name, not by symbol. */
+#define ASYNCIO_DEBUG_SECTION ".AsyncioDebug"
+
 static bool probe_file(const struct pyd_memsrc *src, const struct pyd_mapping *maps,
 		       size_t n, const struct pyd_mapping *m,
 		       struct pyd_runtime *rt)
@@ -205,6 +222,9 @@ static bool probe_file(const struct pyd_memsrc *src, const struct pyd_mapping *m
 				s.tstate_current ? s.tstate_current + bias : 0;
 			rt->interp_head_addr = s.interp_head ? s.interp_head + bias : 0;
 			rt->code_type_addr = s.code_type ? s.code_type + bias : 0;
+			uint64_t ad = section_addr(elf, shstrndx,
+						   ASYNCIO_DEBUG_SECTION);
+			rt->asyncio_debug_addr = ad ? ad + bias : 0;
 			rt->debug_build = s.debug_build;
 			snprintf(rt->binary, sizeof rt->binary, "%s", used);
 			if (!s.py_version) /* else the target tells us */
@@ -225,6 +245,41 @@ static bool is_libpython(const char *path)
 	return base && strncmp(base + 1, "libpython", 9) == 0;
 }
 
+static bool is_asyncio_module(const char *path)
+{
+	const char *base = strrchr(path, '/');
+	return base && strncmp(base + 1, "_asyncio.", 9) == 0;
+}
+
+/* A shared _asyncio module (3.14 as Debian builds it): its .AsyncioDebug,
+ * if the target has imported it. */
+static void find_asyncio_module(const struct pyd_memsrc *src,
+				const struct pyd_mapping *maps, size_t n,
+				struct pyd_runtime *rt)
+{
+	for (size_t i = 0; i < n && !rt->asyncio_debug_addr; i++) {
+		const struct pyd_mapping *m = &maps[i];
+		char used[4096];
+		if (skip_path(m->path) || m->offset != 0 ||
+		    !is_asyncio_module(m->path) || !src->open_file)
+			continue;
+		int fd = src->open_file(src->ctx, m, used, sizeof used);
+		if (fd < 0)
+			continue;
+		Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+		size_t shstrndx;
+		uint64_t addr, bias;
+		if (elf && elf_kind(elf) == ELF_K_ELF &&
+		    elf_getshdrstrndx(elf, &shstrndx) == 0 &&
+		    (addr = section_addr(elf, shstrndx, ASYNCIO_DEBUG_SECTION)) &&
+		    load_bias(elf, maps, n, m, &bias))
+			rt->asyncio_debug_addr = addr + bias;
+		if (elf)
+			elf_end(elf);
+		close(fd);
+	}
+}
+
 enum pyd_err pyd_runtime_find_elf(const struct pyd_memsrc *src,
 				  struct pyd_runtime *rt)
 {
@@ -243,8 +298,11 @@ enum pyd_err pyd_runtime_find_elf(const struct pyd_memsrc *src,
 			if (skip_path(m->path) || m->offset != 0 ||
 			    is_libpython(m->path) != (pass == 0))
 				continue;
-			if (probe_file(src, maps, n, m, rt))
+			if (probe_file(src, maps, n, m, rt)) {
+				if (!rt->asyncio_debug_addr)
+					find_asyncio_module(src, maps, n, rt);
 				return PYD_OK;
+			}
 		}
 	}
 	return PYD_E_NOTPYTHON;

@@ -20,6 +20,10 @@ struct pyd_runtime {
 	uint64_t tstate_current_addr; /* _PyThreadState_Current (3.6) */
 	uint64_t interp_head_addr;    /* interp_head (3.6; .symtab only) */
 	uint64_t code_type_addr;      /* PyCode_Type, 0 if unknown */
+	/* The _asyncio module's _Py_AsyncioModuleDebugOffsets (3.14+: the
+	 * .AsyncioDebug section of _asyncio*.so, or of the executable or
+	 * libpython when the module is built in); 0 if not found. */
+	uint64_t asyncio_debug_addr;
 	int major, minor;             /* 0 if not known yet */
 	char version[32];             /* "3.9.18", or "" */
 	bool debug_build;             /* Py_DEBUG */

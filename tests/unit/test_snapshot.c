@@ -673,8 +673,10 @@ static void forged_payloads(const uint8_t *good, size_t len)
 	CHECK_HAS(forged(good, len, MEMORY, 16, 8, 1ull << 40), "ends early");
 	CHECK_HAS(forged(good, len, MEMORY, 16, 8, 0), "empty");
 	CHECK_HAS(forged(good, len, MEMORY, 8, 8, UINT64_MAX - 4), "wraps");
+	/* debug_build (u8), then code_type_addr and asyncio_debug_addr (u64
+	 * each) end the RUNTIME payload */
 	size_t ro = find_section(good, len, RUNTIME);
-	CHECK_HAS(forged(good, len, RUNTIME, get64(good + ro + 8) - 9, 1, 2),
+	CHECK_HAS(forged(good, len, RUNTIME, get64(good + ro + 8) - 17, 1, 2),
 		  "debug_build");
 	CHECK_HAS(forged(good, len, MEMORY, 8, 8, BASE + 0x100), "sorted");
 	/* META: created(8) pid(4) then the tool string's length */

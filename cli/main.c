@@ -375,27 +375,50 @@ static int report_tasks_error(enum pyd_err err, const struct options *o,
 	return err;
 }
 
-static enum pyd_err print_tasks(const struct options *o,
-				const struct target *t, struct pyd_session *s,
-				const struct pyd_task_graph *g)
+/* "Process 1234", "Core file core.1234 (process 1234)", ... */
+static void describe_origin(const struct options *o, const struct target *t,
+			    char *out, size_t outsz)
 {
-	char origin[4200];
 	const char *file = o->spec.core ? o->spec.core : o->spec.snapshot;
+	const char *what = o->spec.core ? "Core file" : "Snapshot";
 	if (!file)
-		snprintf(origin, sizeof origin, "Process %d", t->pid);
+		snprintf(out, outsz, "Process %d", t->pid);
 	else if (t->pid > 0)
-		snprintf(origin, sizeof origin, "%s %s (process %d)",
-			 o->spec.core ? "Core file" : "Snapshot", file, t->pid);
+		snprintf(out, outsz, "%s %s (process %d)", what, file, t->pid);
 	else
-		snprintf(origin, sizeof origin, "%s %s",
-			 o->spec.core ? "Core file" : "Snapshot", file);
-	struct pyd_report_opts ro = {
+		snprintf(out, outsz, "%s %s", what, file);
+}
+
+static struct pyd_report_opts report_opts(const struct target *t,
+					  const struct pyd_session *s,
+					  const char *origin)
+{
+	return (struct pyd_report_opts){
 		.pid = t->pid,
 		.origin = origin,
 		.source_kind = t->kind,
 		.python_version = pyd_session_version(s),
 		.binary = pyd_session_binary(s),
 	};
+}
+
+/* Write a finished report to stdout and free it. */
+static enum pyd_err emit(struct pyd_buf *b)
+{
+	if (b->data)
+		fwrite(b->data, 1, b->len, stdout);
+	bool failed = b->failed;
+	pyd_buf_free(b);
+	return failed ? PYD_E_NOMEM : PYD_OK;
+}
+
+static enum pyd_err print_tasks(const struct options *o,
+				const struct target *t, struct pyd_session *s,
+				const struct pyd_task_graph *g)
+{
+	char origin[4200];
+	describe_origin(o, t, origin, sizeof origin);
+	struct pyd_report_opts ro = report_opts(t, s, origin);
 	struct pyd_buf b = {0};
 	if (o->json)
 		pyd_report_tasks_json(&b, g, &ro);
@@ -403,51 +426,28 @@ static enum pyd_err print_tasks(const struct options *o,
 		pyd_report_tasks_table(&b, g, &ro);
 	else
 		pyd_report_tasks_tree(&b, g, &ro);
-	if (b.data)
-		fwrite(b.data, 1, b.len, stdout);
-	bool failed = b.failed;
-	pyd_buf_free(&b);
-	return failed ? PYD_E_NOMEM : PYD_OK;
+	return emit(&b);
 }
-
 
 static enum pyd_err print_dump(const struct options *o, const struct target *t,
 			       struct pyd_session *s, const struct pyd_dump *dump)
 {
 	char origin[4200];
-	const char *file = o->spec.core ? o->spec.core : o->spec.snapshot;
-	if (!file)
-		snprintf(origin, sizeof origin, "Process %d", t->pid);
-	else if (t->pid > 0)
-		snprintf(origin, sizeof origin, "%s %s (process %d)",
-			 o->spec.core ? "Core file" : "Snapshot", file, t->pid);
-	else
-		snprintf(origin, sizeof origin, "%s %s",
-			 o->spec.core ? "Core file" : "Snapshot", file);
+	describe_origin(o, t, origin, sizeof origin);
+	struct pyd_report_opts ro = report_opts(t, s, origin);
 	struct source_cache *sc =
 		o->source && !o->json && !o->spec.snapshot
 			? source_cache_new(t->source_root)
 			: NULL;
-	struct pyd_report_opts ro = {
-		.pid = t->pid,
-		.origin = origin,
-		.source_kind = t->kind,
-		.python_version = pyd_session_version(s),
-		.binary = pyd_session_binary(s),
-		.source_line = sc ? source_cache_line : NULL,
-		.source_ctx = sc,
-	};
+	ro.source_line = sc ? source_cache_line : NULL;
+	ro.source_ctx = sc;
 	struct pyd_buf b = {0};
 	if (o->json)
 		pyd_report_json(&b, dump, &ro);
 	else
 		pyd_report_text(&b, dump, &ro);
 	source_cache_free(sc);
-	if (b.data)
-		fwrite(b.data, 1, b.len, stdout);
-	bool failed = b.failed;
-	pyd_buf_free(&b);
-	return failed ? PYD_E_NOMEM : PYD_OK;
+	return emit(&b);
 }
 
 static bool truncated(const struct target *t)
@@ -483,9 +483,7 @@ static enum pyd_err report_truncated_early(const struct options *o,
 		};
 		struct pyd_buf b = {0};
 		pyd_report_json(&b, &none, &ro);
-		if (b.data)
-			fwrite(b.data, 1, b.len, stdout);
-		pyd_buf_free(&b);
+		emit(&b);
 	}
 	return report_truncated(t, false);
 }

@@ -122,6 +122,11 @@ int pyd_asyncio_offsets_parse(const uint8_t *raw, size_t len,
 	    o.task_name == o.task_coro || o.task_name == o.task_awaited_by ||
 	    o.task_coro == o.task_awaited_by)
 		return -1;
+	/* Offset 0 of both states is their list link (next / prev), so no
+	 * asyncio member can be there. */
+	if (!o.interp_tasks_head || !o.tstate_running_loop ||
+	    !o.tstate_running_task || !o.tstate_tasks_head)
+		return -1;
 	if (o.interp_size == 0 || o.interp_size > MAX_INTERP_SIZE ||
 	    !fits(o.interp_tasks_head, 16, o.interp_size))
 		return -1;

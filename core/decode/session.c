@@ -236,6 +236,42 @@ int pyd_code_line(const struct pyd_session *s, const struct pyd_code *c,
 	return -1;
 }
 
+bool pyd_frame_push(struct pyd_frame_buf *b, const struct pyd_code *c,
+		    int line)
+{
+	if (b->n == b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 64;
+		void *p = realloc(b->v, cap * sizeof *b->v);
+		if (!p)
+			return false;
+		b->v = p;
+		b->cap = cap;
+	}
+	b->v[b->n++] = (struct pyd_frame){
+		.function = c->name,
+		.qualname = c->qualname,
+		.file = c->file,
+		.line = line,
+	};
+	return true;
+}
+
+enum pyd_err pyd_frame_push_iframe(struct pyd_session *s,
+				   struct pyd_frame_buf *b, uint64_t code,
+				   uint64_t instr)
+{
+	const struct pyd_code *c = pyd_code_get(s, code);
+	if (!c)
+		return PYD_E_READ;
+	/* The instruction pointer is an address inside the code object's
+	 * inline bytecode; -2 is "not started yet" (3.11's prev_instr). */
+	int64_t off = (int64_t)(instr - (code + (uint64_t)s->layout.code.code_adaptive));
+	if (off > INT32_MAX || off < -2)
+		return PYD_E_READ;
+	return pyd_frame_push(b, c, pyd_code_line(s, c, (int)off)) ? PYD_OK
+								  : PYD_E_NOMEM;
+}
+
 static void format_hex_version(uint64_t hex, char *out, size_t outsz)
 {
 	static const char *level[16] = {[0xA] = "a", [0xB] = "b", [0xC] = "rc"};

@@ -38,6 +38,25 @@ char *pyd_read_str(struct pyd_session *s, uint64_t addr);
 /* The code object at addr, decoded and cached; NULL if it is not one. */
 const struct pyd_code *pyd_code_get(struct pyd_session *s, uint64_t addr);
 
+/* A growable array of frames; the decoders' common output. */
+struct pyd_frame_buf {
+	struct pyd_frame *v;
+	size_t n, cap;
+};
+
+/* Append the frame of code object c at line; false if out of memory. */
+bool pyd_frame_push(struct pyd_frame_buf *b, const struct pyd_code *c,
+		    int line);
+
+/*
+ * Append the frame of an interpreter frame (3.11+) that runs code (an
+ * untagged code object address) at instruction pointer instr.  PYD_E_READ
+ * if code is not a code object or instr is not inside it.
+ */
+enum pyd_err pyd_frame_push_iframe(struct pyd_session *s,
+				   struct pyd_frame_buf *b, uint64_t code,
+				   uint64_t instr);
+
 /* Line of a code object at a bytecode offset (in bytes). */
 int pyd_code_line(const struct pyd_session *s, const struct pyd_code *c,
 		  int offset);

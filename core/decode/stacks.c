@@ -23,33 +23,9 @@
  * state only has pthread_self(), which points at that struct. */
 #define GLIBC_PTHREAD_TID 0x2d0
 
-struct frame_buf {
-	struct pyd_frame *v;
-	size_t n, cap;
-};
-
-static bool push_frame(struct frame_buf *b, const struct pyd_code *c, int line)
-{
-	if (b->n == b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 64;
-		void *p = realloc(b->v, cap * sizeof *b->v);
-		if (!p)
-			return false;
-		b->v = p;
-		b->cap = cap;
-	}
-	b->v[b->n++] = (struct pyd_frame){
-		.function = c->name,
-		.qualname = c->qualname,
-		.file = c->file,
-		.line = line,
-	};
-	return true;
-}
-
 /* <= 3.10: PyFrameObject chain. */
 static enum pyd_err walk_frame_objects(struct pyd_session *s, uint64_t f,
-				       struct frame_buf *out)
+				       struct pyd_frame_buf *out)
 {
 	const struct py_layout *L = &s->layout;
 	uint8_t buf[128];
@@ -73,7 +49,7 @@ static enum pyd_err walk_frame_objects(struct pyd_session *s, uint64_t f,
 		/* 3.10 counts f_lasti in 2-byte code units. */
 		int off = L->line_model == PY_LINES_310 && lasti >= 0 ? lasti * 2
 								      : lasti;
-		if (!push_frame(out, c, pyd_code_line(s, c, off)))
+		if (!pyd_frame_push(out, c, pyd_code_line(s, c, off)))
 			return PYD_E_NOMEM;
 		f = back;
 	}
@@ -82,7 +58,7 @@ static enum pyd_err walk_frame_objects(struct pyd_session *s, uint64_t f,
 
 /* 3.11+: _PyInterpreterFrame chain. */
 static enum pyd_err walk_interp_frames(struct pyd_session *s, uint64_t f,
-				       struct frame_buf *out)
+				       struct pyd_frame_buf *out)
 {
 	const struct py_layout *L = &s->layout;
 	uint8_t buf[128];
@@ -114,15 +90,8 @@ static enum pyd_err walk_interp_frames(struct pyd_session *s, uint64_t f,
 		if (L->owner_first_shim != PYD_NO_FIELD &&
 		    owner >= L->owner_first_shim)
 			continue;
-		const struct pyd_code *c = pyd_code_get(s, code);
-		if (!c)
-			return PYD_E_READ;
-		uint64_t start = code + (uint64_t)L->code.code_adaptive;
-		int64_t off = (int64_t)(instr - start);
-		if (off > INT32_MAX || off < -2)
-			return PYD_E_READ;
-		if (!push_frame(out, c, pyd_code_line(s, c, (int)off)))
-			return PYD_E_NOMEM;
+		if ((err = pyd_frame_push_iframe(s, out, code, instr)))
+			return err;
 	}
 	return PYD_OK;
 }
@@ -139,7 +108,7 @@ static enum pyd_err top_frame(struct pyd_session *s, uint64_t tstate,
 }
 
 static enum pyd_err walk_once(struct pyd_session *s, uint64_t tstate,
-			      struct frame_buf *out, uint64_t *top)
+			      struct pyd_frame_buf *out, uint64_t *top)
 {
 	out->n = 0;
 	enum pyd_err err = top_frame(s, tstate, top);
@@ -155,7 +124,7 @@ static enum pyd_err walk_once(struct pyd_session *s, uint64_t tstate,
  * walk itself went through: a frame freed mid-walk shows up as a bad read.
  */
 static enum pyd_err walk_stable(struct pyd_session *s, uint64_t tstate,
-				struct frame_buf *out, unsigned *retries)
+				struct pyd_frame_buf *out, unsigned *retries)
 {
 	enum pyd_err err = PYD_OK;
 	for (unsigned i = 0; i <= MAX_RETRIES; i++) {
@@ -276,7 +245,7 @@ static enum pyd_err add_thread(struct dump_ctx *c, uint64_t tstate,
 		pyd_utf8_repair(t->name);
 	}
 	t->run = os ? os->run : PYD_RUN_UNKNOWN;
-	struct frame_buf fb = {0};
+	struct pyd_frame_buf fb = {0};
 	t->error = walk_stable(c->s, tstate, &fb, &d->retries);
 	t->frames = fb.v;
 	t->nframes = fb.n;

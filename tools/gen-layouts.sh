@@ -5,6 +5,13 @@
 #   tools/gen-layouts.sh 3.9 ~/.pyenv/versions/3.9.18/lib/libpython3.9.so
 #   tools/gen-layouts.sh 3.11 /usr/bin/python3.11d
 #   tools/gen-layouts.sh 3.14 /usr/lib/debug/.build-id/xx/yyyy.debug
+#   tools/gen-layouts.sh 3.9 .../libpython3.9.so .../lib-dynload/_asyncio.cpython-39-x86_64-linux-gnu.so
+#
+# For 3.7 - 3.13 the numbers of struct py_old_tasks (the OLD_3x macros of
+# layouts.c) follow as "old_tasks.FIELD VALUE" lines: the generic object
+# offsets from FILE, the FutureObj / TaskObj ones from the _asyncio module
+# given as a third argument (it carries its own DWARF).  The frame states,
+# opcodes and obj_dict model are set by hand (see layouts.c).
 #
 # The file must carry DWARF (a debug build, a -g build, or a distribution's
 # separate .debug file).  Fields the version lacks print as PYD_NO_FIELD; a
@@ -14,9 +21,11 @@
 # switches (frame/line/GIL model, tag mask, first shim owner) are set by hand.
 set -euo pipefail
 
-[[ $# -eq 2 ]] || { echo "usage: $0 3.MINOR FILE-WITH-DWARF" >&2; exit 2; }
+[[ $# -eq 2 || $# -eq 3 ]] || {
+	echo "usage: $0 3.MINOR FILE-WITH-DWARF [_ASYNCIO-MODULE-WITH-DWARF]" >&2; exit 2; }
 minor=${1#3.}
 file=$2
+asyncio_so=${3:-}
 
 # "group.field expression" for every field this version has.
 fields() {
@@ -111,3 +120,85 @@ done
 grep -vE '^[a-z_]+\.[a-z_]+ -?[0-9]+$' <<<"$out" | sed 's|^|	// |'
 [[ -z $dbgoff ]] || { echo "	// _Py_DebugOffsets members after the header:"
 	fold -s -w 70 <<<"$dbgoff" | sed 's|^|	// |'; }
+
+# struct py_old_tasks (3.7 - 3.13): "old_tasks.field type member" lines.
+old_fields() {
+	local P=PyInterpreterState mods=modules
+	((minor >= 12)) && mods=imports.modules
+	cat <<-EOF
+	interp_modules $P $mods
+	tstate_dict PyThreadState dict
+	ma_used PyDictObject ma_used
+	ma_keys PyDictObject ma_keys
+	ma_values PyDictObject ma_values
+	dk_nentries PyDictKeysObject dk_nentries
+	dk_indices PyDictKeysObject dk_indices
+	tp_basicsize PyTypeObject tp_basicsize
+	tp_dictoffset PyTypeObject tp_dictoffset
+	tp_flags PyTypeObject tp_flags
+	tp_base PyTypeObject tp_base
+	ht_cached_keys PyHeapTypeObject ht_cached_keys
+	wr_object PyWeakReference wr_object
+	seq_size PyVarObject ob_size
+	tuple_items PyTupleObject ob_item
+	list_items PyListObject ob_item
+	func_closure PyFunctionObject func_closure
+	func_name PyFunctionObject func_name
+	cell_ref PyCellObject ob_ref
+	meth_self PyMethodObject im_self
+	EOF
+	if ((minor <= 10)); then
+		echo "dk_size PyDictKeysObject dk_size"
+		echo "gi_frame PyGenObject gi_frame"
+		echo "f_valuestack PyFrameObject f_valuestack"
+		echo "co_code PyCodeObject co_code"
+		echo "long_digit PyLongObject ob_digit"
+		if ((minor == 10)); then
+			echo "f_stackdepth PyFrameObject f_stackdepth"
+			echo "f_state PyFrameObject f_state"
+		else
+			echo "f_stacktop PyFrameObject f_stacktop"
+		fi
+	else
+		echo "dk_log2_size PyDictKeysObject dk_log2_size"
+		echo "dk_log2_index_bytes PyDictKeysObject dk_log2_index_bytes"
+		echo "dk_kind PyDictKeysObject dk_kind"
+		echo "dv_values PyDictValues values"
+		echo "gi_iframe PyGenObject gi_iframe"
+		echo "gi_frame_state PyGenObject gi_frame_state"
+		echo "if_stacktop struct _PyInterpreterFrame stacktop"
+		echo "if_localsplus struct _PyInterpreterFrame localsplus"
+		if ((minor >= 12)); then
+			echo "long_size PyLongObject long_value.lv_tag"
+			echo "long_digit PyLongObject long_value.ob_digit"
+		else
+			echo "long_digit PyLongObject ob_digit"
+		fi
+	fi
+}
+old_task_fields() {
+	echo "fut_loop FutureObj fut_loop"
+	echo "fut_callback0 FutureObj fut_callback0"
+	echo "fut_callbacks FutureObj fut_callbacks"
+	echo "fut_state FutureObj fut_state"
+	echo "task_fut_waiter TaskObj task_fut_waiter"
+	echo "task_coro TaskObj task_coro"
+	((minor >= 8)) && echo "task_name TaskObj task_name"
+	echo "task_size sizeof TaskObj"
+}
+old_print() { # FILE < "field type member" lines
+	local a=()
+	while read -r name type member; do
+		[[ $type == struct ]] && { type="struct ${member%% *}"; member=${member#* }; }
+		if [[ $type == sizeof ]]; then expr="sizeof($member)"
+		else expr="(int)&(($type*)0)->$member"; fi
+		a+=(-ex "printf \"old_tasks.$name %d\\n\", $expr")
+	done
+	gdb -nx -batch "${a[@]}" "$1" 2>&1 | sed 's|^|	// |' || true
+}
+if ((minor >= 7 && minor <= 13)); then
+	echo "	// struct py_old_tasks (OLD_3$minor in layouts.c):"
+	old_fields | old_print "$file"
+	if [[ -n $asyncio_so ]]; then old_task_fields | old_print "$asyncio_so"
+	else echo "	// (pass the _asyncio module for FutureObj / TaskObj)"; fi
+fi

@@ -182,7 +182,71 @@ struct py_layout {
 		int32_t mask;
 		int32_t table;
 	} set;
+
+	/*
+	 * asyncio tasks before 3.14 (py_layout_has_old_tasks): generic
+	 * objects reached from sys.modules, and the _asyncio module's
+	 * FutureObj / TaskObj.  Only the built-in table fills these (from
+	 * DWARF, tools/gen-layouts.sh); debug_offsets.c leaves them as the
+	 * table has them.  valid is false where a version has none.
+	 */
+	struct py_old_tasks {
+		bool valid;
+		int32_t interp_modules; /* modules / imports.modules */
+		int32_t tstate_dict;    /* unused for now */
+		/* PyDictObject */
+		int32_t ma_used, ma_keys, ma_values;
+		/* PyDictKeysObject: dk_size (<= 3.10) or dk_log2_size,
+		 * dk_log2_index_bytes and dk_kind (3.11+; dk_size NO) */
+		int32_t dk_size, dk_log2_size, dk_log2_index_bytes, dk_kind;
+		int32_t dk_nentries, dk_indices;
+		int32_t dv_values; /* PyDictValues.values (3.11+) */
+		/* Where an instance keeps its attributes. */
+		enum py_obj_dict {
+			PY_DICT_OFFSET,   /* type->tp_dictoffset (<= 3.10) */
+			PY_DICT_MANAGED_311, /* dict at -3, values at -4 words */
+			PY_DICT_MANAGED_312, /* -3: dict, or values | 1 */
+			PY_DICT_INLINE_313,  /* -3: dict; values at basicsize */
+		} obj_dict;
+		/* PyTypeObject / PyHeapTypeObject */
+		int32_t tp_basicsize, tp_dictoffset, tp_flags, tp_base;
+		int32_t ht_cached_keys;
+		int32_t wr_object;   /* PyWeakReference */
+		int32_t long_size;   /* ob_size (<= 3.11) or lv_tag (3.12+) */
+		bool long_tagged;    /* lv_tag: ndigits << 3 | sign */
+		int32_t long_digit;
+		int32_t seq_size, tuple_items, list_items;
+		int32_t func_closure, func_name, cell_ref, meth_self;
+		/* Generators: <= 3.10 a PyFrameObject (gi_frame); 3.11+ the
+		 * frame is embedded (gi_iframe) with gi_frame_state. */
+		int32_t gi_frame, gi_iframe, gi_frame_state;
+		/* PyFrameObject: top of a suspended frame's value stack is
+		 * f_stacktop[-1] (<= 3.9) or f_valuestack[f_stackdepth-1]
+		 * (3.10, f_state SUSPENDED); co_code holds the opcodes. */
+		int32_t f_stacktop, f_valuestack, f_stackdepth, f_state;
+		int32_t co_code;
+		uint8_t yield_from_op; /* YIELD_FROM (<= 3.10) */
+		/* _PyInterpreterFrame (3.11-3.13): localsplus[stacktop-1] */
+		int32_t if_stacktop, if_localsplus;
+		/* enum _framestate (3.10-3.13; 3.10 in f_state) */
+		int8_t fs_created, fs_suspended, fs_executing;
+		/* 3.13: SUSPENDED_YIELD_FROM; else 0 and, 3.11/3.12, the
+		 * instruction after prev_instr is a RESUME (one of resume_ops,
+		 * 0 = none) with oparg >= 2 while in `await`. */
+		int8_t fs_yield_from;
+		uint8_t resume_ops[2];
+		/* _asyncio FutureObj / TaskObj */
+		int32_t fut_loop, fut_callback0, fut_callbacks, fut_state;
+		int32_t task_fut_waiter, task_coro, task_name; /* name 3.8+ */
+		int32_t task_size;
+	} old_tasks;
 };
+
+/* Does l carry what the <= 3.13 asyncio task decoder needs? */
+static inline bool py_layout_has_old_tasks(const struct py_layout *l)
+{
+	return l->old_tasks.valid;
+}
 
 /* Does l carry every member the asyncio task decoder needs? */
 bool py_layout_has_tasks(const struct py_layout *l);

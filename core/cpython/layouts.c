@@ -26,6 +26,86 @@
 /* Short alias so the table stays readable. */
 #define NO PYD_NO_FIELD
 
+/*
+ * asyncio tasks before 3.14 (struct py_old_tasks), from the DWARF of the
+ * same libpython and of its lib-dynload/_asyncio*.so (FutureObj, TaskObj);
+ * the Debian 3.11d and sid 3.13d builds measure the same.  The frame
+ * states are enum _framestate of each version's headers; resume_ops are
+ * RESUME and its specialized / instrumented forms (3.11: RESUME_QUICK 150,
+ * 3.12: INSTRUMENTED_RESUME 240), YIELD_FROM is opcode 72 (3.7-3.10).
+ */
+#define OLD_COMMON \
+	.valid = true, .ma_used = 16, .ma_keys = 32, .ma_values = 40, \
+	.tp_basicsize = 32, .tp_dictoffset = 288, .tp_flags = 168, \
+	.tp_base = 256, .wr_object = 16, .long_size = 16, .long_digit = 24, \
+	.seq_size = 16, .tuple_items = 24, .list_items = 24, .cell_ref = 16, \
+	.meth_self = 24, .fut_loop = 16, .fut_callback0 = 24, \
+	.fut_callbacks = 40
+/* <= 3.10: dk_size dicts, tp_dictoffset, frame objects */
+#define OLD_310_DICT \
+	.dk_size = 8, .dk_log2_size = NO, .dk_log2_index_bytes = NO, \
+	.dk_kind = NO, .dk_nentries = 32, .dk_indices = 40, .dv_values = NO, \
+	.obj_dict = PY_DICT_OFFSET, .gi_iframe = NO, .gi_frame_state = NO, \
+	.gi_frame = 16, .yield_from_op = 72, .if_stacktop = NO, \
+	.if_localsplus = NO, .resume_ops = {0, 0}
+/* 3.11+: log2 dicts, embedded generator frames */
+#define OLD_311_DICT \
+	.dk_size = NO, .dk_log2_size = 8, .dk_log2_index_bytes = 9, \
+	.dk_kind = 10, .dk_nentries = 24, .dk_indices = 32, .gi_frame = NO, \
+	.f_stacktop = NO, .f_valuestack = NO, .f_stackdepth = NO, \
+	.f_state = NO, .co_code = NO, .yield_from_op = 0, \
+	.if_stacktop = 64, .if_localsplus = 72, .func_closure = 72, \
+	.func_name = 32
+#define OLD_37 { OLD_COMMON, OLD_310_DICT, .interp_modules = 40, \
+	.tstate_dict = 152, .ht_cached_keys = 856, .long_tagged = false, \
+	.func_closure = 48, .func_name = 64, .f_stacktop = 72, \
+	.f_valuestack = 64, .f_stackdepth = NO, .f_state = NO, .co_code = 40, \
+	.fs_created = 0, .fs_suspended = 0, .fs_executing = 0, \
+	.fs_yield_from = 0, .fut_state = 72, .task_fut_waiter = 104, \
+	.task_coro = 112, .task_name = NO, .task_size = 136 }
+#define OLD_38 { OLD_COMMON, OLD_310_DICT, .interp_modules = 56, \
+	.tstate_dict = 152, .ht_cached_keys = 872, .long_tagged = false, \
+	.func_closure = 48, .func_name = 64, .f_stacktop = 72, \
+	.f_valuestack = 64, .f_stackdepth = NO, .f_state = NO, .co_code = 48, \
+	.fs_created = 0, .fs_suspended = 0, .fs_executing = 0, \
+	.fs_yield_from = 0, .fut_state = 72, .task_fut_waiter = 104, \
+	.task_coro = 112, .task_name = 120, .task_size = 144 }
+#define OLD_39 { OLD_COMMON, OLD_310_DICT, .interp_modules = 856, \
+	.tstate_dict = 152, .ht_cached_keys = 864, .long_tagged = false, \
+	.func_closure = 48, .func_name = 64, .f_stacktop = 72, \
+	.f_valuestack = 64, .f_stackdepth = NO, .f_state = NO, .co_code = 48, \
+	.fs_created = 0, .fs_suspended = 0, .fs_executing = 0, \
+	.fs_yield_from = 0, .fut_state = 80, .task_fut_waiter = 144, \
+	.task_coro = 152, .task_name = 160, .task_size = 184 }
+#define OLD_310 { OLD_COMMON, OLD_310_DICT, .interp_modules = 856, \
+	.tstate_dict = 152, .ht_cached_keys = 872, .long_tagged = false, \
+	.func_closure = 72, .func_name = 32, .f_stacktop = NO, \
+	.f_valuestack = 64, .f_stackdepth = 80, .f_state = 108, .co_code = 48, \
+	.fs_created = -2, .fs_suspended = -1, .fs_executing = 0, \
+	.fs_yield_from = 0, .fut_state = 88, .task_fut_waiter = 152, \
+	.task_coro = 160, .task_name = 168, .task_size = 192 }
+#define OLD_311 { OLD_COMMON, OLD_311_DICT, .interp_modules = 888, \
+	.tstate_dict = 128, .dv_values = 0, .obj_dict = PY_DICT_MANAGED_311, \
+	.ht_cached_keys = 872, .long_tagged = false, .gi_iframe = 80, \
+	.gi_frame_state = 75, .fs_created = -2, .fs_suspended = -1, \
+	.fs_executing = 0, .fs_yield_from = 0, .resume_ops = {151, 150}, \
+	.fut_state = 88, .task_fut_waiter = 128, .task_coro = 136, \
+	.task_name = 144, .task_size = 176 }
+#define OLD_312 { OLD_COMMON, OLD_311_DICT, .interp_modules = 944, \
+	.tstate_dict = 112, .dv_values = 0, .obj_dict = PY_DICT_MANAGED_312, \
+	.ht_cached_keys = 880, .long_tagged = true, .gi_iframe = 72, \
+	.gi_frame_state = 67, .fs_created = -2, .fs_suspended = -1, \
+	.fs_executing = 0, .fs_yield_from = 0, .resume_ops = {151, 240}, \
+	.fut_state = 88, .task_fut_waiter = 128, .task_coro = 136, \
+	.task_name = 144, .task_size = 176 }
+#define OLD_313 { OLD_COMMON, OLD_311_DICT, .interp_modules = 7656, \
+	.tstate_dict = 128, .dv_values = 8, .obj_dict = PY_DICT_INLINE_313, \
+	.ht_cached_keys = 880, .long_tagged = true, .gi_iframe = 72, \
+	.gi_frame_state = 67, .fs_created = -3, .fs_suspended = -2, \
+	.fs_executing = 0, .fs_yield_from = -1, .resume_ops = {0, 0}, \
+	.fut_state = 96, .task_fut_waiter = 112, .task_coro = 120, \
+	.task_name = 128, .task_size = 144 }
+
 static const struct py_layout layouts[] = {
 	/* 3.6: pyenv 3.6.15 lib/libpython3.6m.so */
 	{
@@ -76,6 +156,7 @@ static const struct py_layout layouts[] = {
 		             .compact_size = 72, .legacy_data = 72 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
 		.object = { .ob_type = 8, .tp_name = 24 },
+		.old_tasks = OLD_37,
 	},
 	/* 3.8: pyenv 3.8.18 lib/libpython3.8.so */
 	{
@@ -101,6 +182,7 @@ static const struct py_layout layouts[] = {
 		             .compact_size = 72, .legacy_data = 72 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
 		.object = { .ob_type = 8, .tp_name = 24 },
+		.old_tasks = OLD_38,
 	},
 	/* 3.9: pyenv 3.9.18 lib/libpython3.9.so */
 	{
@@ -126,6 +208,7 @@ static const struct py_layout layouts[] = {
 		             .compact_size = 72, .legacy_data = 72 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
 		.object = { .ob_type = 8, .tp_name = 24 },
+		.old_tasks = OLD_39,
 	},
 	/* 3.10: pyenv 3.10.13 lib/libpython3.10.so */
 	{
@@ -151,6 +234,7 @@ static const struct py_layout layouts[] = {
 		             .compact_size = 72, .legacy_data = 72 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
 		.object = { .ob_type = 8, .tp_name = 24 },
+		.old_tasks = OLD_310,
 	},
 	/* 3.11: pyenv 3.11.7 lib/libpython3.11.so */
 	{
@@ -176,6 +260,7 @@ static const struct py_layout layouts[] = {
 		             .compact_size = 72, .legacy_data = 72 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
 		.object = { .ob_type = 8, .tp_name = 24 },
+		.old_tasks = OLD_311,
 	},
 	/* 3.11d: Debian /usr/bin/python3.11d (3.11.2-6+deb12u9) */
 	{
@@ -201,6 +286,7 @@ static const struct py_layout layouts[] = {
 		             .compact_size = 72, .legacy_data = 72 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
 		.object = { .ob_type = 8, .tp_name = 24 },
+		.old_tasks = OLD_311,
 	},
 	/* 3.12: pyenv 3.12.1 lib/libpython3.12.so */
 	{
@@ -226,6 +312,7 @@ static const struct py_layout layouts[] = {
 		             .compact_size = 56, .legacy_data = 56 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
 		.object = { .ob_type = 8, .tp_name = 24 },
+		.old_tasks = OLD_312,
 	},
 	/* 3.13: pyenv 3.13.0 libpython3.13.so; = sid 3.13.18-1 .debug */
 	{
@@ -251,6 +338,7 @@ static const struct py_layout layouts[] = {
 		             .compact_size = 56, .legacy_data = 56 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
 		.object = { .ob_type = 8, .tp_name = 24 },
+		.old_tasks = OLD_313,
 	},
 	/* 3.13d: sid /usr/bin/python3.13d (python3.13-dbg 3.13.18-1) */
 	{
@@ -276,6 +364,7 @@ static const struct py_layout layouts[] = {
 		             .compact_size = 56, .legacy_data = 56 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
 		.object = { .ob_type = 8, .tp_name = 24 },
+		.old_tasks = OLD_313,
 	},
 	/* 3.14: sid python3.14 3.14.10-1, its build-id .debug file */
 	{

@@ -256,20 +256,26 @@ bool pyd_frame_push(struct pyd_frame_buf *b, const struct pyd_code *c,
 	return true;
 }
 
-enum pyd_err pyd_frame_push_iframe(struct pyd_session *s,
-				   struct pyd_frame_buf *b, uint64_t code,
-				   uint64_t instr)
+enum pyd_err pyd_frame_push_at(struct pyd_session *s, struct pyd_frame_buf *b,
+			       uint64_t code, int64_t off)
 {
 	const struct pyd_code *c = pyd_code_get(s, code);
 	if (!c)
 		return PYD_E_READ;
-	/* The instruction pointer is an address inside the code object's
-	 * inline bytecode; -2 is "not started yet" (3.11's prev_instr). */
-	int64_t off = (int64_t)(instr - (code + (uint64_t)s->layout.code.code_adaptive));
+	/* -2 is "not started yet" (3.11's prev_instr before the code). */
+	int line = off >= -2 && off <= INT32_MAX ? pyd_code_line(s, c, (int)off)
+						 : -1;
+	return pyd_frame_push(b, c, line) ? PYD_OK : PYD_E_NOMEM;
+}
+
+enum pyd_err pyd_frame_push_iframe(struct pyd_session *s,
+				   struct pyd_frame_buf *b, uint64_t code,
+				   uint64_t instr)
+{
+	int64_t off = pyd_iframe_offset(&s->layout, code, instr);
 	if (off > INT32_MAX || off < -2)
 		return PYD_E_READ;
-	return pyd_frame_push(b, c, pyd_code_line(s, c, (int)off)) ? PYD_OK
-								  : PYD_E_NOMEM;
+	return pyd_frame_push_at(s, b, code, off);
 }
 
 static void format_hex_version(uint64_t hex, char *out, size_t outsz)

@@ -48,10 +48,26 @@ struct pyd_frame_buf {
 bool pyd_frame_push(struct pyd_frame_buf *b, const struct pyd_code *c,
 		    int line);
 
+/* Byte offset of instruction pointer instr into the inline bytecode of
+ * the code object at code (3.11+). */
+static inline int64_t pyd_iframe_offset(const struct py_layout *L,
+					uint64_t code, uint64_t instr)
+{
+	return (int64_t)(instr - (code + (uint64_t)L->code.code_adaptive));
+}
+
 /*
- * Append the frame of an interpreter frame (3.11+) that runs code (an
- * untagged code object address) at instruction pointer instr.  PYD_E_READ
- * if code is not a code object or instr is not inside it.
+ * Append the frame running the code object at code, at bytecode offset
+ * off (bytes); an offset outside the code gives line -1.  PYD_E_READ if
+ * code is not a code object.
+ */
+enum pyd_err pyd_frame_push_at(struct pyd_session *s, struct pyd_frame_buf *b,
+			       uint64_t code, int64_t off);
+
+/*
+ * The same for an interpreter frame (3.11+) at instruction pointer
+ * instr, strictly: PYD_E_READ if instr is not inside the code, which is
+ * how a frame torn under a live read shows.
  */
 enum pyd_err pyd_frame_push_iframe(struct pyd_session *s,
 				   struct pyd_frame_buf *b, uint64_t code,

@@ -12,8 +12,11 @@
  *   asyncio_thread_state: size, asyncio_running_loop,
  *                         asyncio_running_task, asyncio_tasks_head
  *
- * Earlier versions keep tasks in a WeakSet of the module state instead;
- * their decoder (3.7-3.13) will fill the same struct pyd_task_graph.
+ * Earlier versions keep tasks in WeakSets / sets of the asyncio.tasks
+ * module instead; their decoder (3.7-3.13, the "CPython 3.7 - 3.13"
+ * section of tasks.c, with the generic object readers of objects.c and
+ * the struct py_old_tasks offsets of the built-in layout table) fills the
+ * same struct pyd_task_graph.
  */
 #ifndef PYD_DECODE_TASKS_H
 #define PYD_DECODE_TASKS_H

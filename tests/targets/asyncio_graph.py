@@ -1,10 +1,12 @@
 # -*- coding: utf-8 -*-
 """An asyncio task graph with every kind of await edge, for --tasks.
 
-usage: asyncio_graph.py GROUND_TRUTH.json [cycle] [many=N]
+usage: asyncio_graph.py GROUND_TRUTH.json [cycle] [many=N] [pytasks] [eager]
 
-Standalone (does not use _pyd_common.py); runs on CPython 3.8+ (TaskGroup
-and asyncio.timeout only where they exist).  Builds, on the main thread's
+Standalone (does not use _pyd_common.py); runs on CPython 3.7+, degrading
+by version: TaskGroup and asyncio.timeout only where they exist (3.11+);
+3.7 tasks have no names (``name=`` is dropped), so their ground-truth name
+is ``<task 0xADDR>``, what pystack-dump prints for a nameless task.  Builds, on the main thread's
 event loop:
 
   * ``gather_parent`` gathering two tasks and a nested ``gather`` of two
@@ -21,7 +23,14 @@ event loop:
   * a task awaited by three tasks (CPython then keeps its awaiters in a
     set, not a single pointer);
   * with ``cycle``: two tasks that await each other;
-  * with ``many=N``: N more tasks, each awaiting an Event (performance).
+  * with ``many=N``: N more tasks, each awaiting an Event (performance);
+  * with ``pytasks``: every loop makes pure-Python tasks
+    (``asyncio.tasks._PyTask``) instead of C ones, except ``SubTask`` and
+    the main task of ``asyncio.run``.  Only pystack-dump's 3.7-3.13
+    decoder sees those (3.14+ lists C tasks only);
+  * with ``eager`` (3.12+, ignored before): the main loop's tasks are
+    eager (``asyncio.eager_task_factory``): each runs its first step
+    inside ``create_task``.
 
 Besides the main loop:
 
@@ -89,12 +98,16 @@ import traceback
 
 OPTIONS = sys.argv[2:]
 CYCLE = "cycle" in OPTIONS
+PYTASKS = "pytasks" in OPTIONS
+EAGER = "eager" in OPTIONS and hasattr(asyncio, "eager_task_factory")
 MANY = 0
 for _opt in OPTIONS:
     if _opt.startswith("many="):
         MANY = int(_opt[5:])
 
 FOREVER = None           # an Event nobody sets (created on the main loop)
+HAS_NAMES = sys.version_info >= (3, 8)
+SYNC_BLOCKER = []        # the task that is running in loop-thread
 _tids = {}               # loop -> native tid of the thread running it
 _keep = []               # objects kept alive for the whole run
 _errors = []
@@ -130,23 +143,51 @@ def native_tid():
 
 # --- the graph ---------------------------------------------------------------
 
+def create_task(loop, coro, name=None):
+    """loop.create_task(coro, name=name), without the name before 3.8."""
+    if name is None or not HAS_NAMES:
+        return loop.create_task(coro)
+    return loop.create_task(coro, name=name)
+
+
+def use_pytasks(loop):
+    if PYTASKS:
+        loop.set_task_factory(
+            lambda loop, coro, **kw: asyncio.tasks._PyTask(coro, loop=loop,
+                                                           **kw))
+
+
+def task_name(t):
+    if HAS_NAMES:
+        return t.get_name()
+    return "<task 0x%x>" % id(t)
+
+
+# Task types: the C one (and its subclasses) and the pure-Python one.
+TASK_TYPES = (asyncio.Task, asyncio.tasks._PyTask)
+
+
+def get_coro(t):
+    return t.get_coro() if hasattr(t, "get_coro") else t._coro
+
+
 async def leaf(ev):
     await ev.wait()
 
 
 async def gather_inner(ev):
     loop = asyncio.get_running_loop()
-    a = loop.create_task(leaf(ev), name="gather-leaf-3")
-    b = loop.create_task(leaf(ev), name="gather-leaf-4")
+    a = create_task(loop, leaf(ev), "gather-leaf-3")
+    b = create_task(loop, leaf(ev), "gather-leaf-4")
     await asyncio.gather(a, b)
 
 
 async def gather_parent(ev):
     loop = asyncio.get_running_loop()
-    t1 = loop.create_task(leaf(ev), name="gather-leaf-1")
+    t1 = create_task(loop, leaf(ev), "gather-leaf-1")
     t2 = loop.create_task(leaf(ev))                       # unnamed
-    t3 = loop.create_task(gather_inner(ev), name="gather-inner")
-    t4 = loop.create_task(leaf(ev), name="gather-leaf-2")
+    t3 = create_task(loop, gather_inner(ev), "gather-inner")
+    t4 = create_task(loop, leaf(ev), "gather-leaf-2")
     await asyncio.gather(t1, t2, asyncio.gather(t3, t4))
 
 
@@ -165,13 +206,13 @@ async def chain_link(ev, depth):
     if depth == 2:
         await ev.wait()
         return
-    nxt = asyncio.get_running_loop().create_task(
-        chain_link(ev, depth + 1), name="chain-%d" % (depth + 1))
+    nxt = create_task(asyncio.get_running_loop(),
+                      chain_link(ev, depth + 1), "chain-%d" % (depth + 1))
     await nxt
 
 
 async def waitfor_task_parent(ev):
-    t = asyncio.get_running_loop().create_task(leaf(ev), name="waitfor-target")
+    t = create_task(asyncio.get_running_loop(), leaf(ev), "waitfor-target")
     await asyncio.wait_for(t, timeout=1e6)
 
 
@@ -189,8 +230,8 @@ async def shielded(ev):
 
 
 async def shield_parent(ev):
-    inner = asyncio.get_running_loop().create_task(shielded(ev),
-                                                   name="shielded")
+    inner = create_task(asyncio.get_running_loop(), shielded(ev),
+                        "shielded")
     await asyncio.shield(inner)
 
 
@@ -231,8 +272,7 @@ def build(loop, ev):
     made = []
 
     def task(coro, name=None):
-        t = loop.create_task(coro) if name is None else \
-            loop.create_task(coro, name=name)
+        t = create_task(loop, coro, name)
         made.append(t)
         return t
 
@@ -247,7 +287,10 @@ def build(loop, ev):
     task(shield_parent(ev), "shield-parent")
     task(agen_consumer(ev), "agen-consumer")
     task(leaf(ev), u"t\u00e2che-\u00fc")                       # non-ASCII
-    st = SubTask(sub_body(ev), loop=loop, name="subclassed")
+    if HAS_NAMES:
+        st = SubTask(sub_body(ev), loop=loop, name="subclassed")
+    else:
+        st = SubTask(sub_body(ev), loop=loop)
     made.append(st)
     shared = {"shared": task(leaf(ev), "shared-target")}
     for n in range(1, 4):
@@ -273,14 +316,19 @@ async def sync_blocker():
 
 def loop_thread():
     loop = asyncio.new_event_loop()
+    use_pytasks(loop)
     _tids[loop] = native_tid()
     _keep.append(loop)
-    ev = asyncio.Event()
-    _keep.append(ev)
 
     async def main2():
-        loop.create_task(leaf(ev), name="thread-waiter")
-        await loop.create_task(sync_blocker(), name="sync-blocker")
+        # Made on the running loop: before 3.10 an Event binds the
+        # thread's current loop when it is created.
+        ev = asyncio.Event()
+        _keep.append(ev)
+        create_task(loop, leaf(ev), "thread-waiter")
+        blocker = create_task(loop, sync_blocker(), "sync-blocker")
+        SYNC_BLOCKER.append(blocker)
+        await blocker
 
     try:
         loop.run_until_complete(main2())
@@ -290,11 +338,17 @@ def loop_thread():
 
 def short_lived():
     loop = asyncio.new_event_loop()
+    use_pytasks(loop)
     _tids[loop] = None          # its thread is gone when we record
-    ev = asyncio.Event()
-    t = loop.create_task(leaf(ev), name="orphan")
-    loop.run_until_complete(asyncio.sleep(0.01))
-    _keep.extend([loop, ev, t])
+
+    async def start():
+        ev = asyncio.Event()    # on the running loop (see loop_thread)
+        t = create_task(loop, leaf(ev), "orphan")
+        _keep.extend([ev, t])
+        await asyncio.sleep(0.01)
+
+    loop.run_until_complete(start())
+    _keep.append(loop)
 
 
 # --- ground truth ------------------------------------------------------------
@@ -345,7 +399,7 @@ def coro_chain(coro):
 
 def running_stack(task, thread_ident):
     top = sys._current_frames().get(thread_ident)
-    target = task.get_coro().cr_frame
+    target = get_coro(task).cr_frame
     out = []
     f = top
     while f is not None:
@@ -362,7 +416,7 @@ def gather_children(fut, seen):
         return out
     seen.add(id(fut))
     for ch in getattr(fut, "_children", None) or []:
-        if isinstance(ch, asyncio.Task):
+        if isinstance(ch, TASK_TYPES):
             out.append(ch)
         else:
             out.extend(gather_children(ch, seen))
@@ -387,14 +441,14 @@ def derived_awaits(task, shields):
     w = getattr(task, "_fut_waiter", None)
     if w is None:
         return []
-    if isinstance(w, asyncio.Task):
+    if isinstance(w, TASK_TYPES):
         return [w]
     if hasattr(w, "_children"):                       # gather()
         return gather_children(w, set())
     # a TaskGroup's completion future, awaited in TaskGroup.__aexit__
     tg_type = getattr(asyncio, "TaskGroup", None)
     if tg_type is not None:
-        for f in coro_chain(task.get_coro()):
+        for f in coro_chain(get_coro(task)):
             me = f.f_locals.get("self")
             if isinstance(me, tg_type) and \
                     getattr(me, "_on_completed_fut", None) is w:
@@ -432,18 +486,18 @@ def record(loops, loop2_ident):
                                            official)), checked
     out = []
     for loop, t in tasks:
-        running = t.get_name() == "sync-blocker"
+        running = t in SYNC_BLOCKER
         if running:
             stack = running_stack(t, loop2_ident)
             if stack is None:
                 return None, "sync-blocker is not on its thread's stack", \
                     checked
         else:
-            stack = [frame_dict(f) for f in coro_chain(t.get_coro())]
+            stack = [frame_dict(f) for f in coro_chain(get_coro(t))]
             stack.reverse()
         out.append({
             "id": id(t),
-            "name": t.get_name(),
+            "name": task_name(t),
             "state": "pending" if not t.done() else
                      ("cancelled" if t.cancelled() else "done"),
             "thread": _tids.get(loop),
@@ -536,6 +590,9 @@ class Recorder:
 async def main():
     global FOREVER
     loop = asyncio.get_running_loop()
+    use_pytasks(loop)
+    if EAGER:
+        loop.set_task_factory(asyncio.eager_task_factory)
     _tids[loop] = native_tid()
     FOREVER = asyncio.Event()
     ev = asyncio.Event()

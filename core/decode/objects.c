@@ -1,0 +1,437 @@
+/*
+ * Generic CPython object readers (see objects.h).
+ *
+ * Dicts.  <= 3.10: PyDictKeysObject { dk_refcnt, dk_size, dk_lookup,
+ * dk_usable, dk_nentries, dk_indices[dk_size * index bytes] } followed by
+ * the entries {hash, key, value}; the index width is 1, 2, 4 or 8 bytes by
+ * dk_size.  3.11+: dk_log2_size, dk_log2_index_bytes (log2 of the whole
+ * index array), dk_kind (0 general: {hash, key, value} entries; 1 unicode
+ * and 2 split: {key, value}).  A split dict (ma_values set) keeps entry
+ * i's value in values[i] (3.11+: PyDictValues.values[i]).
+ *
+ * Instance attributes.  <= 3.10 the dict pointer is at tp_dictoffset.
+ * 3.11: Py_TPFLAGS_MANAGED_DICT types keep the dict pointer 3 words
+ * before the object and a PyDictValues pointer 4 words before it; 3.12:
+ * one word 3 before, a dict or (char *)values - 1 (odd); 3.13: the dict 3 words
+ * before, and with Py_TPFLAGS_INLINE_VALUES the values right after the
+ * object (at tp_basicsize), used while their `valid` byte is set.  Values
+ * without a dict take their keys from the type's ht_cached_keys.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "objects.h"
+
+#define TPFLAGS_INLINE_VALUES (1ULL << 2)
+#define TPFLAGS_MANAGED_DICT (1ULL << 4)
+#define TPFLAGS_HEAPTYPE (1ULL << 9)
+
+#define OT(s) (&(s)->layout.old_tasks)
+
+static uint64_t u64(const uint8_t *p, int32_t off)
+{
+	uint64_t v;
+	memcpy(&v, p + off, sizeof v);
+	return v;
+}
+
+static enum pyd_err rd(struct pyd_session *s, uint64_t addr, void *buf,
+		       size_t len)
+{
+	if (!addr)
+		return PYD_E_READ;
+	return pyd_read(s->src, addr, buf, len);
+}
+
+enum pyd_err pyd_obj_type(struct pyd_session *s, uint64_t obj, uint64_t *type)
+{
+	*type = 0;
+	if (!obj)
+		return PYD_E_READ;
+	return pyd_read_ptr(s, obj + (uint64_t)s->layout.object.ob_type, type);
+}
+
+bool pyd_str_eq(struct pyd_session *s, uint64_t addr, const char *key)
+{
+	const struct py_layout *L = &s->layout;
+	int64_t len;
+	/* Cheap reject on the length before copying the characters. */
+	if (!addr || rd(s, addr + (uint64_t)L->unicode.length, &len, sizeof len) ||
+	    len != (int64_t)strlen(key))
+		return false;
+	char *str = pyd_read_str(s, addr);
+	bool eq = str && strcmp(str, key) == 0;
+	free(str);
+	return eq;
+}
+
+void pyd_type_name(struct pyd_session *s, uint64_t type, char *out,
+		   size_t outsz)
+{
+	uint64_t name;
+	out[0] = 0;
+	if (!type || outsz < 2 ||
+	    pyd_read_ptr(s, type + (uint64_t)s->layout.object.tp_name, &name) ||
+	    !name)
+		return;
+	/* Read byte runs up to the end of the page, so that a name at the
+	 * end of a mapping still reads. */
+	size_t n = 0;
+	while (n + 1 < outsz) {
+		size_t room = 4096 - (size_t)((name + n) & 4095);
+		size_t want = outsz - 1 - n < room ? outsz - 1 - n : room;
+		if (rd(s, name + n, out + n, want)) {
+			out[0] = 0;
+			return;
+		}
+		void *nul = memchr(out + n, 0, want);
+		n += want;
+		if (nul)
+			return;
+	}
+	out[outsz - 1] = 0;
+}
+
+/* ---- dicts ----------------------------------------------------------- */
+
+struct keys_view {
+	uint64_t entries;   /* address of entry 0 */
+	size_t nentries;
+	size_t entry_size;  /* 24: {hash, key, value}; 16: {key, value} */
+	size_t key_off;     /* of the key within an entry */
+};
+
+static enum pyd_err keys_view(struct pyd_session *s, uint64_t keys,
+			      struct keys_view *v)
+{
+	const struct py_old_tasks *o = OT(s);
+	uint8_t hdr[64];
+	if ((size_t)o->dk_indices > sizeof hdr)
+		return PYD_E_READ;
+	enum pyd_err err = rd(s, keys, hdr, (size_t)o->dk_indices);
+	if (err)
+		return err;
+	int64_t nent = (int64_t)u64(hdr, o->dk_nentries);
+	uint64_t index_bytes;
+	if (o->dk_size != PYD_NO_FIELD) {
+		int64_t size = (int64_t)u64(hdr, o->dk_size);
+		if (size <= 0 || size > (1LL << 30) || (size & (size - 1)))
+			return PYD_E_READ;
+		unsigned w = size <= 0xff ? 1 : size <= 0xffff ? 2 : 4;
+		index_bytes = (uint64_t)size * w;
+		v->entry_size = 24;
+		v->key_off = 8;
+	} else {
+		unsigned log2 = hdr[o->dk_log2_size];
+		unsigned log2ix = hdr[o->dk_log2_index_bytes];
+		unsigned kind = hdr[o->dk_kind];
+		if (log2 > 30 || log2ix > 33 || log2ix < log2 || kind > 2)
+			return PYD_E_READ;
+		index_bytes = 1ULL << log2ix;
+		v->entry_size = kind == 0 ? 24 : 16;
+		v->key_off = kind == 0 ? 8 : 0;
+	}
+	if (nent < 0 || (uint64_t)nent > PYD_MAX_ITEMS)
+		return PYD_E_READ;
+	v->nentries = (size_t)nent;
+	v->entries = keys + (uint64_t)o->dk_indices + index_bytes;
+	return PYD_OK;
+}
+
+/*
+ * Every (key, value) of a keys table, values from the entries or (split)
+ * from the values array at `values`.  Deleted and empty entries (NULL key
+ * or value) are skipped.
+ */
+static enum pyd_err keys_items(struct pyd_session *s, uint64_t keys,
+			       uint64_t values, uint64_t **kv, size_t *n)
+{
+	struct keys_view v;
+	*kv = NULL;
+	*n = 0;
+	enum pyd_err err = keys_view(s, keys, &v);
+	if (err)
+		return err;
+	if (!v.nentries)
+		return PYD_OK;
+	uint8_t *ents = malloc(v.nentries * v.entry_size);
+	uint64_t *vals = values ? malloc(v.nentries * 8) : NULL;
+	uint64_t *out = malloc(v.nentries * 16);
+	if (!ents || !out || (values && !vals)) {
+		err = PYD_E_NOMEM;
+		goto done;
+	}
+	if ((err = rd(s, v.entries, ents, v.nentries * v.entry_size)) ||
+	    (values && (err = rd(s, values, vals, v.nentries * 8))))
+		goto done;
+	for (size_t i = 0; i < v.nentries; i++) {
+		const uint8_t *e = ents + i * v.entry_size;
+		uint64_t key = u64(e, (int32_t)v.key_off);
+		uint64_t val = values ? vals[i] : u64(e, (int32_t)v.key_off + 8);
+		if (!key || !val)
+			continue;
+		out[2 * *n] = key;
+		out[2 * *n + 1] = val;
+		(*n)++;
+	}
+	*kv = out;
+	out = NULL;
+done:
+	free(ents);
+	free(vals);
+	free(out);
+	return err;
+}
+
+static uint64_t values_array(struct pyd_session *s, uint64_t values)
+{
+	/* <= 3.10: ma_values is the array itself. */
+	int32_t off = OT(s)->dv_values;
+	return values ? values + (uint64_t)(off > 0 ? off : 0) : 0;
+}
+
+enum pyd_err pyd_dict_items(struct pyd_session *s, uint64_t dict,
+			    uint64_t **kv, size_t *n)
+{
+	const struct py_old_tasks *o = OT(s);
+	uint8_t hdr[64];
+	*kv = NULL;
+	*n = 0;
+	if (!o->valid || (size_t)o->ma_values + 8 > sizeof hdr)
+		return PYD_E_UNSUPPORTED;
+	enum pyd_err err = rd(s, dict, hdr, (size_t)o->ma_values + 8);
+	if (err)
+		return err;
+	uint64_t keys = u64(hdr, o->ma_keys);
+	uint64_t values = u64(hdr, o->ma_values);
+	return keys_items(s, keys, values_array(s, values), kv, n);
+}
+
+static enum pyd_err find_key(struct pyd_session *s, const uint64_t *kv,
+			     size_t n, const char *key, uint64_t *val)
+{
+	*val = 0;
+	for (size_t i = 0; i < n; i++)
+		if (pyd_str_eq(s, kv[2 * i], key)) {
+			*val = kv[2 * i + 1];
+			break;
+		}
+	return PYD_OK;
+}
+
+enum pyd_err pyd_dict_get(struct pyd_session *s, uint64_t dict,
+			  const char *key, uint64_t *val)
+{
+	uint64_t *kv;
+	size_t n;
+	*val = 0;
+	enum pyd_err err = pyd_dict_items(s, dict, &kv, &n);
+	if (!err)
+		err = find_key(s, kv, n, key, val);
+	free(kv);
+	return err;
+}
+
+/* Split values with the type's cached keys. */
+static enum pyd_err values_get(struct pyd_session *s, uint64_t type,
+			       uint64_t values, const char *key, uint64_t *val)
+{
+	uint64_t keys, *kv;
+	size_t n;
+	*val = 0;
+	enum pyd_err err = pyd_read_ptr(
+		s, type + (uint64_t)OT(s)->ht_cached_keys, &keys);
+	if (err || !keys)
+		return err;
+	if ((err = keys_items(s, keys, values, &kv, &n)))
+		return err;
+	err = find_key(s, kv, n, key, val);
+	free(kv);
+	return err;
+}
+
+enum pyd_err pyd_obj_attr(struct pyd_session *s, uint64_t obj,
+			  const char *key, uint64_t *val)
+{
+	const struct py_old_tasks *o = OT(s);
+	uint64_t type, flags, dict = 0, values = 0;
+	*val = 0;
+	if (!o->valid)
+		return PYD_E_UNSUPPORTED;
+	enum pyd_err err = pyd_obj_type(s, obj, &type);
+	if (err || (err = pyd_read_ptr(s, type + (uint64_t)o->tp_flags, &flags)))
+		return err;
+	bool managed = (flags & TPFLAGS_MANAGED_DICT) != 0;
+	switch (o->obj_dict) {
+	case PY_DICT_OFFSET:
+		managed = false;
+		break;
+	case PY_DICT_MANAGED_311:
+		if (managed && ((err = pyd_read_ptr(s, obj - 24, &dict)) ||
+				(!dict && (err = pyd_read_ptr(s, obj - 32, &values)))))
+			return err;
+		values = values_array(s, values);
+		break;
+	case PY_DICT_MANAGED_312: {
+		uint64_t dv = 0;
+		if (managed && (err = pyd_read_ptr(s, obj - 24, &dv)))
+			return err;
+		if (dv & 1) /* stored as (char *)values - 1 */
+			values = values_array(s, dv + 1);
+		else
+			dict = dv;
+		break;
+	}
+	case PY_DICT_INLINE_313:
+		if (managed && (err = pyd_read_ptr(s, obj - 24, &dict)))
+			return err;
+		if (!dict && (flags & TPFLAGS_INLINE_VALUES)) {
+			uint64_t basic;
+			uint8_t hdr[4];
+			if ((err = pyd_read_ptr(s, type + (uint64_t)o->tp_basicsize,
+						&basic)) ||
+			    basic > (1u << 20) ||
+			    (err = rd(s, obj + basic, hdr, sizeof hdr)))
+				return err;
+			if (hdr[3]) /* valid */
+				values = obj + basic + (uint64_t)o->dv_values;
+		}
+		managed = true;
+		break;
+	}
+	if (!managed) {
+		int64_t off;
+		if ((err = pyd_read_ptr(s, type + (uint64_t)o->tp_dictoffset,
+					(uint64_t *)&off)))
+			return err;
+		if (off <= 0 || off > (1 << 20))
+			return PYD_OK; /* no dict (or a var-sized one: not ours) */
+		if ((err = pyd_read_ptr(s, obj + (uint64_t)off, &dict)))
+			return err;
+	}
+	if (dict)
+		return pyd_dict_get(s, dict, key, val);
+	if (values)
+		return values_get(s, type, values, key, val);
+	return PYD_OK;
+}
+
+/* ---- sets, sequences, ints, weakrefs --------------------------------- */
+
+/* PySetObject: used, mask, table at the same offsets 3.4 - 3.15. */
+#define SET_USED 24
+#define SET_MASK 32
+#define SET_TABLE 40
+
+enum pyd_err pyd_set_items(struct pyd_session *s, uint64_t set,
+			   uint64_t **keys, size_t *n)
+{
+	uint8_t hdr[SET_TABLE + 8];
+	*keys = NULL;
+	*n = 0;
+	enum pyd_err err = rd(s, set, hdr, sizeof hdr);
+	if (err)
+		return err;
+	int64_t used = (int64_t)u64(hdr, SET_USED);
+	int64_t mask = (int64_t)u64(hdr, SET_MASK);
+	uint64_t table = u64(hdr, SET_TABLE);
+	if (mask < 0 || (uint64_t)mask + 1 > PYD_MAX_ITEMS ||
+	    ((uint64_t)mask & ((uint64_t)mask + 1)) || used < 0 || used > mask + 1)
+		return PYD_E_READ;
+	size_t slots = (size_t)mask + 1;
+	uint8_t *t = malloc(slots * 16);
+	uint64_t *out = malloc((size_t)(used ? used : 1) * 8);
+	if (!t || !out) {
+		free(t);
+		free(out);
+		return PYD_E_NOMEM;
+	}
+	if ((err = rd(s, table, t, slots * 16))) {
+		free(t);
+		free(out);
+		return err;
+	}
+	/* setentry {key, hash}: NULL key free, hash -1 the dummy of a
+	 * deleted entry. */
+	for (size_t i = 0; i < slots && *n < (size_t)used; i++) {
+		uint64_t key = u64(t, (int32_t)(i * 16));
+		int64_t hash = (int64_t)u64(t, (int32_t)(i * 16 + 8));
+		if (key && hash != -1)
+			out[(*n)++] = key;
+	}
+	free(t);
+	*keys = out;
+	return PYD_OK;
+}
+
+enum pyd_err pyd_seq_items(struct pyd_session *s, uint64_t seq, bool is_list,
+			   uint64_t **items, size_t *n)
+{
+	const struct py_old_tasks *o = OT(s);
+	int64_t size;
+	uint64_t base;
+	*items = NULL;
+	*n = 0;
+	enum pyd_err err = rd(s, seq + (uint64_t)o->seq_size, &size, sizeof size);
+	if (err)
+		return err;
+	if (size < 0 || size > (int64_t)PYD_MAX_ITEMS)
+		return PYD_E_READ;
+	if (!size)
+		return PYD_OK;
+	if (is_list) {
+		if ((err = pyd_read_ptr(s, seq + (uint64_t)o->list_items, &base)))
+			return err;
+	} else {
+		base = seq + (uint64_t)o->tuple_items;
+	}
+	uint64_t *out = malloc((size_t)size * 8);
+	if (!out)
+		return PYD_E_NOMEM;
+	if ((err = rd(s, base, out, (size_t)size * 8))) {
+		free(out);
+		return err;
+	}
+	*items = out;
+	*n = (size_t)size;
+	return PYD_OK;
+}
+
+enum pyd_err pyd_long_value(struct pyd_session *s, uint64_t obj, int64_t *v)
+{
+	const struct py_old_tasks *o = OT(s);
+	int64_t size;
+	bool neg;
+	*v = 0;
+	enum pyd_err err = rd(s, obj + (uint64_t)o->long_size, &size, sizeof size);
+	if (err)
+		return err;
+	uint64_t ndigits;
+	if (o->long_tagged) {
+		/* lv_tag = ndigits << 3 | sign (0 positive, 1 zero, 2 neg) */
+		if ((size & 3) == 3)
+			return PYD_E_READ;
+		neg = (size & 3) == 2;
+		ndigits = (uint64_t)size >> 3;
+	} else {
+		neg = size < 0;
+		ndigits = neg ? (uint64_t)-size : (uint64_t)size;
+	}
+	if (ndigits > 3)
+		return PYD_E_READ; /* 90 bits: not one we need */
+	uint32_t d[3] = {0};
+	if (ndigits &&
+	    (err = rd(s, obj + (uint64_t)o->long_digit, d, ndigits * 4)))
+		return err;
+	uint64_t val = 0;
+	for (uint64_t i = ndigits; i-- > 0;)
+		val = (val << 30) | (d[i] & 0x3fffffff);
+	*v = neg ? -(int64_t)val : (int64_t)val;
+	return PYD_OK;
+}
+
+enum pyd_err pyd_weakref_get(struct pyd_session *s, uint64_t ref,
+			     uint64_t *obj)
+{
+	return pyd_read_ptr(s, ref + (uint64_t)OT(s)->wr_object, obj);
+}

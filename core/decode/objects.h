@@ -1,0 +1,60 @@
+/*
+ * Generic readers for CPython objects of a target (dict, instance
+ * attributes, set, weakref, tuple / list, int, str), driven by the
+ * per-version offsets of struct py_old_tasks (layout.h).
+ *
+ * Every pointer is the target's and may be stale or garbage: every read
+ * goes through the memory source, every table is bounded, and a failure
+ * is an error code, never a crash.  Lookups compare keys as str by value
+ * (no hashing), walking the table's entries in order.
+ */
+#ifndef PYD_DECODE_OBJECTS_H
+#define PYD_DECODE_OBJECTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "session.h"
+
+/* Most entries of a dict / set / sequence we read. */
+#define PYD_MAX_ITEMS (1u << 22)
+
+/* ob_type of obj. */
+enum pyd_err pyd_obj_type(struct pyd_session *s, uint64_t obj, uint64_t *type);
+
+/* Is the str at addr equal to the NUL-terminated key (UTF-8)? */
+bool pyd_str_eq(struct pyd_session *s, uint64_t addr, const char *key);
+
+/* The type's tp_name into out ("" on failure). */
+void pyd_type_name(struct pyd_session *s, uint64_t type, char *out,
+		   size_t outsz);
+
+/* dict[key] for a str key; PYD_E_NOT_FOUND-like: *val = 0 if absent. */
+enum pyd_err pyd_dict_get(struct pyd_session *s, uint64_t dict,
+			  const char *key, uint64_t *val);
+
+/* getattr(obj, key) for an attribute kept in the instance's __dict__
+ * (or its inline / split values); *val = 0 if absent or no dict. */
+enum pyd_err pyd_obj_attr(struct pyd_session *s, uint64_t obj,
+			  const char *key, uint64_t *val);
+
+/* (key, value) pairs of a dict; malloc'd array of 2*n words in *kv. */
+enum pyd_err pyd_dict_items(struct pyd_session *s, uint64_t dict,
+			    uint64_t **kv, size_t *n);
+
+/* The keys of a set (or frozenset); malloc'd. */
+enum pyd_err pyd_set_items(struct pyd_session *s, uint64_t set,
+			   uint64_t **keys, size_t *n);
+
+/* The items of a tuple (is_list false) or a list; malloc'd. */
+enum pyd_err pyd_seq_items(struct pyd_session *s, uint64_t seq, bool is_list,
+			   uint64_t **items, size_t *n);
+
+/* The value of an int that fits in 64 bits (sign kept). */
+enum pyd_err pyd_long_value(struct pyd_session *s, uint64_t obj, int64_t *v);
+
+/* The referent of a weakref (0 if dead). */
+enum pyd_err pyd_weakref_get(struct pyd_session *s, uint64_t ref,
+			     uint64_t *obj);
+
+#endif

@@ -842,6 +842,7 @@ def interp_jobs(interp, opts):
     """(kind, target) of every job for one interpreter, in output order."""
     jobs = [("dump", t) for t in DUMP_TARGETS] + [("heartbeat", "heartbeat")]
     jobs += [("tasks", TASKS_TARGET), ("tasks-many", TASKS_TARGET)]
+    jobs += [("tasks-variant:" + v, TASKS_TARGET) for v in TASKS_VARIANTS]
     if not opts.gt_only:
         jobs += [("gcore", t) for t in CORE_TARGETS] + [("tasks-gcore", TASKS_TARGET)]
         jobs += [("kcore", t) for t in CORE_TARGETS]
@@ -876,6 +877,8 @@ def run_job(interp, kind, target, tool, opts):
             return tasks_many_job(interp, tool, opts, names)
         if kind == "tasks-gcore":
             return tasks_gcore_job(interp, tool, opts, names)
+        if kind.startswith("tasks-variant:"):
+            return tasks_variant_job(interp, kind.split(":", 1)[1], tool, opts, names)
         return dump_job(interp, target, tool, opts, names)
     except KeyboardInterrupt:
         raise
@@ -1856,6 +1859,8 @@ def tasks_tests(interp, kind, opts):
         return ["tasks-many:%d" % TASKS_MANY]
     if kind == "tasks-gcore":
         return ["tasks-gcore"]
+    if kind.startswith("tasks-variant:"):
+        return [kind]
     names = ["tasks:" + TASKS_TARGET]
     if not opts.gt_only:
         names += ["tasks-tree", "tasks-table", "tasks-snapshot"]
@@ -2043,6 +2048,43 @@ def tasks_gcore_job(interp, tool, opts, names):
                         % (cmd, len(warned)))
     return [Result(interp.label, n, "FAIL" if errs else "PASS", "\n".join(errs),
                    info="gcore %d MB, %d unreadable region(s)" % (size >> 20, len(warned)))]
+
+
+# Target options run as task graphs of their own: (first version, why
+# earlier ones are skipped, version from which it is skipped or None, why).
+TASKS_VARIANTS = {
+    # every task a pure-Python asyncio.tasks._PyTask
+    "pytasks": ((3, 7), "asyncio task graphs start at 3.7",
+                (3, 14), "pure-Python tasks on 3.14+ are not decoded yet "
+                "(CPython keeps them outside the per-thread task lists)"),
+    # the main loop's tasks created by asyncio.eager_task_factory
+    "eager": ((3, 12), "eager tasks exist from 3.12", None, ""),
+}
+
+
+def tasks_variant_job(interp, variant, tool, opts, names):
+    """asyncio_graph with a target option: --tasks --json against its ground
+    truth, every task, frame and edge, like tasks:asyncio_graph."""
+    low, why_low, high, why_high = TASKS_VARIANTS[variant]
+    if interp.minor < low:
+        return [Result(interp.label, names[0], "SKIP", why_low)]
+    if high and interp.minor >= high:
+        return [Result(interp.label, names[0], "SKIP", why_high)]
+    with Target(interp, TASKS_TARGET, args=[variant]) as tg:
+        gt, early = _start_tasks_target(interp, names, tg)
+        if early:
+            return early
+        if opts.gt_only:
+            return [Result(interp.label, names[0], "PASS", "ground truth only")]
+        argv, rc, out, err, secs = tasks_run(tool, ["--json", str(tg.pid)])
+        if tasks_unsupported(rc, err):
+            return unsupported_result(interp, names, argv, err)
+        doc, e = parse_tasks(argv, rc, out, err, secs)
+        errs = with_graph_diff(e, doc, gt, interp) if e else compare_tasks(gt, doc, interp)
+        if errs and not e:
+            errs.insert(0, "command: " + " ".join(argv))
+        return [Result(interp.label, names[0], "FAIL" if errs else "PASS", "\n".join(errs),
+                       info=tasks_info(doc) if doc and not e else "")]
 
 
 def tasks_many_job(interp, tool, opts, names):

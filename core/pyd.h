@@ -29,7 +29,11 @@ struct pyd_frame {
 struct pyd_thread {
 	int64_t tid;       /* OS thread id, 0 if unknown */
 	int64_t interp_id; /* interpreter the thread belongs to */
-	char name[32];     /* OS thread name, "" if unknown */
+	uint64_t ident;    /* threading.get_ident(): the pthread_t */
+	/* threading.Thread.name where the target tells it (3.7-3.13; from
+	 * 3.14 CPython gives it to the OS), else the OS thread name; "" if
+	 * unknown.  Long names are cut (at a character boundary). */
+	char name[64];
 	bool holds_gil;
 	enum pyd_thread_run run;
 	struct pyd_frame *frames; /* innermost first */

@@ -1305,15 +1305,17 @@ def without_source(doc):
 
 
 def core_doc_checks(doc):
-    """What every dump of a core must say: source core, no thread names, no
-    run state (a core has neither)."""
+    """What every dump of a core must say: source core and no run state (a
+    core has none).  Thread names are not in a core's notes; the tool may
+    still read the Python names from memory (3.7-3.13), which compare()
+    checks against the ground truth like a live dump's."""
     errs = []
     if doc.get("source") != "core":
         errs.append("source is %r, expected 'core'" % (doc.get("source"),))
     for t in doc.get("threads", []):
-        if t.get("name") is not None or t.get("state") != "unknown":
-            errs.append("thread %s: name %r / state %r, expected null / 'unknown' in a core"
-                        % (t.get("tid"), t.get("name"), t.get("state")))
+        if t.get("state") != "unknown":
+            errs.append("thread %s: state %r, expected 'unknown' in a core"
+                        % (t.get("tid"), t.get("state")))
             break
     return errs
 

@@ -16,6 +16,9 @@
 
 #include "session.h"
 
+/* PyModuleObject.md_dict, in every 3.x. */
+#define PYD_MODULE_MD_DICT 16
+
 /* Most entries of a dict / set / sequence we read. */
 #define PYD_MAX_ITEMS (1u << 22)
 

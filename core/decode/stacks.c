@@ -7,10 +7,12 @@
  * instruction pointer that gives the line.  A live target keeps running
  * while we read, so a thread whose stack changed under us is read again.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "session.h"
+#include "thread_names.h"
 #include "unicode.h"
 
 /* Sub-interpreters and threads we list at most: a loop in a corrupt list
@@ -240,10 +242,11 @@ static enum pyd_err add_thread(struct dump_ctx *c, uint64_t tstate,
 	t->holds_gil = holder && holder == tstate;
 	const struct pyd_os_thread *os = find_os_thread(c->os, c->nos, t->tid);
 	if (os) {
-		memcpy(t->name, os->name, sizeof t->name);
-		t->name[sizeof t->name - 1] = 0;
+		snprintf(t->name, sizeof t->name, "%s", os->name);
 		pyd_utf8_repair(t->name);
 	}
+	pyd_read_ptr(c->s, tstate + (uint64_t)c->s->layout.tstate.thread_id,
+		     &t->ident);
 	t->run = os ? os->run : PYD_RUN_UNKNOWN;
 	struct pyd_frame_buf fb = {0};
 	t->error = walk_stable(c->s, tstate, &fb, &d->retries);
@@ -267,6 +270,7 @@ static void reverse_threads(struct pyd_thread *t, size_t n)
 
 static enum pyd_err dump_interp(struct dump_ctx *c, uint64_t interp)
 {
+	size_t first = c->d->nthreads;
 	struct pyd_session *s = c->s;
 	const struct py_layout *L = &s->layout;
 	int64_t id = 0;
@@ -280,6 +284,9 @@ static enum pyd_err dump_interp(struct dump_ctx *c, uint64_t interp)
 			break;
 		err = pyd_read_ptr(s, ts + (uint64_t)L->tstate.next, &ts);
 	}
+	if (!err)
+		pyd_thread_names(s, interp, c->d->threads + first,
+				 c->d->nthreads - first);
 	return err;
 }
 

@@ -1144,7 +1144,6 @@ static enum pyd_err decode_all(struct tctx *c, struct pyd_task_graph *g)
  */
 
 #define OLD_MAX_GATHER_DEPTH 64
-#define MODULE_MD_DICT 16 /* PyModuleObject.md_dict, 3.0 - 3.15 */
 #define ASEND_GEN 16      /* PyAsyncGenASend.ags_gen / AThrow.agt_gen */
 
 enum old_kind {
@@ -1361,7 +1360,7 @@ static enum pyd_err old_list_interp(struct tctx *c, uint64_t interp,
 	if (!mod)
 		return PYD_OK; /* this interpreter never imported asyncio */
 	g->asyncio_loaded = true;
-	if ((err = rd(c, mod + MODULE_MD_DICT, &md, sizeof md)))
+	if ((err = rd(c, mod + PYD_MODULE_MD_DICT, &md, sizeof md)))
 		return err;
 	uint64_t *kv;
 	size_t n;

@@ -485,9 +485,13 @@ static enum pyd_err list_threads(struct tctx *c, uint64_t interp)
 	return err;
 }
 
-/* Every task list of every interpreter, once: the main interpreter
- * (the oldest; CPython pushes new ones at the head) first. */
-static enum pyd_err list_once(struct tctx *c, uint64_t *interps)
+/*
+ * Start a listing pass: forget what the previous pass collected and list
+ * the interpreters into interps, newest first as CPython chains them (so
+ * callers walk it backwards to put the main interpreter first).
+ */
+static enum pyd_err begin_pass(struct tctx *c, uint64_t *interps,
+			       size_t *ninterps)
 {
 	const struct py_layout *L = c->L;
 	c->nraw = 0;
@@ -495,16 +499,25 @@ static enum pyd_err list_once(struct tctx *c, uint64_t *interps)
 	c->capped = false;
 	if (c->hcap)
 		memset(c->hkeys, 0, c->hcap * sizeof *c->hkeys);
-	size_t ninterps = 0;
+	*ninterps = 0;
 	uint64_t interp;
 	enum pyd_err err = rd(c, c->s->rt.runtime_addr +
 				       (uint64_t)L->runtime.interpreters_head,
 			      &interp, sizeof interp);
-	while (!err && interp && ninterps < MAX_INTERPS) {
-		interps[ninterps++] = interp;
+	while (!err && interp && *ninterps < MAX_INTERPS) {
+		interps[(*ninterps)++] = interp;
 		err = rd(c, interp + (uint64_t)L->interp.next, &interp,
 			 sizeof interp);
 	}
+	return err;
+}
+
+/* Every task list of every interpreter, once: the main interpreter
+ * (the oldest; CPython pushes new ones at the head) first. */
+static enum pyd_err list_once(struct tctx *c, uint64_t *interps)
+{
+	size_t ninterps;
+	enum pyd_err err = begin_pass(c, interps, &ninterps);
 	for (size_t n = ninterps; !err && n-- > 0;) {
 		size_t first = c->nthreads;
 		if ((err = list_threads(c, interps[n])))
@@ -1407,23 +1420,9 @@ static enum pyd_err old_list_interp(struct tctx *c, uint64_t interp,
 static enum pyd_err old_list_once(struct tctx *c, uint64_t *interps,
 				  struct pyd_task_graph *g)
 {
-	const struct py_layout *L = c->L;
-	c->nraw = 0;
-	c->nthreads = 0;
+	size_t ninterps;
 	c->npytask_types = 0;
-	c->capped = false;
-	if (c->hcap)
-		memset(c->hkeys, 0, c->hcap * sizeof *c->hkeys);
-	size_t ninterps = 0;
-	uint64_t interp;
-	enum pyd_err err = rd(c, c->s->rt.runtime_addr +
-				       (uint64_t)L->runtime.interpreters_head,
-			      &interp, sizeof interp);
-	while (!err && interp && ninterps < MAX_INTERPS) {
-		interps[ninterps++] = interp;
-		err = rd(c, interp + (uint64_t)L->interp.next, &interp,
-			 sizeof interp);
-	}
+	enum pyd_err err = begin_pass(c, interps, &ninterps);
 	for (size_t n = ninterps; !err && n-- > 0;)
 		err = old_list_interp(c, interps[n], g);
 	return err;

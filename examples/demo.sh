@@ -1,5 +1,6 @@
 #!/bin/sh
-# Start the bundled demo service, dump its stacks (text, then JSON), stop it.
+# Start the bundled demo service, dump its stacks, its asyncio task graph and
+# the stacks as JSON, then stop it.
 # Usage: examples/demo.sh [BUILDDIR]
 set -eu
 cd "$(dirname "$0")/.."
@@ -10,6 +11,9 @@ trap 'kill $pid 2>/dev/null' EXIT
 sleep 1
 echo "\$ pystack-dump $pid"
 "$bin" "$pid"
+echo
+echo "\$ pystack-dump --tasks $pid"
+"$bin" --tasks "$pid"
 echo
 echo "\$ pystack-dump --json $pid | python3 -m json.tool | head -20"
 "$bin" --json "$pid" | python3 -m json.tool | head -20

@@ -16,6 +16,8 @@ event loop:
   * ``wait_for`` on a task (an edge) and on a coroutine (inline frames),
     and ``asyncio.timeout`` around an await (inline);
   * ``shield``: a task awaits a shielded task;
+  * ``as_completed`` over two tasks (edges from 3.14, where CPython records
+    them; before, the awaited object is a queue's future: no edge);
   * an async generator iterated by ``async for`` whose body is suspended in
     an await (the asend awaitable leads to the generator's frame);
   * a Task subclass (``SubTask``), named tasks (one non-ASCII), and unnamed
@@ -235,6 +237,15 @@ async def shield_parent(ev):
     await asyncio.shield(inner)
 
 
+async def as_completed_parent(ev, loop):
+    """Waits on two tasks through as_completed.  From 3.14 CPython records
+    the caller as awaiting every pending input; before, it records nothing
+    and the awaited object is a queue's future: no edge."""
+    pending = [create_task(loop, leaf(ev), "as-completed-%d" % i) for i in (1, 2)]
+    for fut in asyncio.as_completed(pending):
+        await fut
+
+
 async def agen(ev):
     yield 1
     await ev.wait()
@@ -285,6 +296,7 @@ def build(loop, ev):
     if hasattr(asyncio, "timeout"):
         task(timeout_parent(ev), "timeout-parent")
     task(shield_parent(ev), "shield-parent")
+    task(as_completed_parent(ev, loop), "as-completed-parent")
     task(agen_consumer(ev), "agen-consumer")
     task(leaf(ev), u"t\u00e2che-\u00fc")                       # non-ASCII
     if HAS_NAMES:
@@ -453,6 +465,14 @@ def derived_awaits(task, shields):
             if isinstance(me, tg_type) and \
                     getattr(me, "_on_completed_fut", None) is w:
                 return [t for t in me._tasks]
+    # as_completed(): from 3.14 (where tasks carry CPython's own awaited-by
+    # bookkeeping) the caller awaits every input still pending
+    iterator_type = getattr(asyncio.tasks, "_AsCompletedIterator", None)
+    if iterator_type is not None and hasattr(task, "_asyncio_awaited_by"):
+        for f in coro_chain(get_coro(task)):
+            me = f.f_locals.get("self")
+            if isinstance(me, iterator_type):
+                return list(me._todo)
     # shield(): the inner task's done callback holds the outer future
     return shields.get(id(w), [])
 

@@ -1,6 +1,6 @@
 /*
  * asyncio task graphs: 3.14+ (this comment), 3.7 - 3.13 (section
- * "CPython 3.7 - 3.13" below).
+ * tasks_legacy.c).
  *
  * Where tasks are: since 3.14 every C Task (asyncio.Task and its
  * subclasses) links itself, while pending, into a list headed in the
@@ -38,49 +38,6 @@
 #include "asyncio_find.h"
 #include "tasks.h"
 #include "unicode.h"
-
-#define MAX_TASK_SIZE 4096
-#define MAX_INTERP_SIZE (16u << 20)
-#define MAX_TSTATE_SIZE (64u << 10)
-#define MAX_INTERPS 4096
-#define MAX_THREADS 65536
-/* Times we re-read the task lists when they changed under us. */
-#define MAX_LIST_RETRIES 8
-/* Times we re-read a task whose coroutine stack changed under us. */
-#define MAX_TASK_RETRIES 4
-/* Coroutines awaiting coroutines within one task. */
-#define MAX_CORO_DEPTH 4096
-/* Slots of an awaited-by set we read (a set of 2^20 awaiters is 16 MiB). */
-#define MAX_SET_SLOTS (1u << 20)
-/* Await cycles we record. */
-#define MAX_CYCLES 1024
-/* A type name longer than this is none we look for. */
-#define MAX_TYPE_NAME 32
-/* Types we remember; past this they are classified again each time. */
-#define TYPE_CACHE 1024
-/* A task's name as a Python int (before get_name() made it a str) has
- * this many 30-bit digits at most for us: 2^60 tasks is plenty. */
-#define MAX_NAME_DIGITS 2
-/* We read this much of a generator object at once: its header and frame
- * and, usually, the value stack slot that says what it awaits. */
-#define GEN_READ 512
-/* ... and of a task's name: a short ASCII str, header and all. */
-#define NAME_READ 128
-
-#define TPFLAGS_LONG_SUBCLASS (1ULL << 24)
-#define TPFLAGS_UNICODE_SUBCLASS (1ULL << 28)
-#define FRAME_OWNED_BY_GENERATOR 1
-/* enum fut_state in _asynciomodule.c (3.4+). */
-#define FUT_PENDING 0
-#define FUT_CANCELLED 1
-#define FUT_FINISHED 2
-
-static uint64_t u64at(const uint8_t *p, uint64_t off)
-{
-	uint64_t v;
-	memcpy(&v, p + off, sizeof v);
-	return v;
-}
 
 /* ---- .AsyncioDebug --------------------------------------------------- */
 
@@ -145,75 +102,9 @@ int pyd_asyncio_offsets_parse(const uint8_t *raw, size_t len,
 	return 0;
 }
 
-/* ---- decoding context ------------------------------------------------ */
-
-enum obj_kind {
-	KIND_OTHER,   /* not something we follow */
-	KIND_GEN,     /* generator, coroutine or async generator */
-	KIND_AWAITER, /* async_generator_asend / _athrow: wraps an async gen */
-};
-
-struct type_entry {
-	uint64_t addr; /* 0: free slot */
-	uint64_t flags;
-	enum obj_kind kind;
-};
-
-/* What listing a task gave us, before it is decoded. */
-struct raw_task {
-	uint64_t id;
-	uint64_t type;
-	uint64_t name, awaited_by, coro;
-	bool awaited_by_is_set;
-	int32_t state; /* fut_state, -1 unknown */
-	int64_t tid;
-	uint64_t tstate; /* the thread state whose list holds it, or 0 */
-	/* <= 3.13 only */
-	uint64_t waiter, loop; /* task_fut_waiter, fut_loop */
-	bool running;          /* a value of asyncio.tasks._current_tasks */
-	bool py;               /* a pure-Python task (attributes, not fields) */
-};
-
-struct thread_info {
-	uint64_t tstate;
-	int64_t tid;
-	uint64_t pthread; /* <= 3.13: thread_id, what loop._thread_id holds */
-	uint64_t running_task; /* 0 if none */
-};
-
-struct tctx {
-	struct pyd_session *s;
-	const struct py_layout *L;
-	struct pyd_asyncio_offsets ao;
-	/* Listing */
-	struct raw_task *raw;
-	size_t nraw, rawcap;
-	struct thread_info *threads;
-	size_t nthreads, threadcap;
-	/* id -> index into raw; open addressing, capacity a power of 2 */
-	uint64_t *hkeys;
-	uint32_t *hvals;
-	size_t hcap;
-	/* Types of the tasks we listed: an awaiter of one of these types is a
-	 * task too, even if no list holds it. */
-	uint64_t task_types[16];
-	size_t ntask_types;
-	/* <= 3.13: asyncio.tasks._PyTask of each interpreter (pure-Python
-	 * tasks are instances of it or of its subclasses) */
-	uint64_t pytask_types[16];
-	size_t npytask_types;
-	struct type_entry types[TYPE_CACHE];
-	size_t ntypes;
-	struct type_entry scratch;
-	bool capped; /* PYD_MAX_TASKS listed: the rest are left out */
-	/* Per-task awaited-by ids (indexes into raw), filled while decoding */
-	uint32_t **ab;
-	size_t *nab;
-};
-
 /* ---- id set ---------------------------------------------------------- */
 
-static size_t hslot(const struct tctx *c, uint64_t id)
+size_t tasks_hslot(const struct tctx *c, uint64_t id)
 {
 	size_t mask = c->hcap - 1;
 	size_t i = (size_t)((id >> 3) * 0x9E3779B97F4A7C15ULL) & mask;
@@ -223,15 +114,15 @@ static size_t hslot(const struct tctx *c, uint64_t id)
 }
 
 /* Index of the task with this id, or -1. */
-static long find_task(const struct tctx *c, uint64_t id)
+long tasks_find_task(const struct tctx *c, uint64_t id)
 {
 	if (!c->hcap || !id)
 		return -1;
-	size_t i = hslot(c, id);
+	size_t i = tasks_hslot(c, id);
 	return c->hkeys[i] ? (long)c->hvals[i] : -1;
 }
 
-static bool hgrow(struct tctx *c)
+bool tasks_hgrow(struct tctx *c)
 {
 	size_t cap = c->hcap ? c->hcap * 2 : 1024;
 	uint64_t *keys = calloc(cap, sizeof *keys);
@@ -249,7 +140,7 @@ static bool hgrow(struct tctx *c)
 	c->hcap = cap;
 	for (size_t i = 0; i < ocap; i++)
 		if (ok[i]) {
-			size_t j = hslot(c, ok[i]);
+			size_t j = tasks_hslot(c, ok[i]);
 			c->hkeys[j] = ok[i];
 			c->hvals[j] = ov[i];
 		}
@@ -260,7 +151,7 @@ static bool hgrow(struct tctx *c)
 
 /* ---- small readers --------------------------------------------------- */
 
-static enum pyd_err rd(struct tctx *c, uint64_t addr, void *buf, size_t len)
+enum pyd_err tasks_rd(struct tctx *c, uint64_t addr, void *buf, size_t len)
 {
 	if (!addr)
 		return PYD_E_READ;
@@ -275,7 +166,7 @@ static bool read_cstr(struct tctx *c, uint64_t addr, char *out, size_t outsz)
 	while (n + 1 < outsz) {
 		size_t room = 4096 - (size_t)((addr + n) & 4095);
 		size_t want = outsz - 1 - n < room ? outsz - 1 - n : room;
-		if (rd(c, addr + n, out + n, want))
+		if (tasks_rd(c, addr + n, out + n, want))
 			return false;
 		void *nul = memchr(out + n, 0, want);
 		n += want;
@@ -305,7 +196,7 @@ static const struct type_entry *type_info(struct tctx *c, uint64_t type)
 	size_t need = (size_t)L->object.tp_flags + 8;
 	if (need < (size_t)L->object.tp_name + 24)
 		need = (size_t)L->object.tp_name + 24;
-	if (need > sizeof buf || rd(c, type, buf, need))
+	if (need > sizeof buf || tasks_rd(c, type, buf, need))
 		return &unknown;
 	struct type_entry t = {type, u64at(buf, (uint64_t)L->object.tp_flags),
 			       KIND_OTHER};
@@ -350,9 +241,9 @@ static const struct type_entry *type_info(struct tctx *c, uint64_t type)
 static size_t read_obj(struct tctx *c, uint64_t addr, uint8_t *buf,
 		       size_t want, size_t need)
 {
-	if (!rd(c, addr, buf, want))
+	if (!tasks_rd(c, addr, buf, want))
 		return want;
-	return need < want && !rd(c, addr, buf, need) ? need : 0;
+	return need < want && !tasks_rd(c, addr, buf, need) ? need : 0;
 }
 
 /* ---- listing --------------------------------------------------------- */
@@ -371,7 +262,7 @@ static enum pyd_err add_raw(struct tctx *c, uint64_t id, const uint8_t *obj,
 			    const struct thread_info *t)
 {
 	const struct pyd_asyncio_offsets *o = &c->ao;
-	if (find_task(c, id) >= 0)
+	if (tasks_find_task(c, id) >= 0)
 		return PYD_E_TORN;
 	if (c->nraw >= PYD_MAX_TASKS) {
 		c->capped = true; /* list no more */
@@ -385,7 +276,7 @@ static enum pyd_err add_raw(struct tctx *c, uint64_t id, const uint8_t *obj,
 		c->raw = p;
 		c->rawcap = cap;
 	}
-	if ((c->nraw + 1) * 2 > c->hcap && !hgrow(c))
+	if ((c->nraw + 1) * 2 > c->hcap && !tasks_hgrow(c))
 		return PYD_E_NOMEM;
 	struct raw_task *r = &c->raw[c->nraw];
 	*r = (struct raw_task){
@@ -404,7 +295,7 @@ static enum pyd_err add_raw(struct tctx *c, uint64_t id, const uint8_t *obj,
 		memcpy(&st, obj + o->task_state, sizeof st);
 		r->state = st;
 	}
-	size_t slot = hslot(c, id);
+	size_t slot = tasks_hslot(c, id);
 	c->hkeys[slot] = id;
 	c->hvals[slot] = (uint32_t)c->nraw++;
 	if (!is_task_type(c, r->type) &&
@@ -421,13 +312,13 @@ static enum pyd_err walk_list(struct tctx *c, uint64_t head,
 	const struct pyd_asyncio_offsets *o = &c->ao;
 	uint8_t obj[MAX_TASK_SIZE];
 	uint64_t next;
-	enum pyd_err err = rd(c, head + (uint64_t)c->L->llist.next, &next,
+	enum pyd_err err = tasks_rd(c, head + (uint64_t)c->L->llist.next, &next,
 			      sizeof next);
 	for (size_t n = 0; !err && next != head && !c->capped; n++) {
 		if (!next || n >= PYD_MAX_TASKS)
 			return PYD_E_TORN;
 		uint64_t id = next - o->task_node;
-		if ((err = rd(c, id, obj, o->task_size)))
+		if ((err = tasks_rd(c, id, obj, o->task_size)))
 			break;
 		/* Only a Task links itself into these lists. */
 		if (!obj[o->task_is_task])
@@ -439,7 +330,7 @@ static enum pyd_err walk_list(struct tctx *c, uint64_t head,
 	return err;
 }
 
-static enum pyd_err add_thread(struct tctx *c, uint64_t tstate, int64_t tid,
+enum pyd_err tasks_add_thread(struct tctx *c, uint64_t tstate, int64_t tid,
 			       uint64_t running)
 {
 	if (c->nthreads == c->threadcap) {
@@ -463,17 +354,17 @@ static enum pyd_err list_threads(struct tctx *c, uint64_t interp)
 	const struct pyd_asyncio_offsets *o = &c->ao;
 	size_t first = c->nthreads;
 	uint64_t ts;
-	enum pyd_err err = rd(c, interp + (uint64_t)L->interp.tstate_head, &ts,
+	enum pyd_err err = tasks_rd(c, interp + (uint64_t)L->interp.tstate_head, &ts,
 			      sizeof ts);
 	for (size_t n = 0; !err && ts && n < MAX_THREADS; n++) {
 		uint64_t next = 0, tid = 0, loop = 0, running = 0;
-		if ((err = rd(c, ts + (uint64_t)L->tstate.next, &next, 8)) ||
-		    (err = rd(c, ts + (uint64_t)L->tstate.native_thread_id,
+		if ((err = tasks_rd(c, ts + (uint64_t)L->tstate.next, &next, 8)) ||
+		    (err = tasks_rd(c, ts + (uint64_t)L->tstate.native_thread_id,
 			      &tid, 8)) ||
-		    (err = rd(c, ts + o->tstate_running_loop, &loop, 8)) ||
-		    (err = rd(c, ts + o->tstate_running_task, &running, 8)))
+		    (err = tasks_rd(c, ts + o->tstate_running_loop, &loop, 8)) ||
+		    (err = tasks_rd(c, ts + o->tstate_running_task, &running, 8)))
 			break;
-		if ((err = add_thread(c, ts, (int64_t)tid, loop ? running : 0)))
+		if ((err = tasks_add_thread(c, ts, (int64_t)tid, loop ? running : 0)))
 			break;
 		ts = next;
 	}
@@ -490,7 +381,7 @@ static enum pyd_err list_threads(struct tctx *c, uint64_t interp)
  * the interpreters into interps, newest first as CPython chains them (so
  * callers walk it backwards to put the main interpreter first).
  */
-static enum pyd_err begin_pass(struct tctx *c, uint64_t *interps,
+enum pyd_err tasks_begin_pass(struct tctx *c, uint64_t *interps,
 			       size_t *ninterps)
 {
 	const struct py_layout *L = c->L;
@@ -501,12 +392,12 @@ static enum pyd_err begin_pass(struct tctx *c, uint64_t *interps,
 		memset(c->hkeys, 0, c->hcap * sizeof *c->hkeys);
 	*ninterps = 0;
 	uint64_t interp;
-	enum pyd_err err = rd(c, c->s->rt.runtime_addr +
+	enum pyd_err err = tasks_rd(c, c->s->rt.runtime_addr +
 				       (uint64_t)L->runtime.interpreters_head,
 			      &interp, sizeof interp);
 	while (!err && interp && *ninterps < MAX_INTERPS) {
 		interps[(*ninterps)++] = interp;
-		err = rd(c, interp + (uint64_t)L->interp.next, &interp,
+		err = tasks_rd(c, interp + (uint64_t)L->interp.next, &interp,
 			 sizeof interp);
 	}
 	return err;
@@ -517,7 +408,7 @@ static enum pyd_err begin_pass(struct tctx *c, uint64_t *interps,
 static enum pyd_err list_once(struct tctx *c, uint64_t *interps)
 {
 	size_t ninterps;
-	enum pyd_err err = begin_pass(c, interps, &ninterps);
+	enum pyd_err err = tasks_begin_pass(c, interps, &ninterps);
 	for (size_t n = ninterps; !err && n-- > 0;) {
 		size_t first = c->nthreads;
 		if ((err = list_threads(c, interps[n])))
@@ -695,7 +586,7 @@ static enum pyd_err coro_chain(struct tctx *c, uint64_t coro,
 		uint64_t ref;
 		if (at + 8 <= coro + got)
 			ref = u64at(obj, at - coro);
-		else if (rd(c, at, &ref, sizeof ref))
+		else if (tasks_rd(c, at, &ref, sizeof ref))
 			return PYD_E_READ;
 		coro = ref & ~tag;
 	}
@@ -718,9 +609,9 @@ static enum pyd_err running_stack(struct tctx *c, uint64_t tstate,
 	*found = false;
 	if (need > sizeof buf)
 		return PYD_E_READ;
-	enum pyd_err err = rd(c, tstate + (uint64_t)L->tstate.frame, &f, sizeof f);
+	enum pyd_err err = tasks_rd(c, tstate + (uint64_t)L->tstate.frame, &f, sizeof f);
 	for (size_t steps = 0; !err && f && steps < PYD_MAX_FRAMES; steps++) {
-		if ((err = rd(c, f, buf, need)))
+		if ((err = tasks_rd(c, f, buf, need)))
 			break;
 		uint64_t prev = u64at(buf, (uint64_t)L->iframe.previous);
 		int owner = buf[L->iframe.owner];
@@ -741,7 +632,7 @@ static enum pyd_err running_stack(struct tctx *c, uint64_t tstate,
 	return err;
 }
 
-static void reverse_frames(struct pyd_frame *f, size_t n)
+void tasks_reverse_frames(struct pyd_frame *f, size_t n)
 {
 	for (size_t i = 0; i < n / 2; i++) {
 		struct pyd_frame tmp = f[i];
@@ -789,7 +680,7 @@ static enum pyd_err read_awaiters(struct tctx *c, const struct raw_task *r,
 	uint8_t hdr[256];
 	if ((size_t)hi + 8 > sizeof hdr)
 		return PYD_E_READ;
-	enum pyd_err err = rd(c, r->awaited_by, hdr, (size_t)hi + 8);
+	enum pyd_err err = tasks_rd(c, r->awaited_by, hdr, (size_t)hi + 8);
 	if (err)
 		return err;
 	int64_t used = (int64_t)u64at(hdr, (uint64_t)L->set.used);
@@ -803,7 +694,7 @@ static enum pyd_err read_awaiters(struct tctx *c, const struct raw_task *r,
 	uint8_t *t = malloc(slots * 16);
 	if (!t)
 		return PYD_E_NOMEM;
-	if ((err = rd(c, table, t, slots * 16))) {
+	if ((err = tasks_rd(c, table, t, slots * 16))) {
 		free(t);
 		return err;
 	}
@@ -826,12 +717,12 @@ static enum pyd_err read_awaiters(struct tctx *c, const struct raw_task *r,
  * thread state we could not walk): add it.  -1 if it is no task. */
 static long awaiter_index(struct tctx *c, uint64_t id, enum pyd_err *err)
 {
-	long i = find_task(c, id);
+	long i = tasks_find_task(c, id);
 	if (i >= 0 || !id)
 		return i;
 	uint8_t obj[MAX_TASK_SIZE];
 	const struct pyd_asyncio_offsets *o = &c->ao;
-	if (rd(c, id, obj, o->task_size) ||
+	if (tasks_rd(c, id, obj, o->task_size) ||
 	    !is_task_type(c, u64at(obj, (uint64_t)c->L->object.ob_type)) ||
 	    !obj[o->task_is_task])
 		return -1;
@@ -855,7 +746,7 @@ static const struct thread_info *thread_of(const struct tctx *c,
 	return NULL;
 }
 
-static enum pyd_task_state task_state(int32_t st)
+enum pyd_task_state tasks_task_state(int32_t st)
 {
 	switch (st) {
 	case FUT_PENDING:
@@ -876,7 +767,7 @@ static enum pyd_err decode_task(struct tctx *c, size_t i, struct pyd_task *t,
 	memset(t, 0, sizeof *t);
 	t->id = r->id;
 	t->thread = r->tid;
-	t->state = task_state(r->state);
+	t->state = tasks_task_state(r->state);
 	t->running = th && th->running_task == r->id;
 	char *name = task_name(c, r->name);
 	if (!name) {
@@ -895,20 +786,20 @@ static enum pyd_err decode_task(struct tctx *c, size_t i, struct pyd_task *t,
 		/* Outermost first: turn it around. */
 		fb.n = 0;
 		t->error = coro ? coro_chain(c, coro, &fb) : PYD_OK;
-		reverse_frames(fb.v, fb.n);
+		tasks_reverse_frames(fb.v, fb.n);
 		if (t->error != PYD_E_READ || retry >= MAX_TASK_RETRIES)
 			break;
 		/* A live task may have moved on (or finished) while we read:
 		 * look again.  A finished one has no stack to show. */
 		uint8_t obj[MAX_TASK_SIZE];
-		if (rd(c, r->id, obj, c->ao.task_size))
+		if (tasks_rd(c, r->id, obj, c->ao.task_size))
 			break;
 		(*retries)++;
 		coro = u64at(obj, c->ao.task_coro);
 		if (c->ao.task_state >= 0) {
 			int32_t st;
 			memcpy(&st, obj + c->ao.task_state, sizeof st);
-			t->state = task_state(st);
+			t->state = tasks_task_state(st);
 			if (st != FUT_PENDING) {
 				fb.n = 0;
 				t->error = PYD_OK;
@@ -924,7 +815,7 @@ static enum pyd_err decode_task(struct tctx *c, size_t i, struct pyd_task *t,
 
 /* ---- edges and cycles ------------------------------------------------ */
 
-static enum pyd_err build_awaits(struct tctx *c, struct pyd_task_graph *g)
+enum pyd_err tasks_build_awaits(struct tctx *c, struct pyd_task_graph *g)
 {
 	size_t n = g->ntasks;
 	size_t *count = calloc(n ? n : 1, sizeof *count);
@@ -984,7 +875,7 @@ static enum pyd_err add_cycle(struct pyd_task_graph *g, const uint32_t *path,
  * can be deep); a back edge to a task on the current path closes a
  * cycle, recorded as the path from that task back to it.
  */
-static enum pyd_err find_cycles(struct tctx *c, struct pyd_task_graph *g)
+enum pyd_err tasks_find_cycles(struct tctx *c, struct pyd_task_graph *g)
 {
 	size_t n = g->ntasks;
 	uint8_t *color = calloc(n ? n : 1, 1); /* 0 new, 1 on path, 2 done */
@@ -1008,7 +899,7 @@ static enum pyd_err find_cycles(struct tctx *c, struct pyd_task_graph *g)
 				depth--;
 				continue;
 			}
-			long w = find_task(c, t->awaits[edge[depth - 1]++]);
+			long w = tasks_find_task(c, t->awaits[edge[depth - 1]++]);
 			if (w < 0)
 				continue;
 			if (color[w] == 1)
@@ -1044,7 +935,7 @@ static bool module_mapped(struct pyd_session *s)
 	return false;
 }
 
-static void ctx_free(struct tctx *c)
+void tasks_ctx_free(struct tctx *c)
 {
 	if (c->ab)
 		for (size_t i = 0; i < c->nraw; i++)
@@ -1060,7 +951,7 @@ static void ctx_free(struct tctx *c)
 
 /* Grow the per-task arrays to the number of raw tasks (awaiters found
  * while decoding add tasks). */
-static enum pyd_err grow_tasks(struct tctx *c, struct pyd_task_graph *g,
+enum pyd_err tasks_grow_tasks(struct tctx *c, struct pyd_task_graph *g,
 			       size_t *cap)
 {
 	if (c->nraw <= *cap)
@@ -1089,7 +980,7 @@ static enum pyd_err decode_all(struct tctx *c, struct pyd_task_graph *g)
 	struct id_list ids = {0};
 	enum pyd_err err = PYD_OK;
 	for (size_t i = 0; i < c->nraw && !err; i++) {
-		if ((err = grow_tasks(c, g, &cap)))
+		if ((err = tasks_grow_tasks(c, g, &cap)))
 			break;
 		c->ab[i] = NULL;
 		c->nab[i] = 0;
@@ -1121,810 +1012,9 @@ static enum pyd_err decode_all(struct tctx *c, struct pyd_task_graph *g)
 	}
 	free(ids.v);
 	if (!err)
-		err = build_awaits(c, g);
+		err = tasks_build_awaits(c, g);
 	if (!err)
-		err = find_cycles(c, g);
-	return err;
-}
-
-/* ---- CPython 3.7 - 3.13 ---------------------------------------------- */
-
-/*
- * Before 3.14 the tasks are in the asyncio.tasks module: `_all_tasks`
- * (3.7-3.11), or `_scheduled_tasks` and `_eager_tasks` (3.12, 3.13): a
- * WeakSet (its `data` attribute, a set of weakrefs to the tasks) or a set.
- * With the C accelerator they are the _asyncio module's objects.  The
- * running task of each loop is a value of `_current_tasks` (loop -> task).
- * A task's thread is the one whose thread_id its loop's `_thread_id`
- * holds (set while the loop runs; None for a loop no thread runs).
- *
- * Tasks are C Tasks (_asyncio.Task and subclasses): fut_state, task_name
- * (a str; 3.12+ an int N meaning "Task-N" until get_name()), task_coro,
- * task_fut_waiter (what the task's coroutine chain yielded: the future the
- * task waits on).  Who awaits whom comes from that waiter, as
- * tests/targets/asyncio_graph.py derives it: a Task is awaited directly;
- * a gather() future's `_children` (recursively); any other future F is
- * awaited through the tasks whose done-callbacks lead to F -- shield()'s
- * `_inner_done_callback` closure holds F, a TaskGroup's `_on_task_done`
- * bound method's TaskGroup holds F as `_on_completed_fut`.
- *
- * Coroutine stacks: <= 3.10 the generator's gi_frame is a PyFrameObject
- * whose awaited object (in `await` / `yield from`, i.e. the next opcode is
- * YIELD_FROM) is the top of its value stack; 3.11+ the frame is embedded
- * (gi_iframe) and the awaited object is localsplus[stacktop - 1] while
- * the frame state (3.13) or the RESUME after prev_instr (3.11, 3.12) says
- * it is suspended in `await`.
- */
-
-#define OLD_MAX_GATHER_DEPTH 64
-#define ASEND_GEN 16      /* PyAsyncGenASend.ags_gen / AThrow.agt_gen */
-
-enum old_kind {
-	OLD_OTHER,
-	OLD_TASK,    /* _asyncio.Task or a subclass */
-	OLD_PYTASK,  /* asyncio.tasks._PyTask or a subclass */
-	OLD_GEN,     /* coroutine, generator, async_generator */
-	OLD_AWAITER, /* async_generator_asend / _athrow */
-	OLD_METHOD,  /* bound method */
-	OLD_FUNC,    /* Python function */
-	OLD_NONE,    /* None: a pure-Python task's "no waiter" */
-};
-
-static enum old_kind old_kind(struct tctx *c, uint64_t obj)
-{
-	uint64_t type;
-	if (pyd_obj_type(c->s, obj, &type) || !type)
-		return OLD_OTHER;
-	const size_t n = sizeof c->task_types / sizeof *c->task_types;
-	/* Small memo: task_types holds Task types, types[] the rest. */
-	for (size_t i = 0; i < c->ntask_types; i++)
-		if (c->task_types[i] == type)
-			return OLD_TASK;
-	size_t h = (size_t)((type >> 3) * 0x9E3779B97F4A7C15ULL) % TYPE_CACHE;
-	for (size_t p = 0; p < TYPE_CACHE; p++) {
-		struct type_entry *e = &c->types[(h + p) % TYPE_CACHE];
-		if (e->addr == type)
-			return (enum old_kind)e->flags;
-		if (!e->addr)
-			break;
-	}
-	enum old_kind k = OLD_OTHER;
-	char name[MAX_TYPE_NAME + 1];
-	pyd_type_name(c->s, type, name, sizeof name);
-	if (!strcmp(name, "coroutine") || !strcmp(name, "generator") ||
-	    !strcmp(name, "async_generator"))
-		k = OLD_GEN;
-	else if (!strcmp(name, "async_generator_asend") ||
-		 !strcmp(name, "async_generator_athrow"))
-		k = OLD_AWAITER;
-	else if (!strcmp(name, "method"))
-		k = OLD_METHOD;
-	else if (!strcmp(name, "function"))
-		k = OLD_FUNC;
-	else if (!strcmp(name, "NoneType"))
-		k = OLD_NONE;
-	else {
-		uint64_t t = type;
-		for (int depth = 0; t && depth < 32 && k == OLD_OTHER; depth++) {
-			for (size_t i = 0; i < c->npytask_types; i++)
-				if (c->pytask_types[i] == t)
-					k = OLD_PYTASK;
-			pyd_type_name(c->s, t, name, sizeof name);
-			if (!strcmp(name, "_asyncio.Task")) {
-				k = OLD_TASK;
-				break;
-			}
-			if (pyd_read_ptr(c->s, t + (uint64_t)c->L->old_tasks.tp_base,
-					 &t))
-				break;
-		}
-	}
-	if (k == OLD_TASK && c->ntask_types < n) {
-		c->task_types[c->ntask_types++] = type;
-		return k;
-	}
-	if (c->ntypes < TYPE_CACHE / 2)
-		for (size_t p = 0; p < TYPE_CACHE; p++) {
-			struct type_entry *e = &c->types[(h + p) % TYPE_CACHE];
-			if (!e->addr) {
-				*e = (struct type_entry){type, (uint64_t)k, KIND_OTHER};
-				c->ntypes++;
-				break;
-			}
-		}
-	return k;
-}
-
-/* Record a pending C task (anything else is skipped). */
-static enum pyd_err old_add(struct tctx *c, uint64_t id)
-{
-	const struct py_old_tasks *o = &c->L->old_tasks;
-	uint8_t obj[MAX_TASK_SIZE];
-	if (!id || find_task(c, id) >= 0)
-		return PYD_OK;
-	enum old_kind kind = old_kind(c, id);
-	struct raw_task py = {.id = id, .py = true};
-	int32_t st;
-	if (kind == OLD_PYTASK) {
-		uint64_t state;
-		/* Future._state is a class attribute (PENDING) until the
-		 * future is done; _fut_waiter a class attribute None. */
-		if (pyd_obj_attr(c->s, id, "_state", &state) ||
-		    (state && !pyd_str_eq(c->s, state, "PENDING")) ||
-		    pyd_obj_type(c->s, id, &py.type) ||
-		    pyd_obj_attr(c->s, id, "_name", &py.name) ||
-		    pyd_obj_attr(c->s, id, "_coro", &py.coro) ||
-		    pyd_obj_attr(c->s, id, "_fut_waiter", &py.waiter) ||
-		    pyd_obj_attr(c->s, id, "_loop", &py.loop))
-			return PYD_OK;
-		st = FUT_PENDING;
-	} else if (kind != OLD_TASK) {
-		return PYD_OK;
-	} else if ((size_t)o->task_size > sizeof obj ||
-		   rd(c, id, obj, (size_t)o->task_size)) {
-		return PYD_OK;
-	} else {
-		memcpy(&st, obj + o->fut_state, sizeof st);
-	}
-	if (st != FUT_PENDING)
-		return PYD_OK;
-	if (c->nraw >= PYD_MAX_TASKS) {
-		c->capped = true;
-		return PYD_OK;
-	}
-	if (c->nraw == c->rawcap) {
-		size_t cap = c->rawcap ? c->rawcap * 2 : 256;
-		void *p = realloc(c->raw, cap * sizeof *c->raw);
-		if (!p)
-			return PYD_E_NOMEM;
-		c->raw = p;
-		c->rawcap = cap;
-	}
-	if ((c->nraw + 1) * 2 > c->hcap && !hgrow(c))
-		return PYD_E_NOMEM;
-	if (kind == OLD_PYTASK)
-		c->raw[c->nraw] = py;
-	else
-		c->raw[c->nraw] = (struct raw_task){
-			.id = id,
-			.type = u64at(obj, (uint64_t)c->L->object.ob_type),
-			.name = o->task_name >= 0
-					? u64at(obj, (uint64_t)o->task_name) : 0,
-			.coro = u64at(obj, (uint64_t)o->task_coro),
-			.waiter = u64at(obj, (uint64_t)o->task_fut_waiter),
-			.loop = u64at(obj, (uint64_t)o->fut_loop),
-		};
-	c->raw[c->nraw].state = st;
-	size_t slot = hslot(c, id);
-	c->hkeys[slot] = id;
-	c->hvals[slot] = (uint32_t)c->nraw++;
-	return PYD_OK;
-}
-
-/* The tasks in a WeakSet (weak = true) or a set. */
-static enum pyd_err old_add_set(struct tctx *c, uint64_t set, bool weak)
-{
-	uint64_t *keys;
-	size_t n;
-	enum pyd_err err;
-	if (!set)
-		return PYD_OK;
-	if (weak) {
-		uint64_t data;
-		if ((err = pyd_obj_attr(c->s, set, "data", &data)))
-			return err;
-		set = data;
-		if (!set)
-			return PYD_E_READ;
-	}
-	if ((err = pyd_set_items(c->s, set, &keys, &n)))
-		return err;
-	for (size_t i = 0; i < n && !err; i++) {
-		uint64_t t = keys[i];
-		if (weak && pyd_weakref_get(c->s, keys[i], &t))
-			continue;
-		err = old_add(c, t);
-	}
-	free(keys);
-	return err;
-}
-
-/* Thread states of one interpreter, with their pthread ids. */
-static enum pyd_err old_threads(struct tctx *c, uint64_t interp)
-{
-	const struct py_layout *L = c->L;
-	uint64_t ts;
-	enum pyd_err err = rd(c, interp + (uint64_t)L->interp.tstate_head, &ts,
-			      sizeof ts);
-	for (size_t n = 0; !err && ts && n < MAX_THREADS; n++) {
-		uint64_t next = 0, pth = 0, tid = 0;
-		if ((err = rd(c, ts + (uint64_t)L->tstate.next, &next, 8)) ||
-		    (err = rd(c, ts + (uint64_t)L->tstate.thread_id, &pth, 8)))
-			break;
-		if (L->tstate.native_thread_id != PYD_NO_FIELD)
-			rd(c, ts + (uint64_t)L->tstate.native_thread_id, &tid, 8);
-		else {
-			/* glibc x86-64: offsetof(struct pthread, tid) */
-			int32_t t32 = 0;
-			if (pth && !pyd_read_i32(c->s, pth + 0x2d0, &t32))
-				tid = (uint64_t)(int64_t)t32;
-		}
-		if ((err = add_thread(c, ts, (int64_t)tid, 0)))
-			break;
-		c->threads[c->nthreads - 1].pthread = pth;
-		ts = next;
-	}
-	return err;
-}
-
-static enum pyd_err old_list_interp(struct tctx *c, uint64_t interp,
-				    struct pyd_task_graph *g)
-{
-	const struct py_layout *L = c->L;
-	uint64_t modules, mod, md;
-	enum pyd_err err = rd(c, interp + (uint64_t)L->old_tasks.interp_modules,
-			      &modules, sizeof modules);
-	if (err || (err = old_threads(c, interp)))
-		return err;
-	if (!modules)
-		return PYD_OK;
-	if ((err = pyd_dict_get(c->s, modules, "asyncio.tasks", &mod)))
-		return err;
-	if (!mod)
-		return PYD_OK; /* this interpreter never imported asyncio */
-	g->asyncio_loaded = true;
-	if ((err = rd(c, mod + PYD_MODULE_MD_DICT, &md, sizeof md)))
-		return err;
-	uint64_t *kv;
-	size_t n;
-	if ((err = pyd_dict_items(c->s, md, &kv, &n)))
-		return err;
-	uint64_t all = 0, sched = 0, eager = 0, current = 0;
-	for (size_t i = 0; i < n; i++) {
-		uint64_t k = kv[2 * i], v = kv[2 * i + 1];
-		if (pyd_str_eq(c->s, k, "_PyTask")) {
-			if (c->npytask_types < sizeof c->pytask_types /
-						       sizeof *c->pytask_types)
-				c->pytask_types[c->npytask_types++] = v;
-		} else if (pyd_str_eq(c->s, k, "_all_tasks"))
-			all = v;
-		else if (pyd_str_eq(c->s, k, "_scheduled_tasks"))
-			sched = v;
-		else if (pyd_str_eq(c->s, k, "_eager_tasks"))
-			eager = v;
-		else if (pyd_str_eq(c->s, k, "_current_tasks"))
-			current = v;
-	}
-	free(kv);
-	size_t first = c->nraw;
-	/* The running tasks first: a task in two places is listed once. */
-	if (current && !pyd_dict_items(c->s, current, &kv, &n)) {
-		for (size_t i = 0; i < n && !err; i++)
-			err = old_add(c, kv[2 * i + 1]);
-		for (size_t i = 0; i < n; i++) {
-			long k = find_task(c, kv[2 * i + 1]);
-			if (k >= (long)first)
-				c->raw[k].running = true;
-		}
-		free(kv);
-	}
-	if (!err)
-		err = old_add_set(c, all, true);
-	if (!err)
-		err = old_add_set(c, sched, true);
-	if (!err)
-		err = old_add_set(c, eager, false);
-	return err;
-}
-
-static enum pyd_err old_list_once(struct tctx *c, uint64_t *interps,
-				  struct pyd_task_graph *g)
-{
-	size_t ninterps;
-	c->npytask_types = 0;
-	enum pyd_err err = begin_pass(c, interps, &ninterps);
-	for (size_t n = ninterps; !err && n-- > 0;)
-		err = old_list_interp(c, interps[n], g);
-	return err;
-}
-
-/* A task's thread: the one running its loop. */
-static const struct thread_info *old_thread_of(struct tctx *c,
-					       const struct raw_task *r)
-{
-	uint64_t tid_obj;
-	int64_t pth;
-	if (!r->loop || pyd_obj_attr(c->s, r->loop, "_thread_id", &tid_obj) ||
-	    !tid_obj || pyd_long_value(c->s, tid_obj, &pth))
-		return NULL;
-	for (size_t i = 0; i < c->nthreads; i++)
-		if (c->threads[i].pthread == (uint64_t)pth)
-			return &c->threads[i];
-	return NULL;
-}
-
-static bool old_push(struct pyd_frame_buf *b, struct tctx *c, uint64_t code,
-		     int64_t off)
-{
-	return pyd_frame_push_at(c->s, b, code, off) == PYD_OK;
-}
-
-/* PyFrameObject (<= 3.10): push it; *next is what it awaits, or 0. */
-static enum pyd_err old_frame_object(struct tctx *c, uint64_t f,
-				     struct pyd_frame_buf *out, uint64_t *next)
-{
-	const struct py_layout *L = c->L;
-	const struct py_old_tasks *o = &L->old_tasks;
-	uint8_t buf[256];
-	*next = 0;
-	if (rd(c, f, buf, 128))
-		return PYD_E_READ;
-	uint64_t code = u64at(buf, (uint64_t)L->frame_object.f_code);
-	int32_t lasti;
-	memcpy(&lasti, buf + L->frame_object.f_lasti, sizeof lasti);
-	bool units = L->line_model == PY_LINES_310;
-	if (!old_push(out, c, code, units && lasti >= 0 ? 2 * (int64_t)lasti
-							: lasti))
-		return PYD_E_READ;
-	if (lasti < 0)
-		return PYD_OK; /* not started */
-	uint64_t top; /* address of the top stack slot */
-	if (o->f_stacktop != PYD_NO_FIELD) {
-		uint64_t st = u64at(buf, (uint64_t)o->f_stacktop);
-		if (!st)
-			return PYD_OK; /* running or finished */
-		top = st - 8;
-	} else {
-		int8_t state = (int8_t)buf[o->f_state];
-		int32_t depth;
-		memcpy(&depth, buf + o->f_stackdepth, sizeof depth);
-		if (state != o->fs_suspended || depth < 1 || depth > (1 << 20))
-			return PYD_OK;
-		top = u64at(buf, (uint64_t)o->f_valuestack) + 8 * (uint64_t)(depth - 1);
-	}
-	/* In `await` / `yield from` when the next opcode is YIELD_FROM. */
-	uint64_t co_code;
-	uint8_t op;
-	int64_t at = (units ? 2 * (int64_t)lasti : lasti) + 2;
-	if (pyd_read_ptr(c->s, code + (uint64_t)o->co_code, &co_code) ||
-	    rd(c, co_code + (uint64_t)L->bytes.ob_sval + (uint64_t)at, &op, 1))
-		return PYD_E_READ;
-	if (op != o->yield_from_op)
-		return PYD_OK;
-	return pyd_read_ptr(c->s, top, next) ? PYD_E_READ : PYD_OK;
-}
-
-/* Embedded frame (3.11 - 3.13) of the generator at gen. */
-static enum pyd_err old_gen_iframe(struct tctx *c, uint64_t gen,
-				   struct pyd_frame_buf *out, uint64_t *next)
-{
-	const struct py_layout *L = c->L;
-	const struct py_old_tasks *o = &L->old_tasks;
-	uint8_t buf[256];
-	size_t need = (size_t)(o->gi_iframe + o->if_localsplus);
-	*next = 0;
-	if (need > sizeof buf || rd(c, gen, buf, need))
-		return PYD_E_READ;
-	int8_t state = (int8_t)buf[o->gi_frame_state];
-	if (state < o->fs_created || state > o->fs_executing)
-		return PYD_OK; /* finished: no frame */
-	const uint8_t *f = buf + o->gi_iframe;
-	uint64_t code = u64at(f, (uint64_t)L->iframe.code);
-	uint64_t instr = u64at(f, (uint64_t)L->iframe.instr);
-	if (!old_push(out, c, code, pyd_iframe_offset(L, code, instr)))
-		return PYD_E_READ;
-	if (state == o->fs_created || state == o->fs_executing)
-		return PYD_OK;
-	if (o->fs_yield_from) {
-		if (state != o->fs_yield_from)
-			return PYD_OK;
-	} else {
-		uint8_t unit[2];
-		if (rd(c, instr + 2, unit, 2))
-			return PYD_E_READ;
-		if ((unit[0] != o->resume_ops[0] && unit[0] != o->resume_ops[1]) ||
-		    unit[1] < 2)
-			return PYD_OK;
-	}
-	int32_t stacktop;
-	memcpy(&stacktop, f + o->if_stacktop, sizeof stacktop);
-	if (stacktop < 1 || stacktop > (1 << 20))
-		return PYD_E_READ;
-	uint64_t slot = gen + (uint64_t)(o->gi_iframe + o->if_localsplus) +
-			8 * (uint64_t)(stacktop - 1);
-	return pyd_read_ptr(c->s, slot, next) ? PYD_E_READ : PYD_OK;
-}
-
-/* From a task's coroutine down, outermost first. */
-static enum pyd_err old_coro_chain(struct tctx *c, uint64_t coro,
-				   struct pyd_frame_buf *out)
-{
-	const struct py_old_tasks *o = &c->L->old_tasks;
-	for (size_t depth = 0; coro; depth++) {
-		if (depth >= MAX_CORO_DEPTH)
-			return PYD_E_READ;
-		enum old_kind k = old_kind(c, coro);
-		uint64_t next = 0;
-		enum pyd_err err;
-		if (k == OLD_AWAITER) {
-			if (pyd_read_ptr(c->s, coro + ASEND_GEN, &next))
-				return PYD_E_READ;
-			coro = next;
-			continue;
-		}
-		if (k != OLD_GEN)
-			return PYD_OK; /* a Future, a plain iterator, ... */
-		if (o->gi_frame != PYD_NO_FIELD) {
-			uint64_t f;
-			if (pyd_read_ptr(c->s, coro + (uint64_t)o->gi_frame, &f))
-				return PYD_E_READ;
-			if (!f)
-				return PYD_OK; /* finished */
-			err = old_frame_object(c, f, out, &next);
-		} else {
-			err = old_gen_iframe(c, coro, out, &next);
-		}
-		if (err)
-			return err;
-		coro = next;
-	}
-	return PYD_OK;
-}
-
-/* The frame of a coroutine, as it appears on a thread's stack. */
-static uint64_t old_coro_frame(struct tctx *c, uint64_t coro)
-{
-	const struct py_old_tasks *o = &c->L->old_tasks;
-	uint64_t f = 0;
-	if (o->gi_frame != PYD_NO_FIELD)
-		pyd_read_ptr(c->s, coro + (uint64_t)o->gi_frame, &f);
-	else
-		f = coro + (uint64_t)o->gi_iframe;
-	return f;
-}
-
-/* A running task: its thread's stack down to its coroutine's frame. */
-static enum pyd_err old_running_stack(struct tctx *c, uint64_t tstate,
-				      uint64_t coro, struct pyd_frame_buf *out,
-				      bool *found)
-{
-	const struct py_layout *L = c->L;
-	uint64_t target = old_coro_frame(c, coro), f;
-	uint8_t buf[256];
-	*found = false;
-	if (!target)
-		return PYD_OK;
-	enum pyd_err err = rd(c, tstate + (uint64_t)L->tstate.frame, &f, sizeof f);
-	if (!err && L->frame_model == PY_FRAMES_CFRAME && f)
-		err = rd(c, f + (uint64_t)L->cframe.current_frame, &f, sizeof f);
-	for (size_t steps = 0; !err && f && steps < PYD_MAX_FRAMES; steps++) {
-		uint64_t code, prev;
-		int64_t off;
-		bool shim = false;
-		if ((err = rd(c, f, buf, 128)))
-			break;
-		if (L->frame_model == PY_FRAMES_OBJECT) {
-			int32_t lasti;
-			code = u64at(buf, (uint64_t)L->frame_object.f_code);
-			prev = u64at(buf, (uint64_t)L->frame_object.f_back);
-			memcpy(&lasti, buf + L->frame_object.f_lasti, sizeof lasti);
-			off = L->line_model == PY_LINES_310 && lasti >= 0
-				      ? 2 * (int64_t)lasti : lasti;
-		} else {
-			code = u64at(buf, (uint64_t)L->iframe.code);
-			prev = u64at(buf, (uint64_t)L->iframe.previous);
-			off = pyd_iframe_offset(L, code,
-						u64at(buf, (uint64_t)L->iframe.instr));
-			shim = L->owner_first_shim != PYD_NO_FIELD &&
-			       buf[L->iframe.owner] >= L->owner_first_shim;
-		}
-		if (!shim && !old_push(out, c, code, off))
-			return PYD_E_READ;
-		if (f == target) {
-			*found = true;
-			return PYD_OK;
-		}
-		f = prev;
-	}
-	out->n = 0;
-	return err;
-}
-
-/* The tasks whose done-callbacks lead to a future: (future, task index)
- * pairs. */
-struct cb_edge {
-	uint64_t fut;
-	uint32_t task;
-};
-
-struct cb_edges {
-	struct cb_edge *v;
-	size_t n, cap;
-};
-
-static bool cb_push(struct cb_edges *e, uint64_t fut, size_t task)
-{
-	if (!fut)
-		return true;
-	if (e->n == e->cap) {
-		size_t cap = e->cap ? e->cap * 2 : 64;
-		void *p = realloc(e->v, cap * sizeof *e->v);
-		if (!p)
-			return false;
-		e->v = p;
-		e->cap = cap;
-	}
-	e->v[e->n++] = (struct cb_edge){fut, (uint32_t)task};
-	return true;
-}
-
-static enum pyd_err old_callback(struct tctx *c, uint64_t cb, size_t task,
-				 struct cb_edges *e)
-{
-	const struct py_old_tasks *o = &c->L->old_tasks;
-	enum old_kind k = old_kind(c, cb);
-	if (k == OLD_METHOD) {
-		/* TaskGroup._on_task_done: its TaskGroup's completion future. */
-		uint64_t self, fut;
-		if (pyd_read_ptr(c->s, cb + (uint64_t)o->meth_self, &self) || !self ||
-		    pyd_obj_attr(c->s, self, "_on_completed_fut", &fut))
-			return PYD_OK;
-		return cb_push(e, fut, task) ? PYD_OK : PYD_E_NOMEM;
-	}
-	if (k != OLD_FUNC)
-		return PYD_OK;
-	/* shield()'s _inner_done_callback: the outer future is in a cell. */
-	uint64_t name, closure, *cells;
-	size_t n;
-	if (pyd_read_ptr(c->s, cb + (uint64_t)o->func_name, &name) ||
-	    !pyd_str_eq(c->s, name, "_inner_done_callback") ||
-	    pyd_read_ptr(c->s, cb + (uint64_t)o->func_closure, &closure) ||
-	    !closure || pyd_seq_items(c->s, closure, false, &cells, &n))
-		return PYD_OK;
-	enum pyd_err err = PYD_OK;
-	for (size_t i = 0; i < n && !err; i++) {
-		uint64_t v;
-		if (!pyd_read_ptr(c->s, cells[i] + (uint64_t)o->cell_ref, &v) &&
-		    !cb_push(e, v, task))
-			err = PYD_E_NOMEM;
-	}
-	free(cells);
-	return err;
-}
-
-static enum pyd_err old_callbacks(struct tctx *c, size_t task,
-				  struct cb_edges *e)
-{
-	const struct py_old_tasks *o = &c->L->old_tasks;
-	uint64_t cb0, list, *items;
-	size_t n;
-	uint64_t id = c->raw[task].id;
-	enum pyd_err err = PYD_OK;
-	if (c->raw[task].py) {
-		if (pyd_obj_attr(c->s, id, "_callbacks", &list) || !list ||
-		    pyd_seq_items(c->s, list, true, &items, &n))
-			return PYD_OK;
-	} else {
-		if (!pyd_read_ptr(c->s, id + (uint64_t)o->fut_callback0, &cb0) &&
-		    cb0)
-			err = old_callback(c, cb0, task, e);
-		if (err ||
-		    pyd_read_ptr(c->s, id + (uint64_t)o->fut_callbacks, &list) ||
-		    !list || pyd_seq_items(c->s, list, true, &items, &n))
-			return err;
-	}
-	/* Items are (callback, context) tuples. */
-	for (size_t i = 0; i < n && !err; i++) {
-		uint64_t cb;
-		if (!pyd_read_ptr(c->s, items[i] + (uint64_t)o->tuple_items, &cb) &&
-		    cb)
-			err = old_callback(c, cb, task, e);
-	}
-	free(items);
-	return err;
-}
-
-static enum pyd_err old_edge(struct tctx *c, size_t waiter, long target)
-{
-	if (target < 0 || (size_t)target == waiter)
-		return PYD_OK;
-	size_t i = (size_t)target;
-	for (size_t k = 0; k < c->nab[i]; k++)
-		if (c->ab[i][k] == waiter)
-			return PYD_OK;
-	if (c->nab[i] % 8 == 0) {
-		void *p = realloc(c->ab[i], (c->nab[i] + 8) * sizeof *c->ab[i]);
-		if (!p)
-			return PYD_E_NOMEM;
-		c->ab[i] = p;
-	}
-	c->ab[i][c->nab[i]++] = (uint32_t)waiter;
-	return PYD_OK;
-}
-
-/* Edges from a gather() future's children, recursively. */
-static enum pyd_err old_gather(struct tctx *c, size_t waiter, uint64_t fut,
-			       int depth, bool *was_gather)
-{
-	uint64_t children, *items;
-	size_t n;
-	*was_gather = false;
-	if (depth > OLD_MAX_GATHER_DEPTH ||
-	    pyd_obj_attr(c->s, fut, "_children", &children) || !children ||
-	    pyd_seq_items(c->s, children, true, &items, &n))
-		return PYD_OK;
-	*was_gather = true;
-	enum pyd_err err = PYD_OK;
-	for (size_t i = 0; i < n && !err; i++) {
-		bool sub;
-		enum old_kind k = old_kind(c, items[i]);
-		if (k == OLD_TASK || k == OLD_PYTASK)
-			err = old_edge(c, waiter, find_task(c, items[i]));
-		else
-			err = old_gather(c, waiter, items[i], depth + 1, &sub);
-	}
-	free(items);
-	return err;
-}
-
-static enum pyd_err old_edges(struct tctx *c)
-{
-	struct cb_edges e = {0};
-	enum pyd_err err = PYD_OK;
-	for (size_t i = 0; i < c->nraw && !err; i++)
-		err = old_callbacks(c, i, &e);
-	for (size_t i = 0; i < c->nraw && !err; i++) {
-		uint64_t w = c->raw[i].waiter;
-		bool gathered;
-		if (!w)
-			continue;
-		enum old_kind k = old_kind(c, w);
-		if (k == OLD_NONE)
-			continue;
-		if (k == OLD_TASK || k == OLD_PYTASK) {
-			err = old_edge(c, i, find_task(c, w));
-			continue;
-		}
-		if ((err = old_gather(c, i, w, 0, &gathered)) || gathered)
-			continue;
-		for (size_t k = 0; k < e.n && !err; k++)
-			if (e.v[k].fut == w)
-				err = old_edge(c, i, (long)e.v[k].task);
-	}
-	free(e.v);
-	return err;
-}
-
-/* A str, or (3.12+) the int N of "Task-N" until get_name(). */
-static char *old_task_name(struct tctx *c, uint64_t obj)
-{
-	uint64_t type;
-	char tname[8];
-	int64_t v;
-	if (pyd_obj_type(c->s, obj, &type))
-		return NULL;
-	pyd_type_name(c->s, type, tname, sizeof tname);
-	if (!strcmp(tname, "str"))
-		return pyd_read_str(c->s, obj);
-	if (strcmp(tname, "int") || pyd_long_value(c->s, obj, &v))
-		return NULL;
-	char *out = malloc(32);
-	if (out)
-		snprintf(out, 32, "Task-%lld", (long long)v);
-	return out;
-}
-
-/* A listed task's state, read again. */
-static enum pyd_task_state old_state_now(struct tctx *c,
-					 const struct raw_task *r)
-{
-	int32_t st;
-	uint64_t state;
-	if (r->py) {
-		if (pyd_obj_attr(c->s, r->id, "_state", &state))
-			return PYD_TASK_UNKNOWN;
-		return !state || pyd_str_eq(c->s, state, "PENDING") ? PYD_TASK_PENDING
-		       : pyd_str_eq(c->s, state, "CANCELLED")   ? PYD_TASK_CANCELLED
-		       : pyd_str_eq(c->s, state, "FINISHED")    ? PYD_TASK_DONE
-								: PYD_TASK_UNKNOWN;
-	}
-	if (rd(c, r->id + (uint64_t)c->L->old_tasks.fut_state, &st, sizeof st))
-		return PYD_TASK_UNKNOWN;
-	return task_state(st);
-}
-
-static enum pyd_err old_decode_task(struct tctx *c, size_t i,
-				    struct pyd_task *t, unsigned *retries)
-{
-	const struct raw_task *r = &c->raw[i];
-	const struct thread_info *th = old_thread_of(c, r);
-	memset(t, 0, sizeof *t);
-	t->id = r->id;
-	t->thread = th ? th->tid : 0;
-	t->state = task_state(r->state);
-	t->running = r->running && th;
-	char *name = r->name ? old_task_name(c, r->name) : NULL;
-	if (!name) {
-		name = malloc(32);
-		if (!name)
-			return PYD_E_NOMEM;
-		snprintf(name, 32, "<task 0x%llx>", (unsigned long long)r->id);
-	}
-	t->name = name;
-	struct pyd_frame_buf fb = {0};
-	bool found = false;
-	if (t->running)
-		t->error = old_running_stack(c, th->tstate, r->coro, &fb, &found);
-	for (unsigned retry = 0; !found; retry++) {
-		fb.n = 0;
-		t->error = r->coro ? old_coro_chain(c, r->coro, &fb) : PYD_OK;
-		reverse_frames(fb.v, fb.n);
-		if (t->error != PYD_E_READ || retry >= MAX_TASK_RETRIES)
-			break;
-		/* A live task may have moved on (or finished) while we read:
-		 * look again.  A finished one has no stack to show. */
-		(*retries)++;
-		enum pyd_task_state now = old_state_now(c, r);
-		if (now != PYD_TASK_PENDING && now != PYD_TASK_UNKNOWN) {
-			fb.n = 0;
-			t->error = PYD_OK;
-			t->state = now;
-			break;
-		}
-	}
-	t->coro_stack = fb.v;
-	t->ncoro = fb.n;
-	return t->error == PYD_E_EXITED || t->error == PYD_E_NOMEM ? t->error
-								   : PYD_OK;
-}
-
-static enum pyd_err old_dump(struct pyd_session *s, struct pyd_task_graph *g)
-{
-	struct tctx *c = calloc(1, sizeof *c);
-	uint64_t *interps = malloc(MAX_INTERPS * sizeof *interps);
-	enum pyd_err err = c && interps ? PYD_OK : PYD_E_NOMEM;
-	if (!err) {
-		c->s = s;
-		c->L = &s->layout;
-		/* A live target's sets change while we read them. */
-		for (unsigned i = 0; i <= MAX_LIST_RETRIES; i++) {
-			g->asyncio_loaded = false;
-			err = old_list_once(c, interps, g);
-			if (err != PYD_E_TORN && err != PYD_E_READ)
-				break;
-			if (i < MAX_LIST_RETRIES)
-				g->retries++;
-		}
-		if (err == PYD_E_TORN || err == PYD_E_READ) {
-			g->error = err;
-			err = PYD_OK;
-		}
-		g->truncated = c->capped;
-	}
-	size_t cap = 0;
-	if (!err && (err = grow_tasks(c, g, &cap)) && c->ab) {
-		free(c->ab); /* its entries are not set yet */
-		c->ab = NULL;
-	}
-	for (size_t i = 0; !err && i < c->nraw; i++) {
-		c->ab[i] = NULL;
-		c->nab[i] = 0;
-	}
-	for (size_t i = 0; !err && i < c->nraw; i++) {
-		g->ntasks = i + 1;
-		err = old_decode_task(c, i, &g->tasks[i], &g->retries);
-	}
-	if (!err)
-		err = old_edges(c);
-	if (!err)
-		err = build_awaits(c, g);
-	if (!err)
-		err = find_cycles(c, g);
-	free(interps);
-	if (c)
-		ctx_free(c);
-	if (err)
-		pyd_task_graph_free(g);
+		err = tasks_find_cycles(c, g);
 	return err;
 }
 
@@ -1932,7 +1022,7 @@ enum pyd_err pyd_dump_tasks(struct pyd_session *s, struct pyd_task_graph *g)
 {
 	memset(g, 0, sizeof *g);
 	if (py_layout_has_old_tasks(&s->layout) && s->rt.runtime_addr)
-		return old_dump(s, g);
+		return tasks_dump_legacy(s, g);
 	if (!py_layout_has_tasks(&s->layout) || !s->rt.runtime_addr)
 		return PYD_E_UNSUPPORTED;
 	/* No binaries to find the section in (a core from 3.14+ found by
@@ -1959,7 +1049,7 @@ enum pyd_err pyd_dump_tasks(struct pyd_session *s, struct pyd_task_graph *g)
 	if (!err && pyd_asyncio_offsets_parse(raw, sizeof raw, &c->ao))
 		err = PYD_E_READ;
 	if (err) {
-		ctx_free(c);
+		tasks_ctx_free(c);
 		return err;
 	}
 	g->asyncio_loaded = true;
@@ -1972,7 +1062,7 @@ enum pyd_err pyd_dump_tasks(struct pyd_session *s, struct pyd_task_graph *g)
 	g->truncated = c->capped;
 	if (!err)
 		err = decode_all(c, g);
-	ctx_free(c);
+	tasks_ctx_free(c);
 	if (err)
 		pyd_task_graph_free(g);
 	return err;

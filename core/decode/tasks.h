@@ -23,6 +23,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+
+#include "session.h"
 
 /* sizeof(struct _Py_AsyncioModuleDebugOffsets): 13 uint64_t. */
 #define PYD_ASYNCIO_OFFSETS_SIZE 104
@@ -55,5 +58,134 @@ struct pyd_asyncio_offsets {
  * holds it); -1 if it is too short or not plausible. */
 int pyd_asyncio_offsets_parse(const uint8_t *raw, size_t len,
 			      struct pyd_asyncio_offsets *out);
+
+/* ---- shared by tasks.c (3.14+) and tasks_legacy.c (3.7-3.13) ---------- */
+
+#define MAX_TASK_SIZE 4096
+#define MAX_INTERP_SIZE (16u << 20)
+#define MAX_TSTATE_SIZE (64u << 10)
+#define MAX_INTERPS 4096
+#define MAX_THREADS 65536
+/* Times we re-read the task lists when they changed under us. */
+#define MAX_LIST_RETRIES 8
+/* Times we re-read a task whose coroutine stack changed under us. */
+#define MAX_TASK_RETRIES 4
+/* Coroutines awaiting coroutines within one task. */
+#define MAX_CORO_DEPTH 4096
+/* Slots of an awaited-by set we read (a set of 2^20 awaiters is 16 MiB). */
+#define MAX_SET_SLOTS (1u << 20)
+/* Await cycles we record. */
+#define MAX_CYCLES 1024
+/* A type name longer than this is none we look for. */
+#define MAX_TYPE_NAME 32
+/* Types we remember; past this they are classified again each time. */
+#define TYPE_CACHE 1024
+/* A task's name as a Python int (before get_name() made it a str) has
+ * this many 30-bit digits at most for us: 2^60 tasks is plenty. */
+#define MAX_NAME_DIGITS 2
+/* We read this much of a generator object at once: its header and frame
+ * and, usually, the value stack slot that says what it awaits. */
+#define GEN_READ 512
+/* ... and of a task's name: a short ASCII str, header and all. */
+#define NAME_READ 128
+
+#define TPFLAGS_LONG_SUBCLASS (1ULL << 24)
+#define TPFLAGS_UNICODE_SUBCLASS (1ULL << 28)
+#define FRAME_OWNED_BY_GENERATOR 1
+/* enum fut_state in _asynciomodule.c (3.4+). */
+#define FUT_PENDING 0
+#define FUT_CANCELLED 1
+#define FUT_FINISHED 2
+
+static inline uint64_t u64at(const uint8_t *p, uint64_t off)
+{
+	uint64_t v;
+	memcpy(&v, p + off, sizeof v);
+	return v;
+}
+
+/* ---- decoding context ------------------------------------------------ */
+
+enum obj_kind {
+	KIND_OTHER,   /* not something we follow */
+	KIND_GEN,     /* generator, coroutine or async generator */
+	KIND_AWAITER, /* async_generator_asend / _athrow: wraps an async gen */
+};
+
+struct type_entry {
+	uint64_t addr; /* 0: free slot */
+	uint64_t flags;
+	enum obj_kind kind;
+};
+
+/* What listing a task gave us, before it is decoded. */
+struct raw_task {
+	uint64_t id;
+	uint64_t type;
+	uint64_t name, awaited_by, coro;
+	bool awaited_by_is_set;
+	int32_t state; /* fut_state, -1 unknown */
+	int64_t tid;
+	uint64_t tstate; /* the thread state whose list holds it, or 0 */
+	/* <= 3.13 only */
+	uint64_t waiter, loop; /* task_fut_waiter, fut_loop */
+	bool running;          /* a value of asyncio.tasks._current_tasks */
+	bool py;               /* a pure-Python task (attributes, not fields) */
+};
+
+struct thread_info {
+	uint64_t tstate;
+	int64_t tid;
+	uint64_t pthread; /* <= 3.13: thread_id, what loop._thread_id holds */
+	uint64_t running_task; /* 0 if none */
+};
+
+struct tctx {
+	struct pyd_session *s;
+	const struct py_layout *L;
+	struct pyd_asyncio_offsets ao;
+	/* Listing */
+	struct raw_task *raw;
+	size_t nraw, rawcap;
+	struct thread_info *threads;
+	size_t nthreads, threadcap;
+	/* id -> index into raw; open addressing, capacity a power of 2 */
+	uint64_t *hkeys;
+	uint32_t *hvals;
+	size_t hcap;
+	/* Types of the tasks we listed: an awaiter of one of these types is a
+	 * task too, even if no list holds it. */
+	uint64_t task_types[16];
+	size_t ntask_types;
+	/* <= 3.13: asyncio.tasks._PyTask of each interpreter (pure-Python
+	 * tasks are instances of it or of its subclasses) */
+	uint64_t pytask_types[16];
+	size_t npytask_types;
+	struct type_entry types[TYPE_CACHE];
+	size_t ntypes;
+	struct type_entry scratch;
+	bool capped; /* PYD_MAX_TASKS listed: the rest are left out */
+	/* Per-task awaited-by ids (indexes into raw), filled while decoding */
+	uint32_t **ab;
+	size_t *nab;
+};
+
+enum pyd_err tasks_add_thread(struct tctx *c, uint64_t tstate, int64_t tid,
+                              uint64_t running);
+enum pyd_err tasks_begin_pass(struct tctx *c, uint64_t *interps,
+                              size_t *ninterps);
+enum pyd_err tasks_build_awaits(struct tctx *c, struct pyd_task_graph *g);
+void tasks_ctx_free(struct tctx *c);
+enum pyd_err tasks_find_cycles(struct tctx *c, struct pyd_task_graph *g);
+long tasks_find_task(const struct tctx *c, uint64_t id);
+enum pyd_err tasks_grow_tasks(struct tctx *c, struct pyd_task_graph *g,
+                              size_t *cap);
+bool tasks_hgrow(struct tctx *c);
+size_t tasks_hslot(const struct tctx *c, uint64_t id);
+enum pyd_err tasks_rd(struct tctx *c, uint64_t addr, void *buf, size_t len);
+void tasks_reverse_frames(struct pyd_frame *f, size_t n);
+enum pyd_task_state tasks_task_state(int32_t st);
+/* CPython 3.7 - 3.13: tasks from the asyncio module state (tasks_legacy.c). */
+enum pyd_err tasks_dump_legacy(struct pyd_session *s, struct pyd_task_graph *g);
 
 #endif

@@ -1,6 +1,6 @@
 /*
- * asyncio task graphs: 3.14+ (this comment), 3.7 - 3.13 (section
- * tasks_legacy.c).
+ * asyncio task graphs: 3.14+ here (this comment), 3.7 - 3.13 in
+ * tasks_legacy.c; the graph building (edges, cycles) both share is here.
  *
  * Where tasks are: since 3.14 every C Task (asyncio.Task and its
  * subclasses) links itself, while pending, into a list headed in the

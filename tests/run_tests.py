@@ -994,6 +994,14 @@ def locked_kill(interp, tool, opts):
                     break
                 time.sleep(0.01)
             if paused is not None:
+                # The tool seizes threads one by one: the pause is complete
+                # only once every thread is in a ptrace stop (under load the
+                # first and the last can be milliseconds apart).
+                while time.time() < deadline and tp.poll() is None:
+                    st = task_states(tg.pid)
+                    if st and all(v in "tT" for v in st.values()):
+                        break
+                    time.sleep(0.005)
                 # make sure it really is paused: the heartbeat must stand still
                 a = file_size(hb)
                 time.sleep(0.15)

@@ -2064,9 +2064,7 @@ def tasks_gcore_job(interp, tool, opts, names):
 # earlier ones are skipped, version from which it is skipped or None, why).
 TASKS_VARIANTS = {
     # every task a pure-Python asyncio.tasks._PyTask
-    "pytasks": ((3, 7), "asyncio task graphs start at 3.7",
-                (3, 14), "pure-Python tasks on 3.14+ are not decoded yet "
-                "(CPython keeps them outside the per-thread task lists)"),
+    "pytasks": ((3, 7), "asyncio task graphs start at 3.7", None, ""),
     # the main loop's tasks created by asyncio.eager_task_factory
     "eager": ((3, 12), "eager tasks exist from 3.12", None, ""),
 }

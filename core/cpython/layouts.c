@@ -27,20 +27,22 @@
 #define NO PYD_NO_FIELD
 
 /*
- * asyncio tasks before 3.14 (struct py_old_tasks), from the DWARF of the
+ * asyncio tasks before 3.14, and 3.14+ pure-Python tasks (struct
+ * py_old_tasks), from the DWARF of the
  * same libpython and of its lib-dynload/_asyncio*.so (FutureObj, TaskObj);
  * the Debian 3.11d and sid 3.13d builds measure the same.  The frame
  * states are enum _framestate of each version's headers; resume_ops are
  * RESUME and its specialized / instrumented forms (3.11: RESUME_QUICK 150,
  * 3.12: INSTRUMENTED_RESUME 240), YIELD_FROM is opcode 72 (3.7-3.10).
  */
-#define OLD_COMMON \
+#define OLD_OBJECTS \
 	.valid = true, .ma_used = 16, .ma_keys = 32, .ma_values = 40, \
 	.tp_basicsize = 32, .tp_dictoffset = 288, .tp_flags = 168, \
 	.tp_base = 256, .wr_object = 16, .long_size = 16, .long_digit = 24, \
-	.seq_size = 16, .tuple_items = 24, .list_items = 24, .cell_ref = 16, \
+	.seq_size = 16, .list_items = 24, .cell_ref = 16, \
 	.meth_self = 24, .fut_loop = 16, .fut_callback0 = 24, \
 	.fut_callbacks = 40
+#define OLD_COMMON OLD_OBJECTS, .tuple_items = 24
 /* <= 3.10: dk_size dicts, tp_dictoffset, frame objects */
 #define OLD_310_DICT \
 	.dk_size = 8, .dk_log2_size = NO, .dk_log2_index_bytes = NO, \
@@ -49,13 +51,13 @@
 	.gi_frame = 16, .yield_from_op = 72, .if_stacktop = NO, \
 	.if_localsplus = NO, .resume_ops = {0, 0}
 /* 3.11+: log2 dicts, embedded generator frames */
-#define OLD_311_DICT \
+#define OLD_LOG2_DICT \
 	.dk_size = NO, .dk_log2_size = 8, .dk_log2_index_bytes = 9, \
 	.dk_kind = 10, .dk_nentries = 24, .dk_indices = 32, .gi_frame = NO, \
 	.f_stacktop = NO, .f_valuestack = NO, .f_stackdepth = NO, \
 	.f_state = NO, .co_code = NO, .yield_from_op = 0, \
-	.if_stacktop = 64, .if_localsplus = 72, .func_closure = 72, \
-	.func_name = 32
+	.func_closure = 72, .func_name = 32
+#define OLD_311_DICT OLD_LOG2_DICT, .if_stacktop = 64, .if_localsplus = 72
 #define OLD_37 { OLD_COMMON, OLD_310_DICT, .interp_modules = 40, \
 	.tstate_dict = 152, .ht_cached_keys = 856, .long_tagged = false, \
 	.func_closure = 48, .func_name = 64, .f_stacktop = 72, \
@@ -105,6 +107,24 @@
 	.fs_executing = 0, .fs_yield_from = -1, .resume_ops = {0, 0}, \
 	.fut_state = 96, .task_fut_waiter = 112, .task_coro = 120, \
 	.task_name = 128, .task_size = 144 }
+/* 3.14, 3.15: C tasks are in per-thread lists (tasks.c); the module
+ * state holds only pure-Python tasks (py_only), whose frames the 3.14+
+ * generator code of tasks.c walks, so the <= 3.13 frame members are not
+ * needed (no stacktop: 3.14 has stackpointer).  Tuples gained ob_hash
+ * (tuple_items 32).  Release (build-id .debug) and Py_DEBUG measure the
+ * same. */
+#define OLD_314_COMMON \
+	OLD_OBJECTS, OLD_LOG2_DICT, .py_only = true, .tuple_items = 32, \
+	.dv_values = 8, .obj_dict = PY_DICT_INLINE_313, .long_tagged = true, \
+	.gi_iframe = 72, .gi_frame_state = 67, .if_stacktop = NO, \
+	.if_localsplus = 80, .fs_created = 0, .fs_suspended = 0, \
+	.fs_executing = 0, .fs_yield_from = 0, .resume_ops = {0, 0}, \
+	.fut_state = 104, .task_fut_waiter = 120, .task_coro = 128, \
+	.task_name = 136, .task_size = 168
+#define OLD_314 { OLD_314_COMMON, .interp_modules = 7688, \
+	.tstate_dict = 128, .ht_cached_keys = 880 }
+#define OLD_315 { OLD_314_COMMON, .interp_modules = 7592, \
+	.tstate_dict = 152, .ht_cached_keys = 888 }
 
 static const struct py_layout layouts[] = {
 	/* 3.6: pyenv 3.6.15 lib/libpython3.6m.so */
@@ -390,6 +410,7 @@ static const struct py_layout layouts[] = {
 		             .compact_size = 56, .legacy_data = 56 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
 		.object = { .ob_type = 8, .tp_name = 24 },
+		.old_tasks = OLD_314,
 	},
 	/* 3.14d: sid /usr/bin/python3.14d (python3.14-dbg 3.14.10-1) */
 	{
@@ -415,6 +436,7 @@ static const struct py_layout layouts[] = {
 		             .compact_size = 56, .legacy_data = 56 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
 		.object = { .ob_type = 8, .tp_name = 24 },
+		.old_tasks = OLD_314,
 	},
 	/* 3.15: sid python3.15 3.15.2-1, its build-id .debug file */
 	{
@@ -440,6 +462,7 @@ static const struct py_layout layouts[] = {
 		             .compact_size = 56, .legacy_data = 56 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
 		.object = { .ob_type = 8, .tp_name = 24 },
+		.old_tasks = OLD_315,
 	},
 	/* 3.15d: sid /usr/bin/python3.15d (python3.15-dbg 3.15.2-1) */
 	{
@@ -465,6 +488,7 @@ static const struct py_layout layouts[] = {
 		             .compact_size = 56, .legacy_data = 56 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
 		.object = { .ob_type = 8, .tp_name = 24 },
+		.old_tasks = OLD_315,
 	},
 };
 

@@ -13,6 +13,13 @@
  * (tasks.h); where generators keep their frame and frame state, and how
  * sets and ints look, _Py_DebugOffsets does (struct py_layout).
  *
+ * Pure-Python tasks (asyncio.tasks._PyTask) link into no list: they are
+ * in the asyncio.tasks module's sets as before 3.14, read by tasks_legacy.c
+ * into the same listing (tasks_list_py); their coroutine stacks are
+ * walked here like any other.  CPython records awaited-by only between C
+ * tasks, so the edges a pure-Python task is on are derived from waiters
+ * as before 3.14 (tasks_py_edges).
+ *
  * A task's coroutine stack: the coroutine's frame is embedded in the
  * coroutine object (gi_iframe).  While suspended in `await`, the awaited
  * object sits on the frame's value stack (stackpointer[-awaited_slot]);
@@ -295,6 +302,12 @@ static enum pyd_err add_raw(struct tctx *c, uint64_t id, const uint8_t *obj,
 		memcpy(&st, obj + o->task_state, sizeof st);
 		r->state = st;
 	}
+	/* What the task waits on (not published; from the built-in table),
+	 * for the edges a pure-Python task is on. */
+	const struct py_old_tasks *ot = &c->L->old_tasks;
+	if (py_layout_has_py_tasks(c->L) && ot->task_fut_waiter >= 16 &&
+	    (uint64_t)ot->task_fut_waiter + 8 <= o->task_size)
+		r->waiter = u64at(obj, (uint64_t)ot->task_fut_waiter);
 	size_t slot = tasks_hslot(c, id);
 	c->hkeys[slot] = id;
 	c->hvals[slot] = (uint32_t)c->nraw++;
@@ -366,6 +379,11 @@ static enum pyd_err list_threads(struct tctx *c, uint64_t interp)
 			break;
 		if ((err = tasks_add_thread(c, ts, (int64_t)tid, loop ? running : 0)))
 			break;
+		/* What a pure-Python task's loop._thread_id holds. */
+		if (py_layout_has_py_tasks(L) &&
+		    (err = tasks_rd(c, ts + (uint64_t)L->tstate.thread_id,
+				    &c->threads[c->nthreads - 1].pthread, 8)))
+			break;
 		ts = next;
 	}
 	for (size_t i = first, j = c->nthreads; i + 1 < j; i++, j--) {
@@ -388,6 +406,7 @@ enum pyd_err tasks_begin_pass(struct tctx *c, uint64_t *interps,
 	c->nraw = 0;
 	c->nthreads = 0;
 	c->capped = false;
+	c->npytask_types = 0;
 	if (c->hcap)
 		memset(c->hkeys, 0, c->hcap * sizeof *c->hkeys);
 	*ninterps = 0;
@@ -405,7 +424,8 @@ enum pyd_err tasks_begin_pass(struct tctx *c, uint64_t *interps,
 
 /* Every task list of every interpreter, once: the main interpreter
  * (the oldest; CPython pushes new ones at the head) first. */
-static enum pyd_err list_once(struct tctx *c, uint64_t *interps)
+static enum pyd_err list_once(struct tctx *c, uint64_t *interps,
+			      struct pyd_task_graph *g)
 {
 	size_t ninterps;
 	enum pyd_err err = tasks_begin_pass(c, interps, &ninterps);
@@ -419,6 +439,11 @@ static enum pyd_err list_once(struct tctx *c, uint64_t *interps)
 		if (!err)
 			err = walk_list(c, interps[n] + c->ao.interp_tasks_head,
 					NULL);
+		/* Pure-Python tasks (asyncio.tasks._PyTask) link into no
+		 * list: they are in the module's sets as before 3.14.  After
+		 * the lists, so a C task any set holds is listed once. */
+		if (!err && py_layout_has_py_tasks(c->L))
+			err = tasks_list_py(c, interps[n], g);
 	}
 	return err;
 }
@@ -433,7 +458,7 @@ static enum pyd_err list_tasks(struct tctx *c, struct pyd_task_graph *g)
 	if (!interps)
 		return PYD_E_NOMEM;
 	for (unsigned i = 0; i <= MAX_LIST_RETRIES; i++) {
-		err = list_once(c, interps);
+		err = list_once(c, interps, g);
 		if (err != PYD_E_TORN && err != PYD_E_READ)
 			break;
 		if (i < MAX_LIST_RETRIES)
@@ -768,7 +793,9 @@ static enum pyd_err decode_task(struct tctx *c, size_t i, struct pyd_task *t,
 	t->id = r->id;
 	t->thread = r->tid;
 	t->state = tasks_task_state(r->state);
-	t->running = th && th->running_task == r->id;
+	/* A pure-Python task runs as asyncio.tasks._current_tasks says; the
+	 * thread state names C tasks only. */
+	t->running = r->py ? r->running && th : th && th->running_task == r->id;
 	char *name = task_name(c, r->name);
 	if (!name) {
 		name = malloc(32);
@@ -791,6 +818,22 @@ static enum pyd_err decode_task(struct tctx *c, size_t i, struct pyd_task *t,
 			break;
 		/* A live task may have moved on (or finished) while we read:
 		 * look again.  A finished one has no stack to show. */
+		if (r->py) {
+			uint64_t state;
+			(*retries)++;
+			if (pyd_obj_attr(c->s, r->id, "_coro", &coro) ||
+			    pyd_obj_attr(c->s, r->id, "_state", &state))
+				break;
+			if (state && !pyd_str_eq(c->s, state, "PENDING")) {
+				t->state = pyd_str_eq(c->s, state, "CANCELLED")
+						   ? PYD_TASK_CANCELLED
+						   : PYD_TASK_DONE;
+				fb.n = 0;
+				t->error = PYD_OK;
+				break;
+			}
+			continue;
+		}
 		uint8_t obj[MAX_TASK_SIZE];
 		if (tasks_rd(c, r->id, obj, c->ao.task_size))
 			break;
@@ -1011,6 +1054,8 @@ static enum pyd_err decode_all(struct tctx *c, struct pyd_task_graph *g)
 		}
 	}
 	free(ids.v);
+	if (!err && py_layout_has_py_tasks(c->L))
+		err = tasks_py_edges(c);
 	if (!err)
 		err = tasks_build_awaits(c, g);
 	if (!err)

@@ -16,7 +16,8 @@
  * module instead; their decoder (3.7-3.13, the "CPython 3.7 - 3.13"
  * section of tasks.c, with the generic object readers of objects.c and
  * the struct py_old_tasks offsets of the built-in layout table) fills the
- * same struct pyd_task_graph.
+ * same struct pyd_task_graph.  3.14+ still keeps pure-Python tasks
+ * there: the 3.14+ decoder lists those with the same code.
  */
 #ifndef PYD_DECODE_TASKS_H
 #define PYD_DECODE_TASKS_H
@@ -165,6 +166,10 @@ struct tctx {
 	size_t ntypes;
 	struct type_entry scratch;
 	bool capped; /* PYD_MAX_TASKS listed: the rest are left out */
+	/* 3.14+: edges between two C tasks come from their awaited_by;
+	 * the <= 3.13 derivation (tasks_py_edges) adds only the edges a
+	 * pure-Python task is on, which CPython does not record. */
+	bool native_edges;
 	/* Per-task awaited-by ids (indexes into raw), filled while decoding */
 	uint32_t **ab;
 	size_t *nab;
@@ -187,5 +192,13 @@ void tasks_reverse_frames(struct pyd_frame *f, size_t n);
 enum pyd_task_state tasks_task_state(int32_t st);
 /* CPython 3.7 - 3.13: tasks from the asyncio module state (tasks_legacy.c). */
 enum pyd_err tasks_dump_legacy(struct pyd_session *s, struct pyd_task_graph *g);
+/* 3.14+: the pure-Python tasks of one interpreter, from its asyncio.tasks
+ * module (tasks_legacy.c); c->threads must hold its threads, with their
+ * pthread ids (a task's thread is the one running its loop). */
+enum pyd_err tasks_list_py(struct tctx *c, uint64_t interp,
+			   struct pyd_task_graph *g);
+/* 3.14+: the await edges a pure-Python task is on, derived as <= 3.13
+ * (tasks_legacy.c); every raw task's ab / nab must be set. */
+enum pyd_err tasks_py_edges(struct tctx *c);
 
 #endif

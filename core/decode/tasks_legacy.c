@@ -1,7 +1,8 @@
 /*
  * asyncio tasks of CPython 3.7 - 3.13, from the asyncio module state (see
  * the comment at the top of tasks.c, which holds the 3.14+ decoder and the
- * graph building both share).
+ * graph building both share); and the pure-Python tasks 3.14+ still keeps
+ * there (tasks_list_py, tasks_py_edges at the end), for tasks.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,7 +121,22 @@ static enum old_kind old_kind(struct tctx *c, uint64_t obj)
 	return k;
 }
 
-/* Record a pending C task (anything else is skipped). */
+/* A task's thread: the one running its loop. */
+static const struct thread_info *old_thread_of(struct tctx *c,
+					       const struct raw_task *r)
+{
+	uint64_t tid_obj;
+	int64_t pth;
+	if (!r->loop || pyd_obj_attr(c->s, r->loop, "_thread_id", &tid_obj) ||
+	    !tid_obj || pyd_long_value(c->s, tid_obj, &pth))
+		return NULL;
+	for (size_t i = 0; i < c->nthreads; i++)
+		if (c->threads[i].pthread == (uint64_t)pth)
+			return &c->threads[i];
+	return NULL;
+}
+
+/* Record a pending task (anything else is skipped). */
 static enum pyd_err old_add(struct tctx *c, uint64_t id)
 {
 	const struct py_old_tasks *o = &c->L->old_tasks;
@@ -143,7 +159,8 @@ static enum pyd_err old_add(struct tctx *c, uint64_t id)
 		    pyd_obj_attr(c->s, id, "_loop", &py.loop))
 			return PYD_OK;
 		st = FUT_PENDING;
-	} else if (kind != OLD_TASK) {
+	} else if (kind != OLD_TASK || o->py_only) {
+		/* 3.14+: C tasks come from the per-thread lists only. */
 		return PYD_OK;
 	} else if ((size_t)o->task_size > sizeof obj ||
 		   tasks_rd(c, id, obj, (size_t)o->task_size)) {
@@ -167,9 +184,15 @@ static enum pyd_err old_add(struct tctx *c, uint64_t id)
 	}
 	if ((c->nraw + 1) * 2 > c->hcap && !tasks_hgrow(c))
 		return PYD_E_NOMEM;
-	if (kind == OLD_PYTASK)
+	if (kind == OLD_PYTASK) {
 		c->raw[c->nraw] = py;
-	else
+		if (o->py_only) {
+			/* tasks.c decodes it: it wants the thread now. */
+			const struct thread_info *th = old_thread_of(c, &py);
+			c->raw[c->nraw].tid = th ? th->tid : 0;
+			c->raw[c->nraw].tstate = th ? th->tstate : 0;
+		}
+	} else
 		c->raw[c->nraw] = (struct raw_task){
 			.id = id,
 			.type = u64at(obj, (uint64_t)c->L->object.ob_type),
@@ -242,14 +265,25 @@ static enum pyd_err old_threads(struct tctx *c, uint64_t interp)
 	return err;
 }
 
+static enum pyd_err old_list_module(struct tctx *c, uint64_t interp,
+				    struct pyd_task_graph *g);
+
 static enum pyd_err old_list_interp(struct tctx *c, uint64_t interp,
+				    struct pyd_task_graph *g)
+{
+	enum pyd_err err = old_threads(c, interp);
+	return err ? err : old_list_module(c, interp, g);
+}
+
+/* The tasks of one interpreter's asyncio.tasks module. */
+static enum pyd_err old_list_module(struct tctx *c, uint64_t interp,
 				    struct pyd_task_graph *g)
 {
 	const struct py_layout *L = c->L;
 	uint64_t modules, mod, md;
 	enum pyd_err err = tasks_rd(c, interp + (uint64_t)L->old_tasks.interp_modules,
 			      &modules, sizeof modules);
-	if (err || (err = old_threads(c, interp)))
+	if (err)
 		return err;
 	if (!modules)
 		return PYD_OK;
@@ -311,21 +345,6 @@ static enum pyd_err old_list_once(struct tctx *c, uint64_t *interps,
 	for (size_t n = ninterps; !err && n-- > 0;)
 		err = old_list_interp(c, interps[n], g);
 	return err;
-}
-
-/* A task's thread: the one running its loop. */
-static const struct thread_info *old_thread_of(struct tctx *c,
-					       const struct raw_task *r)
-{
-	uint64_t tid_obj;
-	int64_t pth;
-	if (!r->loop || pyd_obj_attr(c->s, r->loop, "_thread_id", &tid_obj) ||
-	    !tid_obj || pyd_long_value(c->s, tid_obj, &pth))
-		return NULL;
-	for (size_t i = 0; i < c->nthreads; i++)
-		if (c->threads[i].pthread == (uint64_t)pth)
-			return &c->threads[i];
-	return NULL;
 }
 
 static bool old_push(struct pyd_frame_buf *b, struct tctx *c, uint64_t code,
@@ -614,6 +633,8 @@ static enum pyd_err old_edge(struct tctx *c, size_t waiter, long target)
 	if (target < 0 || (size_t)target == waiter)
 		return PYD_OK;
 	size_t i = (size_t)target;
+	if (c->native_edges && !c->raw[waiter].py && !c->raw[i].py)
+		return PYD_OK; /* CPython's own awaited_by has it (or not) */
 	for (size_t k = 0; k < c->nab[i]; k++)
 		if (c->ab[i][k] == waiter)
 			return PYD_OK;
@@ -813,3 +834,14 @@ enum pyd_err tasks_dump_legacy(struct pyd_session *s, struct pyd_task_graph *g)
 	return err;
 }
 
+enum pyd_err tasks_list_py(struct tctx *c, uint64_t interp,
+			   struct pyd_task_graph *g)
+{
+	return old_list_module(c, interp, g);
+}
+
+enum pyd_err tasks_py_edges(struct tctx *c)
+{
+	c->native_edges = true;
+	return old_edges(c);
+}

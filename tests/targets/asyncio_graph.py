@@ -28,8 +28,8 @@ event loop:
   * with ``many=N``: N more tasks, each awaiting an Event (performance);
   * with ``pytasks``: every loop makes pure-Python tasks
     (``asyncio.tasks._PyTask``) instead of C ones, except ``SubTask`` and
-    the main task of ``asyncio.run``.  Only pystack-dump's 3.7-3.13
-    decoder sees those (3.14+ lists C tasks only);
+    the main task of ``asyncio.run``.  3.14+ keeps those out of the
+    per-thread task lists, in the module's sets as before;
   * with ``eager`` (3.12+, ignored before): the main loop's tasks are
     eager (``asyncio.eager_task_factory``): each runs its first step
     inside ``create_task``.
@@ -63,7 +63,9 @@ the main loop idles forever.  Format::
 How the ground truth is derived, without the 3.14 introspection API (so
 the same target serves the 3.7-3.13 decoder later):
 
-  * tasks: ``asyncio.all_tasks(loop)`` for each of the three loops;
+  * tasks: ``asyncio.all_tasks(loop)`` for each of the three loops (on
+    3.14+ with the pure-Python ``asyncio.tasks._py_all_tasks(loop)``:
+    the C one misses pure-Python tasks);
     ``thread`` is the native id of the thread running the task's loop
     (null for the exited thread).
   * coroutine stack of a suspended task: from ``task.get_coro()`` follow
@@ -84,7 +86,8 @@ the same target serves the 3.7-3.13 decoder later):
     ``self`` is a TaskGroup): every task in ``self._tasks``.  ``awaited_by``
     is the same edges turned around.
   * On 3.14+ the result is checked against CPython's own bookkeeping
-    (``Future._asyncio_awaited_by``); a mismatch fails the target
+    (``Future._asyncio_awaited_by``), which has only edges between two C
+    tasks; a mismatch fails the target
     (``edges_checked`` says whether the check ran).
 
 A failure writes argv[1] + ".error" and exits 1.
@@ -157,6 +160,22 @@ def use_pytasks(loop):
         loop.set_task_factory(
             lambda loop, coro, **kw: asyncio.tasks._PyTask(coro, loop=loop,
                                                            **kw))
+
+
+def is_pytask(t):
+    return isinstance(t, asyncio.tasks._PyTask) and \
+        not isinstance(t, asyncio.Task)
+
+
+def all_tasks(loop):
+    """asyncio.all_tasks(loop); from 3.14 the C version lists C tasks only
+    (pure-Python ones stay in the module's _scheduled_tasks / _eager_tasks,
+    which only the Python version reads), so add those."""
+    tasks = set(asyncio.all_tasks(loop))
+    py_all = getattr(asyncio.tasks, "_py_all_tasks", None)
+    if py_all is not None and py_all is not asyncio.all_tasks:
+        tasks |= set(py_all(loop))
+    return tasks
 
 
 def task_name(t):
@@ -465,10 +484,13 @@ def derived_awaits(task, shields):
             if isinstance(me, tg_type) and \
                     getattr(me, "_on_completed_fut", None) is w:
                 return [t for t in me._tasks]
-    # as_completed(): from 3.14 (where tasks carry CPython's own awaited-by
-    # bookkeeping) the caller awaits every input still pending
+    # as_completed(): from 3.14 (where C tasks carry CPython's own
+    # awaited-by bookkeeping; pure-Python ones get none, so their waiter
+    # alone tells, as before 3.14) the caller awaits every input still
+    # pending
     iterator_type = getattr(asyncio.tasks, "_AsCompletedIterator", None)
-    if iterator_type is not None and hasattr(task, "_asyncio_awaited_by"):
+    if iterator_type is not None and hasattr(task, "_asyncio_awaited_by") \
+            and not is_pytask(task):
         for f in coro_chain(get_coro(task)):
             me = f.f_locals.get("self")
             if isinstance(me, iterator_type):
@@ -480,7 +502,7 @@ def derived_awaits(task, shields):
 def record(loops, loop2_ident):
     tasks = []
     for loop in loops:
-        for t in asyncio.all_tasks(loop):
+        for t in all_tasks(loop):
             tasks.append((loop, t))
     everyone = [t for _, t in tasks]
     ids = set(id(t) for t in everyone)
@@ -496,10 +518,15 @@ def record(loops, loop2_ident):
     checked = False
     if all(hasattr(t, "_asyncio_awaited_by") for t in everyone):
         checked = True
+        # CPython records awaited-by only between C tasks (its
+        # future_add_to_awaited_by ignores pure-Python futures)
+        c_ids = set(id(t) for t in everyone if not is_pytask(t))
         for t in everyone:
+            if id(t) not in c_ids:
+                continue
             official = sorted(id(x) for x in (t._asyncio_awaited_by or ())
                               if id(x) in ids)
-            if official != sorted(awaited_by[id(t)]):
+            if official != sorted(i for i in awaited_by[id(t)] if i in c_ids):
                 return None, ("edges of %r: derived awaited_by %r, CPython "
                               "says %r" % (t.get_name(),
                                            sorted(awaited_by[id(t)]),

@@ -16,6 +16,8 @@ event loop:
   * ``wait_for`` on a task (an edge) and on a coroutine (inline frames),
     and ``asyncio.timeout`` around an await (inline);
   * ``shield``: a task awaits a shielded task;
+  * a generator-based coroutine (``types.coroutine``, ``yield from``) in
+    a task's chain;
   * ``as_completed`` over two tasks (edges from 3.14, where CPython records
     them; before, the awaited object is a queue's future: no edge);
   * an async generator iterated by ``async for`` whose body is suspended in
@@ -100,6 +102,7 @@ import sys
 import threading
 import time
 import traceback
+import types
 
 OPTIONS = sys.argv[2:]
 CYCLE = "cycle" in OPTIONS
@@ -284,6 +287,17 @@ async def sub_body(ev):
     await leaf(ev)
 
 
+@types.coroutine
+def legacy_wait(ev):
+    """A generator-based coroutine: the chain runs through a generator's
+    yield from, not an await."""
+    yield from leaf(ev)
+
+
+async def legacy_parent(ev):
+    await legacy_wait(ev)
+
+
 async def shared_waiter(tasks):
     await tasks["shared"]
 
@@ -317,6 +331,7 @@ def build(loop, ev):
     task(shield_parent(ev), "shield-parent")
     task(as_completed_parent(ev, loop), "as-completed-parent")
     task(agen_consumer(ev), "agen-consumer")
+    task(legacy_parent(ev), "generator-coroutine")
     task(leaf(ev), u"t\u00e2che-\u00fc")                       # non-ASCII
     if HAS_NAMES:
         st = SubTask(sub_body(ev), loop=loop, name="subclassed")

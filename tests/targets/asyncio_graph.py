@@ -104,6 +104,9 @@ import time
 import traceback
 import types
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _pyd_common import _out_path, fail, native_tid  # noqa: E402
+
 OPTIONS = sys.argv[2:]
 CYCLE = "cycle" in OPTIONS
 PYTASKS = "pytasks" in OPTIONS
@@ -119,34 +122,6 @@ SYNC_BLOCKER = []        # the task that is running in loop-thread
 _tids = {}               # loop -> native tid of the thread running it
 _keep = []               # objects kept alive for the whole run
 _errors = []
-
-
-def _out_path():
-    if len(sys.argv) < 2:
-        sys.stderr.write("usage: %s GROUND_TRUTH.json [cycle] [many=N]\n"
-                         % sys.argv[0])
-        sys.exit(2)
-    return sys.argv[1]
-
-
-def fail(msg):
-    path = _out_path() + ".error"
-    try:
-        with open(path + ".tmp", "w") as f:
-            f.write(msg)
-        os.replace(path + ".tmp", path)
-    except Exception:
-        pass
-    sys.stderr.write("target failure: %s\n" % msg)
-    sys.stderr.flush()
-    os._exit(1)
-
-
-def native_tid():
-    get = getattr(threading, "get_native_id", None)
-    if get is not None:
-        return get()
-    return int(os.readlink("/proc/thread-self").rsplit("/", 1)[1])
 
 
 # --- the graph ---------------------------------------------------------------

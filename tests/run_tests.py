@@ -1328,6 +1328,21 @@ def core_doc_checks(doc):
     return errs
 
 
+def roundtrip_errors(live, rep, what):
+    """A live document and its snapshot's decode: each says where it came
+    from, and otherwise they are the same."""
+    errs = []
+    if live.get("source") != "process":
+        errs.append("live dump: source %r, expected 'process'" % (live.get("source"),))
+    if rep.get("source") != "snapshot":
+        errs.append("snapshot dump: source %r, expected 'snapshot'" % (rep.get("source"),))
+    d = first_difference(without_source(live), without_source(rep))
+    if d:
+        errs.append("the snapshot decodes differently from the live %s it recorded "
+                    "(first difference, live vs snapshot: %s)" % (what, d))
+    return errs
+
+
 def snapshot_roundtrip(interp, target, tool, tg, gt):
     """--json --save-snapshot on the live target, then --snapshot --json:
     the same document but for "source", and equal to the ground truth."""
@@ -1348,15 +1363,7 @@ def snapshot_roundtrip(interp, target, tool, tg, gt):
         rep, e = parse_dump(*run(argv2, TOOL_TIMEOUT))
         if e:
             return Result(interp.label, name, "FAIL", "%s: %s" % (" ".join(argv2), e))
-        errs = []
-        if live.get("source") != "process":
-            errs.append("live dump: source %r, expected 'process'" % (live.get("source"),))
-        if rep.get("source") != "snapshot":
-            errs.append("snapshot dump: source %r, expected 'snapshot'" % (rep.get("source"),))
-        d = first_difference(without_source(live), without_source(rep))
-        if d:
-            errs.append("the snapshot decodes differently from the live dump it recorded "
-                        "(first difference, live vs snapshot: %s)" % d)
+        errs = roundtrip_errors(live, rep, "dump")
         errs += ["live dump with --save-snapshot: " + x for x in compare(gt, live, interp, tg.pid)]
         if target == "recursion":
             SNAP_SIZES[interp.label] = size
@@ -1995,15 +2002,7 @@ def tasks_snapshot_roundtrip(interp, tool, tg, gt):
         rep, e = parse_tasks(argv2, rc, out or b"", err or b"", secs)
         if e:
             return Result(interp.label, n, "FAIL", "after %s:\n%s" % (" ".join(argv), e))
-        errs = []
-        if live.get("source") != "process":
-            errs.append("live dump: source %r, expected 'process'" % (live.get("source"),))
-        if rep.get("source") != "snapshot":
-            errs.append("snapshot dump: source %r, expected 'snapshot'" % (rep.get("source"),))
-        d = first_difference(without_source(live), without_source(rep))
-        if d:
-            errs.append("the snapshot decodes differently from the live graph it recorded "
-                        "(first difference, live vs snapshot: %s)" % d)
+        errs = roundtrip_errors(live, rep, "graph")
         errs += ["live graph with --save-snapshot: " + x for x in compare_tasks(gt, live, interp)]
         if errs:
             errs.insert(0, "commands: %s; %s" % (" ".join(argv), " ".join(argv2)))

@@ -13,6 +13,7 @@
 
 #include "../core/pyd.h"
 #include "../core/report/report.h"
+#include "cli.h"
 #include "source.h"
 #include "target.h"
 
@@ -23,6 +24,8 @@
 static const char usage_text[] =
 	"Usage: pystack-dump [OPTIONS] PID\n"
 	"       pystack-dump --tasks [--table|--json] [OPTIONS] PID\n"
+	"       pystack-dump sample [OPTIONS] PID   (sampling profiler: see\n"
+	"                                          pystack-dump sample --help)\n"
 	"       pystack-dump [OPTIONS] --core CORE [--exe EXE] [--sysroot DIR]\n"
 	"       pystack-dump [OPTIONS] --snapshot FILE\n"
 	"\n"
@@ -103,7 +106,7 @@ static int usage_error(const char *fmt, const char *arg)
 	return PYD_E_USAGE;
 }
 
-static int parse_pid(const char *arg, int *pid)
+int cli_parse_pid(const char *arg, int *pid)
 {
 	char *end;
 	long v = strtol(arg, &end, 10);
@@ -131,7 +134,7 @@ static int check_sources(int argc, char **argv, struct options *o)
 		return usage_error("%s", "--table goes with --tasks");
 	if (o->table && o->json)
 		return usage_error("%s", "give one of --table and --json");
-	return files ? 0 : parse_pid(argv[optind], &t->pid);
+	return files ? 0 : cli_parse_pid(argv[optind], &t->pid);
 }
 
 static int parse_args(int argc, char **argv, struct options *o)
@@ -317,6 +320,12 @@ static int report_error(enum pyd_err err, const struct options *o,
 		break;
 	}
 	return err;
+}
+
+int cli_report_error(enum pyd_err err, int pid, const char *detail)
+{
+	struct options o = {.spec = {.pid = pid}};
+	return report_error(err, &o, detail);
 }
 
 /* Test hook: hold the target paused this long, so a test can kill us
@@ -554,6 +563,8 @@ static void print_warnings(const struct target *t)
 
 int main(int argc, char **argv)
 {
+	if (argc > 1 && !strcmp(argv[1], "sample"))
+		return sample_main(argc - 1, argv + 1);
 	struct options o;
 	int rc = parse_args(argc, argv, &o);
 	if (rc)

@@ -155,8 +155,10 @@ static struct pyd_code *code_read(struct pyd_session *s, uint64_t addr)
 	int32_t first;
 	memcpy(&first, buf + L->code.firstlineno, sizeof first);
 	c->firstlineno = first;
-	c->name = pyd_read_str(s, get_u64(buf, L->code.name));
-	c->file = pyd_read_str(s, get_u64(buf, L->code.filename));
+	c->name_ptr = get_u64(buf, L->code.name);
+	c->file_ptr = get_u64(buf, L->code.filename);
+	c->name = pyd_read_str(s, c->name_ptr);
+	c->file = pyd_read_str(s, c->file_ptr);
 	if (L->code.qualname != PYD_NO_FIELD)
 		c->qualname = pyd_read_str(s, get_u64(buf, L->code.qualname));
 	c->linetable = read_bytes(s, get_u64(buf, L->code.linetable),
@@ -236,6 +238,75 @@ int pyd_code_line(const struct pyd_session *s, const struct pyd_code *c,
 	return -1;
 }
 
+int pyd_code_line_cached(struct pyd_session *s, const struct pyd_code *c,
+			 int offset)
+{
+	uint64_t h = ((c->addr >> 4) ^ ((uint64_t)offset << 32)) *
+		     0x9E3779B97F4A7C15ULL;
+	struct pyd_line_slot *e = &s->lines[h >> 52];
+	if (e->code != c->addr || e->off != offset) {
+		e->code = c->addr;
+		e->off = offset;
+		e->line = pyd_code_line(s, c, offset);
+	}
+	return e->line;
+}
+
+/* Does the code object at c->addr still hold what we decoded? */
+static bool code_unchanged(struct pyd_session *s, const struct pyd_code *c)
+{
+	const struct py_layout *L = &s->layout;
+	uint64_t type, name, file;
+	int32_t first;
+	return !pyd_read_ptr(s, c->addr + (uint64_t)L->object.ob_type, &type) &&
+	       type == s->code_type &&
+	       !pyd_read_ptr(s, c->addr + (uint64_t)L->code.name, &name) &&
+	       name == c->name_ptr &&
+	       !pyd_read_ptr(s, c->addr + (uint64_t)L->code.filename, &file) &&
+	       file == c->file_ptr &&
+	       !pyd_read_i32(s, c->addr + (uint64_t)L->code.firstlineno, &first) &&
+	       first == c->firstlineno;
+}
+
+static bool retire(struct pyd_session *s, struct pyd_code *c)
+{
+	void *p = realloc(s->retired, (s->nretired + 1) * sizeof *s->retired);
+	if (!p)
+		return false;
+	s->retired = p;
+	s->retired[s->nretired++] = c;
+	return true;
+}
+
+size_t pyd_code_cache_revalidate(struct pyd_session *s)
+{
+	size_t changed = 0;
+	struct pyd_code **keep = calloc(s->codes_cap ? s->codes_cap : 1,
+					sizeof *keep);
+	if (!keep)
+		return 0;
+	size_t nkeep = 0;
+	for (size_t i = 0; i < s->codes_cap; i++) {
+		struct pyd_code *c = s->codes[i];
+		if (!c)
+			continue;
+		if (code_unchanged(s, c) || !retire(s, c))
+			keep[nkeep++] = c;
+		else
+			changed++;
+	}
+	if (changed) {
+		/* Linear probing cannot delete in place: re-insert the rest. */
+		memset(s->codes, 0, s->codes_cap * sizeof *s->codes);
+		for (size_t i = 0; i < nkeep; i++)
+			s->codes[code_slot(s, keep[i]->addr)] = keep[i];
+		s->ncodes = nkeep;
+		memset(s->lines, 0, sizeof s->lines);
+	}
+	free(keep);
+	return changed;
+}
+
 bool pyd_frame_push(struct pyd_frame_buf *b, const struct pyd_code *c,
 		    int line)
 {
@@ -263,8 +334,9 @@ enum pyd_err pyd_frame_push_at(struct pyd_session *s, struct pyd_frame_buf *b,
 	if (!c)
 		return PYD_E_READ;
 	/* -2 is "not started yet" (3.11's prev_instr before the code). */
-	int line = off >= -2 && off <= INT32_MAX ? pyd_code_line(s, c, (int)off)
-						 : -1;
+	int line = off >= -2 && off <= INT32_MAX
+			   ? pyd_code_line_cached(s, c, (int)off)
+			   : -1;
 	return pyd_frame_push(b, c, line) ? PYD_OK : PYD_E_NOMEM;
 }
 
@@ -368,7 +440,10 @@ void pyd_session_close(struct pyd_session *s)
 		return;
 	for (size_t i = 0; i < s->codes_cap; i++)
 		code_free(s->codes[i]);
+	for (size_t i = 0; i < s->nretired; i++)
+		code_free(s->retired[i]);
 	free(s->codes);
+	free(s->retired);
 	free(s);
 }
 

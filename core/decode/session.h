@@ -15,6 +15,18 @@ struct pyd_code {
 	int firstlineno;
 	uint8_t *linetable;
 	size_t linetable_len;
+	/* co_name and co_filename as read: pyd_code_cache_revalidate()
+	 * compares them to tell a reused address. */
+	uint64_t name_ptr, file_ptr;
+};
+
+/* Lines already computed, by (code object, bytecode offset). */
+#define PYD_LINE_CACHE 4096 /* 1 << 12: the hash's top 12 bits index it */
+
+struct pyd_line_slot {
+	uint64_t code;
+	int64_t off;
+	int line;
 };
 
 struct pyd_session {
@@ -27,6 +39,11 @@ struct pyd_session {
 	/* Open-addressing table of code objects by address. */
 	struct pyd_code **codes;
 	size_t ncodes, codes_cap;
+	/* Entries dropped by revalidation; freed with the session, since
+	 * frames and profiles may still point at their strings. */
+	struct pyd_code **retired;
+	size_t nretired;
+	struct pyd_line_slot lines[PYD_LINE_CACHE];
 };
 
 enum pyd_err pyd_read_ptr(struct pyd_session *s, uint64_t addr, uint64_t *out);
@@ -76,5 +93,50 @@ enum pyd_err pyd_frame_push_iframe(struct pyd_session *s,
 /* Line of a code object at a bytecode offset (in bytes). */
 int pyd_code_line(const struct pyd_session *s, const struct pyd_code *c,
 		  int offset);
+/* The same through the session's line cache. */
+int pyd_code_line_cached(struct pyd_session *s, const struct pyd_code *c,
+			 int offset);
+
+/*
+ * Re-read the header of every cached code object and retire those that
+ * changed: CPython frees code objects (a reloaded module, an exec'd
+ * string) and another may take the address.  A sampler calls this now
+ * and then; a one-shot dump does not need it.  Returns how many changed.
+ */
+size_t pyd_code_cache_revalidate(struct pyd_session *s);
+
+/*
+ * Walking a thread's chain of nodes: the frame pointer of its thread
+ * state, that of its _PyCFrame (3.11-3.12), then its frames.  The walk
+ * asks a node reader for the bytes of each node, so the dump can read
+ * them one by one and the sampler can serve them from one batched read.
+ */
+
+struct pyd_node_reader {
+	/* len bytes at addr, the index-th node of the chain (0: the thread
+	 * state), valid until the next call; NULL with *err set if they
+	 * cannot be read. */
+	const uint8_t *(*get)(void *ctx, size_t index, uint64_t addr,
+			      size_t len, enum pyd_err *err);
+	void *ctx;
+};
+
+/* The Python stack of the thread state at tstate into out (innermost
+ * first); *top is its first frame (0: it runs no Python). */
+enum pyd_err pyd_walk_thread(struct pyd_session *s, uint64_t tstate,
+			     const struct pyd_node_reader *r,
+			     struct pyd_frame_buf *out, uint64_t *top);
+
+/* The first interpreter of the runtime. */
+enum pyd_err pyd_first_interp(struct pyd_session *s, uint64_t *interp);
+/* OS thread id of a thread state, 0 if unknown. */
+int64_t pyd_thread_tid(struct pyd_session *s, uint64_t tstate);
+
+/* Where interp's GIL holder can be read in one go (len bytes at addr;
+ * stable while the interpreter lives), and its decoding: the thread state
+ * holding the GIL, 0 if none.  false if the target does not tell. */
+bool pyd_gil_probe(struct pyd_session *s, uint64_t interp, uint64_t *addr,
+		   size_t *len);
+uint64_t pyd_gil_decode(const struct pyd_session *s, const uint8_t *buf);
 
 #endif

@@ -25,74 +25,98 @@
  * state only has pthread_self(), which points at that struct. */
 #define GLIBC_PTHREAD_TID 0x2d0
 
-/* <= 3.10: PyFrameObject chain. */
-static enum pyd_err walk_frame_objects(struct pyd_session *s, uint64_t f,
-				       struct pyd_frame_buf *out)
+/* Bytes of a frame the walk decodes (thread-state and _PyCFrame nodes
+ * are a single pointer). */
+static size_t frame_len(const struct py_layout *L)
 {
-	const struct py_layout *L = &s->layout;
-	uint8_t buf[128];
-	size_t need = (size_t)L->frame_object.f_lasti + 4;
-	if (need > sizeof buf)
-		return PYD_E_READ;
-	while (f) {
-		if (out->n >= PYD_MAX_FRAMES)
-			return PYD_E_TORN;
-		enum pyd_err err = pyd_read(s->src, f, buf, need);
-		if (err)
-			return err;
-		uint64_t back, code;
-		int32_t lasti;
-		memcpy(&back, buf + L->frame_object.f_back, 8);
-		memcpy(&code, buf + L->frame_object.f_code, 8);
-		memcpy(&lasti, buf + L->frame_object.f_lasti, 4);
-		const struct pyd_code *c = pyd_code_get(s, code);
-		if (!c)
-			return PYD_E_READ;
-		/* 3.10 counts f_lasti in 2-byte code units. */
-		int off = L->line_model == PY_LINES_310 && lasti >= 0 ? lasti * 2
-								      : lasti;
-		if (!pyd_frame_push(out, c, pyd_code_line(s, c, off)))
-			return PYD_E_NOMEM;
-		f = back;
+	int32_t hi;
+	if (L->frame_model == PY_FRAMES_OBJECT) {
+		hi = L->frame_object.f_lasti + 4;
+		if (L->frame_object.f_back + 8 > hi)
+			hi = L->frame_object.f_back + 8;
+		return (size_t)(L->frame_object.f_code + 8 > hi
+					? L->frame_object.f_code + 8
+					: hi);
 	}
-	return PYD_OK;
+	hi = L->iframe.owner + 1;
+	int32_t ptrs[] = {L->iframe.instr, L->iframe.previous, L->iframe.code};
+	for (size_t i = 0; i < 3; i++)
+		if (ptrs[i] + 8 > hi)
+			hi = ptrs[i] + 8;
+	return (size_t)hi;
 }
 
-/* 3.11+: _PyInterpreterFrame chain. */
-static enum pyd_err walk_interp_frames(struct pyd_session *s, uint64_t f,
-				       struct pyd_frame_buf *out)
+static uint64_t u64_at(const uint8_t *b, int32_t off)
+{
+	uint64_t v;
+	memcpy(&v, b + off, 8);
+	return v;
+}
+
+/* <= 3.10: a PyFrameObject; its f_back is next. */
+static enum pyd_err frame_object(struct pyd_session *s, const uint8_t *buf,
+				 struct pyd_frame_buf *out, uint64_t *next)
 {
 	const struct py_layout *L = &s->layout;
-	uint8_t buf[128];
-	int32_t hi = L->iframe.owner;
-	if (L->iframe.instr > hi)
-		hi = L->iframe.instr + 7;
-	if (L->iframe.previous + 7 > hi)
-		hi = L->iframe.previous + 7;
-	if (L->iframe.code + 7 > hi)
-		hi = L->iframe.code + 7;
-	size_t need = (size_t)hi + 1;
-	if (need > sizeof buf)
+	int32_t lasti;
+	memcpy(&lasti, buf + L->frame_object.f_lasti, 4);
+	*next = u64_at(buf, L->frame_object.f_back);
+	const struct pyd_code *c =
+		pyd_code_get(s, u64_at(buf, L->frame_object.f_code));
+	if (!c)
 		return PYD_E_READ;
-	size_t steps = 0;
-	while (f) {
-		if (++steps > PYD_MAX_FRAMES)
-			return PYD_E_TORN;
-		enum pyd_err err = pyd_read(s->src, f, buf, need);
-		if (err)
+	/* 3.10 counts f_lasti in 2-byte code units. */
+	int off = L->line_model == PY_LINES_310 && lasti >= 0 ? lasti * 2 : lasti;
+	return pyd_frame_push(out, c, pyd_code_line_cached(s, c, off))
+		       ? PYD_OK
+		       : PYD_E_NOMEM;
+}
+
+/* 3.11+: a _PyInterpreterFrame; previous is next. */
+static enum pyd_err interp_frame(struct pyd_session *s, const uint8_t *buf,
+				 struct pyd_frame_buf *out, uint64_t *next)
+{
+	const struct py_layout *L = &s->layout;
+	uint64_t code = u64_at(buf, L->iframe.code) & ~L->code_tag_mask;
+	int owner = buf[L->iframe.owner];
+	*next = u64_at(buf, L->iframe.previous);
+	/* C-stack shims and interpreter base frames run no Python. */
+	if (L->owner_first_shim != PYD_NO_FIELD && owner >= L->owner_first_shim)
+		return PYD_OK;
+	return pyd_frame_push_iframe(s, out, code, u64_at(buf, L->iframe.instr));
+}
+
+enum pyd_err pyd_walk_thread(struct pyd_session *s, uint64_t tstate,
+			     const struct pyd_node_reader *r,
+			     struct pyd_frame_buf *out, uint64_t *top)
+{
+	const struct py_layout *L = &s->layout;
+	enum pyd_err err = PYD_OK;
+	out->n = 0;
+	const uint8_t *b = r->get(r->ctx, 0, tstate + (uint64_t)L->tstate.frame,
+				  8, &err);
+	if (!b)
+		return err;
+	uint64_t f = u64_at(b, 0);
+	size_t idx = 1;
+	if (L->frame_model == PY_FRAMES_CFRAME && f) {
+		b = r->get(r->ctx, idx++, f + (uint64_t)L->cframe.current_frame,
+			   8, &err);
+		if (!b)
 			return err;
-		uint64_t prev, code, instr;
-		memcpy(&prev, buf + L->iframe.previous, 8);
-		memcpy(&code, buf + L->iframe.code, 8);
-		memcpy(&instr, buf + L->iframe.instr, 8);
-		code &= ~L->code_tag_mask;
-		int owner = buf[L->iframe.owner];
-		f = prev;
-		/* C-stack shims and interpreter base frames run no Python. */
-		if (L->owner_first_shim != PYD_NO_FIELD &&
-		    owner >= L->owner_first_shim)
-			continue;
-		if ((err = pyd_frame_push_iframe(s, out, code, instr)))
+		f = u64_at(b, 0);
+	}
+	*top = f;
+	size_t flen = frame_len(L);
+	while (f) {
+		if (idx > PYD_MAX_FRAMES + 1)
+			return PYD_E_TORN;
+		if (!(b = r->get(r->ctx, idx++, f, flen, &err)))
+			return err;
+		err = L->frame_model == PY_FRAMES_OBJECT
+			      ? frame_object(s, b, out, &f)
+			      : interp_frame(s, b, out, &f);
+		if (err)
 			return err;
 	}
 	return PYD_OK;
@@ -109,16 +133,32 @@ static enum pyd_err top_frame(struct pyd_session *s, uint64_t tstate,
 	return pyd_read_ptr(s, *frame + (uint64_t)L->cframe.current_frame, frame);
 }
 
+/* The plain reader: every node read on its own. */
+struct plain_reader {
+	struct pyd_session *s;
+	uint8_t buf[256];
+};
+
+static const uint8_t *plain_get(void *ctx, size_t index, uint64_t addr,
+				size_t len, enum pyd_err *err)
+{
+	struct plain_reader *p = ctx;
+	(void)index;
+	if (len > sizeof p->buf) {
+		*err = PYD_E_READ;
+		return NULL;
+	}
+	*err = pyd_read(p->s->src, addr, p->buf, len);
+	return *err ? NULL : p->buf;
+}
+
 static enum pyd_err walk_once(struct pyd_session *s, uint64_t tstate,
 			      struct pyd_frame_buf *out, uint64_t *top)
 {
-	out->n = 0;
-	enum pyd_err err = top_frame(s, tstate, top);
-	if (err || !*top)
-		return err;
-	if (s->layout.frame_model == PY_FRAMES_OBJECT)
-		return walk_frame_objects(s, *top, out);
-	return walk_interp_frames(s, *top, out);
+	struct plain_reader pr = {.s = s};
+	struct pyd_node_reader r = {plain_get, &pr};
+	*top = 0;
+	return pyd_walk_thread(s, tstate, &r, out, top);
 }
 
 /*
@@ -145,34 +185,62 @@ static enum pyd_err walk_stable(struct pyd_session *s, uint64_t tstate,
 	return err ? err : PYD_E_TORN;
 }
 
-static uint64_t gil_holder(struct pyd_session *s, uint64_t interp)
+/* The bytes that tell who holds the GIL start at min(locked, holder). */
+static int32_t gil_base(const struct py_layout *L)
 {
-	const struct py_layout *L = &s->layout;
-	uint64_t holder = 0, gil = 0;
-	int32_t locked = 0;
-	switch (L->gil_model) {
-	case PY_GIL_SYMBOL:
-		if (s->rt.tstate_current_addr)
-			pyd_read_ptr(s, s->rt.tstate_current_addr, &holder);
-		break;
-	case PY_GIL_RUNTIME_TSTATE:
-		pyd_read_ptr(s, s->rt.runtime_addr +
-				       (uint64_t)L->runtime.tstate_current,
-			     &holder);
-		break;
-	case PY_GIL_INTERP_STATE:
-		if (pyd_read_ptr(s, interp + (uint64_t)L->interp.gil_ptr, &gil) ||
-		    !gil ||
-		    pyd_read_i32(s, gil + (uint64_t)L->gil.locked, &locked) ||
-		    !locked)
-			return 0;
-		pyd_read_ptr(s, gil + (uint64_t)L->gil.last_holder, &holder);
-		break;
-	}
-	return holder;
+	return L->gil.locked < L->gil.last_holder ? L->gil.locked
+						  : L->gil.last_holder;
 }
 
-static int64_t thread_tid(struct pyd_session *s, uint64_t tstate)
+bool pyd_gil_probe(struct pyd_session *s, uint64_t interp, uint64_t *addr,
+		   size_t *len)
+{
+	const struct py_layout *L = &s->layout;
+	uint64_t gil = 0;
+	*len = 8;
+	switch (L->gil_model) {
+	case PY_GIL_SYMBOL:
+		*addr = s->rt.tstate_current_addr;
+		return *addr != 0;
+	case PY_GIL_RUNTIME_TSTATE:
+		*addr = s->rt.runtime_addr + (uint64_t)L->runtime.tstate_current;
+		return s->rt.runtime_addr != 0;
+	case PY_GIL_INTERP_STATE:
+		if (pyd_read_ptr(s, interp + (uint64_t)L->interp.gil_ptr, &gil) ||
+		    !gil)
+			return false;
+		int32_t base = gil_base(L), end = L->gil.locked + 4;
+		if (L->gil.last_holder + 8 > end)
+			end = L->gil.last_holder + 8;
+		*addr = gil + (uint64_t)base;
+		*len = (size_t)(end - base);
+		return true;
+	}
+	return false;
+}
+
+uint64_t pyd_gil_decode(const struct pyd_session *s, const uint8_t *buf)
+{
+	const struct py_layout *L = &s->layout;
+	if (L->gil_model != PY_GIL_INTERP_STATE)
+		return u64_at(buf, 0);
+	int32_t base = gil_base(L), locked;
+	memcpy(&locked, buf + L->gil.locked - base, 4);
+	return locked ? u64_at(buf, L->gil.last_holder - base) : 0;
+}
+
+static uint64_t gil_holder(struct pyd_session *s, uint64_t interp)
+{
+	uint64_t addr;
+	size_t len;
+	uint8_t buf[64];
+	if (!pyd_gil_probe(s, interp, &addr, &len) || len > sizeof buf ||
+	    pyd_read(s->src, addr, buf, len))
+		return 0;
+	return pyd_gil_decode(s, buf);
+}
+
+int64_t pyd_thread_tid(struct pyd_session *s, uint64_t tstate)
 {
 	const struct py_layout *L = &s->layout;
 	uint64_t v = 0;
@@ -196,7 +264,7 @@ static const struct pyd_os_thread *find_os_thread(const struct pyd_os_thread *t,
 	return NULL;
 }
 
-static enum pyd_err first_interp(struct pyd_session *s, uint64_t *interp)
+enum pyd_err pyd_first_interp(struct pyd_session *s, uint64_t *interp)
 {
 	const struct py_layout *L = &s->layout;
 	*interp = 0;
@@ -237,7 +305,7 @@ static enum pyd_err add_thread(struct dump_ctx *c, uint64_t tstate,
 	}
 	struct pyd_thread *t = &d->threads[d->nthreads++];
 	memset(t, 0, sizeof *t);
-	t->tid = thread_tid(c->s, tstate);
+	t->tid = pyd_thread_tid(c->s, tstate);
 	t->interp_id = interp_id;
 	t->holds_gil = holder && holder == tstate;
 	const struct pyd_os_thread *os = find_os_thread(c->os, c->nos, t->tid);
@@ -297,7 +365,7 @@ enum pyd_err pyd_dump_stacks(struct pyd_session *s, struct pyd_dump *d)
 	if (s->src->threads)
 		s->src->threads(s->src->ctx, &c.os, &c.nos);
 	uint64_t interp;
-	enum pyd_err err = first_interp(s, &interp);
+	enum pyd_err err = pyd_first_interp(s, &interp);
 	while (!err && interp && d->ninterps < MAX_INTERPS) {
 		d->ninterps++;
 		if ((err = dump_interp(&c, interp)))

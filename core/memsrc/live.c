@@ -21,6 +21,9 @@
 /* More threads than this and the rest are not listed (nor paused). */
 #define LIVE_MAX_THREADS 65536
 
+/* Ranges per process_vm_readv call (the kernel's UIO_MAXIOV). */
+#define IOV_BATCH 1024
+
 struct pyd_live {
 	struct pyd_memsrc src;
 	int pid;
@@ -33,6 +36,12 @@ struct pyd_live {
 	size_t nthreads;
 	int64_t *paused; /* tids we seized */
 	size_t npaused;
+	/* Open /proc/PID/task/TID/stat files, for thread_run. */
+	struct stat_fd {
+		int64_t tid;
+		int fd;
+	} *stat_fds;
+	size_t nstat_fds;
 };
 
 static bool proc_alive(int pid)
@@ -89,6 +98,111 @@ static enum pyd_err live_read(void *ctx, uint64_t addr, void *buf, size_t len)
 		l->use_vm = false;
 	}
 	return read_mem_file(l, addr, buf, len);
+}
+
+/* Ranges past the first that failed are not read: count whole ones. */
+static size_t whole_ranges(const struct pyd_iov *v, size_t n, ssize_t got)
+{
+	size_t i = 0;
+	for (; i < n && got >= (ssize_t)v[i].len; i++)
+		got -= (ssize_t)v[i].len;
+	return i;
+}
+
+static enum pyd_err live_readv(void *ctx, const struct pyd_iov *v, size_t n,
+			       size_t *done)
+{
+	struct pyd_live *l = ctx;
+	struct iovec local[IOV_BATCH], remote[IOV_BATCH];
+	*done = 0;
+	while (l->use_vm && *done < n) {
+		size_t k = n - *done < IOV_BATCH ? n - *done : IOV_BATCH;
+		for (size_t i = 0; i < k; i++) {
+			const struct pyd_iov *r = &v[*done + i];
+			local[i] = (struct iovec){r->buf, r->len};
+			remote[i] = (struct iovec){(void *)(uintptr_t)r->addr,
+						   r->len};
+		}
+		ssize_t got = process_vm_readv(l->pid, local, k, remote, k, 0);
+		if (got < 0 && errno == ESRCH)
+			return PYD_E_EXITED;
+		if (got < 0 && (errno == ENOSYS || errno == EPERM)) {
+			l->use_vm = false;
+			break;
+		}
+		size_t whole = whole_ranges(&v[*done], k, got < 0 ? 0 : got);
+		*done += whole;
+		if (whole < k)
+			return PYD_OK;
+	}
+	/* Without process_vm_readv (or before we know it works): one by
+	 * one, which also finds out. */
+	enum pyd_err err = PYD_OK;
+	for (; *done < n; ++*done)
+		if ((err = live_read(l, v[*done].addr, v[*done].buf, v[*done].len)))
+			break;
+	return err == PYD_E_EXITED ? err : PYD_OK;
+}
+
+static int stat_fd(struct pyd_live *l, int64_t tid)
+{
+	for (size_t i = 0; i < l->nstat_fds; i++)
+		if (l->stat_fds[i].tid == tid)
+			return l->stat_fds[i].fd;
+	char path[96];
+	snprintf(path, sizeof path, "/proc/%d/task/%lld/stat", l->pid,
+		 (long long)tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	void *p = fd >= 0 ? realloc(l->stat_fds,
+				    (l->nstat_fds + 1) * sizeof *l->stat_fds)
+			  : NULL;
+	if (!p) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	l->stat_fds = p;
+	l->stat_fds[l->nstat_fds++] = (struct stat_fd){tid, fd};
+	return fd;
+}
+
+static void forget_stat_fd(struct pyd_live *l, int64_t tid)
+{
+	for (size_t i = 0; i < l->nstat_fds; i++) {
+		if (l->stat_fds[i].tid != tid)
+			continue;
+		close(l->stat_fds[i].fd);
+		l->stat_fds[i] = l->stat_fds[--l->nstat_fds];
+		return;
+	}
+}
+
+/* The state letter follows the last ')': the command name may hold
+ * spaces and parentheses. */
+static enum pyd_thread_run parse_run_state(const char *stat)
+{
+	const char *p = strrchr(stat, ')');
+	if (!p || p[1] != ' ')
+		return PYD_RUN_UNKNOWN;
+	return p[2] == 'R' ? PYD_RUN_RUNNING : PYD_RUN_IDLE;
+}
+
+/* An open stat file re-read with pread: one syscall per thread and
+ * sample. */
+static enum pyd_err live_thread_run(void *ctx, int64_t tid,
+				    enum pyd_thread_run *run)
+{
+	struct pyd_live *l = ctx;
+	char stat[512];
+	int fd = stat_fd(l, tid);
+	ssize_t n = fd >= 0 ? pread(fd, stat, sizeof stat - 1, 0) : -1;
+	if (n <= 0) {
+		forget_stat_fd(l, tid);
+		return proc_alive(l->pid) ? PYD_E_READ : PYD_E_EXITED;
+	}
+	stat[n] = 0;
+	*run = parse_run_state(stat);
+	return PYD_OK;
 }
 
 static void free_maps(struct pyd_live *l)
@@ -171,12 +285,7 @@ static enum pyd_thread_run run_state(int pid, long tid)
 {
 	char stat[512];
 	read_task_file(pid, tid, "stat", stat, sizeof stat);
-	/* The command name may hold spaces and parentheses: the state
-	 * letter follows the last ')'. */
-	char *p = strrchr(stat, ')');
-	if (!p || p[1] != ' ')
-		return PYD_RUN_UNKNOWN;
-	return p[2] == 'R' ? PYD_RUN_RUNNING : PYD_RUN_IDLE;
+	return parse_run_state(stat);
 }
 
 static int cmp_thread(const void *a, const void *b)
@@ -283,6 +392,8 @@ enum pyd_err pyd_live_open(int pid, struct pyd_live **out)
 		.read = live_read,
 		.mappings = live_mappings,
 		.threads = live_threads,
+		.readv = live_readv,
+		.thread_run = live_thread_run,
 		.open_file = live_open_file,
 	};
 	*out = l;
@@ -351,6 +462,9 @@ void pyd_live_close(struct pyd_live *l)
 	pyd_live_resume(l);
 	free_maps(l);
 	free(l->threads);
+	while (l->nstat_fds)
+		forget_stat_fd(l, l->stat_fds[0].tid);
+	free(l->stat_fds);
 	if (l->mem_fd >= 0)
 		close(l->mem_fd);
 	free(l);

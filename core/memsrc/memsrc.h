@@ -36,6 +36,13 @@ struct pyd_os_thread {
 	enum pyd_thread_run run;
 };
 
+/* One range of a batched read. */
+struct pyd_iov {
+	uint64_t addr;
+	void *buf;
+	size_t len;
+};
+
 struct pyd_memsrc {
 	void *ctx;
 	/* Copy len bytes at addr into buf: PYD_OK, or PYD_E_READ for an
@@ -56,12 +63,35 @@ struct pyd_memsrc {
 	 * are: behind /proc/PID/root, or next to a core on another machine. */
 	int (*open_file)(void *ctx, const struct pyd_mapping *m, char *used,
 			 size_t usedsz);
+	/* Read n ranges in one go (one syscall for a live process): *done
+	 * tells how many leading ranges were read whole.  PYD_E_EXITED if
+	 * the process is gone.  Sources without it get pyd_readv's loop. */
+	enum pyd_err (*readv)(void *ctx, const struct pyd_iov *v, size_t n,
+			      size_t *done);
+	/* Whether thread tid is on a CPU (or runnable) right now; cheap
+	 * enough to ask every sample.  PYD_E_READ if the thread is gone. */
+	enum pyd_err (*thread_run)(void *ctx, int64_t tid,
+				   enum pyd_thread_run *run);
 };
 
 static inline enum pyd_err pyd_read(const struct pyd_memsrc *src,
 				    uint64_t addr, void *buf, size_t len)
 {
 	return src->read(src->ctx, addr, buf, len);
+}
+
+static inline enum pyd_err pyd_readv(const struct pyd_memsrc *src,
+				     const struct pyd_iov *v, size_t n,
+				     size_t *done)
+{
+	if (src->readv)
+		return src->readv(src->ctx, v, n, done);
+	enum pyd_err err = PYD_OK;
+	for (*done = 0; *done < n; ++*done)
+		if ((err = pyd_read(src, v[*done].addr, v[*done].buf,
+				    v[*done].len)))
+			break;
+	return err == PYD_E_EXITED ? err : PYD_OK;
 }
 
 #endif

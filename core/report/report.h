@@ -46,4 +46,34 @@ void pyd_report_tasks_json(struct pyd_buf *b, const struct pyd_task_graph *g,
 /* "pending", "done", "cancelled" or "unknown" */
 const char *pyd_task_state_name(enum pyd_task_state st);
 
+/*
+ * Sampling profiles (pyd_profile.h).  Every report lists p->threads, each
+ * a call tree; pass pyd_profile_merged(p) for one tree of all threads.
+ * The reports document their formats in docs/profile-formats.md.
+ */
+struct pyd_profile;
+struct pyd_prof_frame;
+
+/* How a frame is shown: "qualname (file:line)", "qualname (file)" when
+ * lines are off, "<task NAME>" for a task boundary.  Into buf. */
+const char *pyd_prof_frame_label(const struct pyd_prof_frame *f, char *buf,
+				 size_t bufsz);
+
+/* Per function, like pstats: direct and cumulative samples, percentages,
+ * estimated times; the most expensive limit rows (0: all). */
+void pyd_report_prof_table(struct pyd_buf *b, const struct pyd_profile *p,
+			   size_t limit);
+/* "frame;frame;frame count" lines, outermost first (flamegraph.pl). */
+void pyd_report_prof_collapsed(struct pyd_buf *b, const struct pyd_profile *p);
+/* The trees as flat JSON (docs/profile-formats.md). */
+void pyd_report_prof_json(struct pyd_buf *b, const struct pyd_profile *p);
+/* One self-contained interactive HTML page. */
+void pyd_report_prof_flamegraph(struct pyd_buf *b, const struct pyd_profile *p);
+/* speedscope's file format (one sampled profile per thread). */
+void pyd_report_prof_speedscope(struct pyd_buf *b, const struct pyd_profile *p);
+/* The Firefox Profiler's Gecko profile format. */
+void pyd_report_prof_gecko(struct pyd_buf *b, const struct pyd_profile *p);
+/* pprof's profile.proto, gzipped: binary, b->len bytes. */
+void pyd_report_prof_pprof(struct pyd_buf *b, const struct pyd_profile *p);
+
 #endif

@@ -1,0 +1,671 @@
+/*
+ * pystack-dump sample: the sampling profiler's frontend.  Options, the
+ * clock, signals, launching a program, the live status line and writing
+ * the report; the sampling itself is core's.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../core/pyd_profile.h"
+#include "../core/report/report.h"
+#include "cli.h"
+#include "target.h"
+
+static const char usage_text[] =
+    "Usage: pystack-dump sample [OPTIONS] PID\n"
+    "       pystack-dump sample [OPTIONS] -- PROGRAM [ARGS...]\n"
+    "\n"
+    "Sample the Python stacks of process PID (or of PROGRAM, launched and\n"
+    "profiled from its start) without stopping it, until the duration\n"
+    "ends, Ctrl-C, or the target exits; then write the profile. Samples\n"
+    "are aggregated into call trees as they come: memory stays flat\n"
+    "however long you sample.\n"
+    "\n"
+    "Options:\n"
+    "  -r, --rate HZ|max   samples per second (default 1000); max samples\n"
+    "                      as fast as possible (hundreds of thousands/s)\n"
+    "  -d, --duration SEC  stop after SEC seconds (default: Ctrl-C or exit)\n"
+    "  -n, --samples N     stop after N sampling rounds\n"
+    "  -m, --mode MODE     wall  every thread, every tick (default)\n"
+    "                      cpu   only threads on a CPU at the tick\n"
+    "                      gil   only the thread holding the GIL\n"
+    "                      async every asyncio task: running ones at their\n"
+    "                            code, waiting ones at the await they sit\n"
+    "                            in, joined to the tasks awaiting them\n"
+    "  -f, --format FMT    table       functions by direct and cumulative\n"
+    "                                  samples (default on a terminal)\n"
+    "                      collapsed   flamegraph.pl/inferno/speedscope\n"
+    "                                  input (default otherwise)\n"
+    "                      flamegraph  one interactive HTML page\n"
+    "                      speedscope  speedscope.app JSON\n"
+    "                      gecko       Firefox Profiler JSON\n"
+    "                      pprof       gzipped profile.proto (pprof, go\n"
+    "                                  tool pprof)\n"
+    "                      json        the call tree "
+    "(docs/profile-formats.md)\n"
+    "  -o, --output FILE   write there (default stdout); without -f the\n"
+    "                      name picks: .html flamegraph, .speedscope.json,\n"
+    "                      .gecko.json, .json, .pb.gz/.pprof, else collapsed\n"
+    "      --no-lines      aggregate by function, not by line\n"
+    "      --threads       one tree per thread (default: threads merged)\n"
+    "      --limit N       table rows (default 40; 0: all)\n"
+    "  -q, --quiet         no status line and no summary on stderr\n"
+    "  -h, --help          show this help\n"
+    "\n"
+    "On a terminal a status line shows the rate achieved, samples, errors\n"
+    "and missed ticks; at the end a summary gives the same and the reads\n"
+    "per sample. Exit status 0 whenever sampling ran (even if the target\n"
+    "exited or you pressed Ctrl-C); otherwise as for pystack-dump PID.\n"
+    "\n"
+    "Examples:\n"
+    "  pystack-dump sample 1234                 # table until Ctrl-C\n"
+    "  pystack-dump sample -d 10 -o prof.html 1234\n"
+    "  pystack-dump sample -m async -d 5 1234   # where tasks await\n"
+    "  pystack-dump sample -r max -f collapsed -- python3 app.py\n";
+
+enum format {
+	F_TABLE,
+	F_COLLAPSED,
+	F_FLAME,
+	F_SPEEDSCOPE,
+	F_GECKO,
+	F_PPROF,
+	F_JSON,
+	F_UNSET
+};
+
+static const char *const format_names[] = {
+    "table", "collapsed", "flamegraph", "speedscope", "gecko", "pprof", "json",
+};
+
+struct sample_opts {
+	int pid;
+	char **command;  /* launch this instead of attaching */
+	double rate;     /* 0: max */
+	double duration; /* 0: unbounded */
+	uint64_t max_rounds;
+	enum pyd_sample_mode mode;
+	enum format format;
+	const char *output;
+	bool lines, threads, quiet;
+	size_t limit;
+};
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+static int bad_usage(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "pystack-dump sample: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\nTry 'pystack-dump sample --help'.\n");
+	return PYD_E_USAGE;
+}
+
+static bool parse_double(const char *s, double *out)
+{
+	char *end;
+	errno = 0;
+	*out = strtod(s, &end);
+	return !errno && end != s && !*end && isfinite(*out) && *out > 0;
+}
+
+static int parse_value(int c, const char *arg, struct sample_opts *o)
+{
+	static const char *const modes[] = {"wall", "cpu", "gil", "async"};
+	double v;
+	switch (c) {
+	case 'r':
+		if (!strcmp(arg, "max"))
+			o->rate = 0;
+		else if (!parse_double(arg, &v) || v > 1e7)
+			return bad_usage("--rate wants a number of samples per "
+			                 "second or 'max', not '%s'",
+			                 arg);
+		else
+			o->rate = v;
+		return 0;
+	case 'd':
+		if (!parse_double(arg, &o->duration))
+			return bad_usage("--duration wants seconds, not '%s'",
+			                 arg);
+		return 0;
+	case 'n':
+		if (!parse_double(arg, &v) || v != floor(v))
+			return bad_usage("--samples wants a count, not '%s'",
+			                 arg);
+		o->max_rounds = (uint64_t)v;
+		return 0;
+	case 'm':
+		for (int i = 0; i < 4; i++)
+			if (!strcmp(arg, modes[i])) {
+				o->mode = (enum pyd_sample_mode)i;
+				return 0;
+			}
+		return bad_usage("unknown mode '%s' (wall, cpu, gil, async)",
+		                 arg);
+	case 'f':
+		for (int i = 0; i < F_UNSET; i++)
+			if (!strcmp(arg, format_names[i])) {
+				o->format = (enum format)i;
+				return 0;
+			}
+		return bad_usage("unknown format '%s' (table, collapsed, "
+		                 "flamegraph, speedscope, gecko, pprof, json)",
+		                 arg);
+	case 'L':
+		if (!parse_double(arg, &v) && strcmp(arg, "0"))
+			return bad_usage("--limit wants a count, not '%s'",
+			                 arg);
+		o->limit = strcmp(arg, "0") ? (size_t)v : 0;
+		return 0;
+	}
+	return bad_usage("%s", "internal: unknown option");
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+	return n >= m && !strcmp(s + n - m, suffix);
+}
+
+static enum format format_for(const struct sample_opts *o)
+{
+	if (o->format != F_UNSET)
+		return o->format;
+	if (!o->output)
+		return isatty(STDOUT_FILENO) ? F_TABLE : F_COLLAPSED;
+	static const struct {
+		const char *ext;
+		enum format f;
+	} by_ext[] = {
+	    {".html", F_FLAME},
+	    {".htm", F_FLAME},
+	    {".speedscope.json", F_SPEEDSCOPE},
+	    {".gecko.json", F_GECKO},
+	    {".json", F_JSON},
+	    {".pb.gz", F_PPROF},
+	    {".pprof", F_PPROF},
+	    {".txt", F_COLLAPSED},
+	};
+	for (size_t i = 0; i < sizeof by_ext / sizeof *by_ext; i++)
+		if (ends_with(o->output, by_ext[i].ext))
+			return by_ext[i].f;
+	return F_COLLAPSED;
+}
+
+static int parse_sample_args(int argc, char **argv, struct sample_opts *o)
+{
+	static const struct option longopts[] = {
+	    {"rate", required_argument, NULL, 'r'},
+	    {"duration", required_argument, NULL, 'd'},
+	    {"samples", required_argument, NULL, 'n'},
+	    {"mode", required_argument, NULL, 'm'},
+	    {"format", required_argument, NULL, 'f'},
+	    {"output", required_argument, NULL, 'o'},
+	    {"no-lines", no_argument, NULL, 'N'},
+	    {"threads", no_argument, NULL, 'T'},
+	    {"limit", required_argument, NULL, 'L'},
+	    {"quiet", no_argument, NULL, 'q'},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
+	};
+	*o = (struct sample_opts){
+	    .rate = 1000, .format = F_UNSET, .lines = true, .limit = 40};
+	int c, rc;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "r:d:n:m:f:o:qh", longopts,
+	                        NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			o->output = optarg;
+			break;
+		case 'N':
+			o->lines = false;
+			break;
+		case 'T':
+			o->threads = true;
+			break;
+		case 'q':
+			o->quiet = true;
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			exit(0);
+		case '?':
+			return bad_usage(
+			    "option '%s' is unknown or needs a value",
+			    argv[optind - 1]);
+		default:
+			if ((rc = parse_value(c, optarg, o)))
+				return rc;
+		}
+	}
+	if (optind > 0 && !strcmp(argv[optind - 1], "--")) {
+		if (optind >= argc)
+			return bad_usage("%s", "nothing to launch after --");
+		o->command = argv + optind;
+	} else if (optind + 1 != argc) {
+		return bad_usage("%s", optind >= argc
+		                           ? "give a PID, or -- PROGRAM "
+		                             "to launch"
+		                           : "expected exactly one PID");
+	} else if ((rc = cli_parse_pid(argv[optind], &o->pid))) {
+		return rc;
+	}
+	o->format = format_for(o);
+	return 0;
+}
+
+/* ---- counting reads ---- */
+
+struct counted {
+	struct pyd_memsrc src;
+	const struct pyd_memsrc *in;
+	uint64_t reads;
+};
+
+static enum pyd_err c_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	struct counted *c = ctx;
+	c->reads++;
+	return c->in->read(c->in->ctx, addr, buf, len);
+}
+
+static enum pyd_err c_readv(void *ctx, const struct pyd_iov *v, size_t n,
+                            size_t *done)
+{
+	struct counted *c = ctx;
+	c->reads++;
+	return pyd_readv(c->in, v, n, done);
+}
+
+static enum pyd_err c_thread_run(void *ctx, int64_t tid,
+                                 enum pyd_thread_run *run)
+{
+	struct counted *c = ctx;
+	c->reads++;
+	return c->in->thread_run(c->in->ctx, tid, run);
+}
+
+static enum pyd_err c_threads(void *ctx, const struct pyd_os_thread **t,
+                              size_t *n)
+{
+	struct counted *c = ctx;
+	return c->in->threads(c->in->ctx, t, n);
+}
+
+/* Every read through src counted, for the summary's reads per sample. */
+static void count_reads(struct counted *c, const struct pyd_memsrc *in)
+{
+	*c = (struct counted){.in = in};
+	c->src = *in;
+	c->src.ctx = c;
+	c->src.read = c_read;
+	c->src.readv = c_readv;
+	c->src.thread_run = in->thread_run ? c_thread_run : NULL;
+	c->src.threads = in->threads ? c_threads : NULL;
+	c->src.mappings = NULL;
+	c->src.symbol = NULL;
+	c->src.open_file = NULL;
+}
+
+/* ---- the run ---- */
+
+struct run {
+	struct sample_opts *o;
+	struct target t;
+	struct counted counted;
+	struct pyd_session *sess;
+	struct pyd_sampler *sp;
+	struct pyd_profile *prof;
+	pid_t child; /* launched program, or 0 */
+	int child_status;
+	bool child_reaped;
+	const char *why; /* why sampling stopped */
+};
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static enum pyd_err attach(struct run *r, char *detail, size_t detailsz)
+{
+	struct target_spec spec = {.pid = r->o->pid};
+	struct pyd_runtime rt;
+	enum pyd_err err = target_open(&spec, &r->t, detail, detailsz);
+	if (!err)
+		err = target_runtime(&r->t, &rt, detail, detailsz);
+	if (err)
+		return err;
+	count_reads(&r->counted, r->t.src);
+	err =
+	    pyd_session_open(&r->counted.src, &rt, &r->sess, detail, detailsz);
+	if (!err)
+		err = pyd_sampler_open(r->sess, r->o->mode, r->prof, &r->sp);
+	return err;
+}
+
+static void detach(struct run *r)
+{
+	pyd_sampler_close(r->sp);
+	pyd_session_close(r->sess);
+	target_close(&r->t);
+	r->sp = NULL;
+	r->sess = NULL;
+}
+
+static bool child_gone(struct run *r)
+{
+	if (!r->child || r->child_reaped)
+		return r->child_reaped;
+	if (waitpid(r->child, &r->child_status, WNOHANG) == r->child)
+		r->child_reaped = true;
+	return r->child_reaped;
+}
+
+/*
+ * Launch the program and attach once it runs Python: the exec'd file may
+ * be a wrapper script, and the interpreter needs a moment to set up its
+ * runtime, so keep trying (for up to 10 s) until a sampler opens.
+ */
+static enum pyd_err launch(struct run *r, char *detail, size_t detailsz)
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		return PYD_E_NOMEM;
+	if (pid == 0) {
+		execvp(r->o->command[0], r->o->command);
+		fprintf(stderr, "pystack-dump sample: cannot run %s: %s\n",
+		        r->o->command[0], strerror(errno));
+		_exit(127);
+	}
+	r->child = pid;
+	r->o->pid = pid;
+	enum pyd_err err = PYD_E_NOTPYTHON;
+	int64_t give_up = now_ns() + 10000000000LL;
+	while (!stop_signal && !child_gone(r) && now_ns() < give_up) {
+		err = attach(r, detail, detailsz);
+		if (!err || err == PYD_E_UNSUPPORTED || err == PYD_E_PERM)
+			return err;
+		detach(r);
+		usleep(2000);
+	}
+	if (child_gone(r) || stop_signal) {
+		snprintf(detail, detailsz, "%s before it ran Python",
+		         stop_signal ? "interrupted" : "the program exited");
+		return PYD_E_EXITED;
+	}
+	return err;
+}
+
+static void status_line(const struct run *r, int64_t start)
+{
+	const struct pyd_prof_meta *m = &r->prof->meta;
+	double secs = (double)(now_ns() - start) / 1e9;
+	fprintf(stderr,
+	        "\r\033[Ksampling pid %d: %.1fs, %llu samples, %.0f/s, %llu "
+	        "errors, %llu missed",
+	        r->o->pid, secs, (unsigned long long)m->samples,
+	        secs > 0 ? (double)m->ticks / secs : 0.0,
+	        (unsigned long long)m->errors, (unsigned long long)m->missed);
+}
+
+/* Sleep to the next tick; ticks already past are missed, not made up. */
+static void pace(int64_t *next, int64_t interval, uint64_t *missed)
+{
+	*next += interval;
+	int64_t now = now_ns();
+	if (now > *next) {
+		int64_t late = (now - *next) / interval;
+		*missed += (uint64_t)late;
+		*next += late * interval;
+		return;
+	}
+	struct timespec ts = {*next / 1000000000LL, *next % 1000000000LL};
+	clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+}
+
+static void sample_loop(struct run *r)
+{
+	struct pyd_prof_meta *m = &r->prof->meta;
+	bool tty = !r->o->quiet && isatty(STDERR_FILENO);
+	int64_t start = now_ns(), next = start, shown = start;
+	int64_t end = r->o->duration > 0
+	                  ? start + (int64_t)(r->o->duration * 1e9)
+	                  : INT64_MAX;
+	int64_t interval = r->o->rate > 0 ? (int64_t)(1e9 / r->o->rate) : 0;
+	r->why = "duration reached";
+	for (;;) {
+		if (stop_signal) {
+			r->why = stop_signal == SIGINT ? "interrupted"
+			                               : "terminated";
+			break;
+		}
+		int64_t now = now_ns();
+		if (now >= end ||
+		    (r->o->max_rounds && m->ticks >= r->o->max_rounds))
+			break;
+		unsigned n = 0;
+		enum pyd_err err = pyd_sample(r->sp, &n);
+		m->ticks++;
+		m->samples += n;
+		if (err == PYD_E_EXITED || (err && child_gone(r))) {
+			r->why = "the target exited";
+			break;
+		}
+		if (err == PYD_E_NOMEM) {
+			r->why = "out of memory";
+			break;
+		}
+		if (err)
+			m->errors++;
+		if (tty && now - shown > 200000000LL) {
+			status_line(r, start);
+			shown = now;
+		}
+		if (interval)
+			pace(&next, interval, &m->missed);
+	}
+	if (tty)
+		fputs("\r\033[K", stderr);
+	m->duration_s = (double)(now_ns() - start) / 1e9;
+}
+
+static void write_report(struct pyd_buf *b, const struct pyd_profile *p,
+                         const struct sample_opts *o)
+{
+	switch (o->format) {
+	case F_TABLE:
+		pyd_report_prof_table(b, p, o->limit);
+		break;
+	case F_COLLAPSED:
+		pyd_report_prof_collapsed(b, p);
+		break;
+	case F_FLAME:
+		pyd_report_prof_flamegraph(b, p);
+		break;
+	case F_SPEEDSCOPE:
+		pyd_report_prof_speedscope(b, p);
+		break;
+	case F_GECKO:
+		pyd_report_prof_gecko(b, p);
+		break;
+	case F_PPROF:
+		pyd_report_prof_pprof(b, p);
+		break;
+	case F_JSON:
+	case F_UNSET:
+		pyd_report_prof_json(b, p);
+		break;
+	}
+}
+
+static int output(struct run *r)
+{
+	struct pyd_profile *p = r->prof, *merged = NULL;
+	pyd_profile_finish(p);
+	if (!r->o->threads && !(merged = pyd_profile_merged(p))) {
+		fprintf(stderr, "pystack-dump sample: out of memory\n");
+		return PYD_E_NOMEM;
+	}
+	struct pyd_buf b = {0};
+	write_report(&b, merged ? merged : p, r->o);
+	pyd_profile_free(merged);
+	FILE *f = r->o->output ? fopen(r->o->output, "wb") : stdout;
+	bool ok =
+	    f && !b.failed && (!b.len || fwrite(b.data, 1, b.len, f) == b.len);
+	if (f && f != stdout)
+		ok &= fclose(f) == 0;
+	else if (f)
+		ok &= fflush(f) == 0;
+	pyd_buf_free(&b);
+	if (!ok) {
+		fprintf(stderr, "pystack-dump sample: cannot write %s: %s\n",
+		        r->o->output ? r->o->output : "the profile",
+		        b.failed ? "out of memory" : strerror(errno));
+		return PYD_E_READ;
+	}
+	return 0;
+}
+
+static void summary(const struct run *r)
+{
+	const struct pyd_prof_meta *m = &r->prof->meta;
+	double rate = m->duration_s > 0 ? (double)m->ticks / m->duration_s : 0;
+	fprintf(stderr,
+	        "pystack-dump sample: %s after %.2f s. %llu samples in %llu "
+	        "rounds (%.0f rounds/s), %llu errors (%.2f%%), %llu missed "
+	        "ticks, %.2f reads per round.\n",
+	        r->why, m->duration_s, (unsigned long long)m->samples,
+	        (unsigned long long)m->ticks, rate,
+	        (unsigned long long)m->errors,
+	        m->ticks ? 100.0 * (double)m->errors / (double)m->ticks : 0.0,
+	        (unsigned long long)m->missed,
+	        m->ticks ? (double)m->reads / (double)m->ticks : 0.0);
+	if (m->mode == PYD_SAMPLE_ASYNC)
+		fprintf(stderr,
+		        "pystack-dump sample: task samples on CPU %llu, "
+		        "awaiting %llu.\n",
+		        (unsigned long long)m->cpu_samples,
+		        (unsigned long long)m->await_samples);
+	if (r->prof->truncated)
+		fprintf(stderr,
+		        "pystack-dump sample: the call tree reached its "
+		        "size limit; deeper new paths were folded into "
+		        "their callers.\n");
+	if (r->o->output)
+		fprintf(stderr, "pystack-dump sample: wrote %s (%s).\n",
+		        r->o->output, format_names[r->o->format]);
+}
+
+static void fill_meta(struct run *r)
+{
+	struct pyd_prof_meta *m = &r->prof->meta;
+	struct timeval tv;
+	gettimeofday(&tv, NULL);
+	m->pid = r->o->pid;
+	m->python_version = pyd_session_version(r->sess);
+	m->mode = r->o->mode;
+	m->rate_hz = r->o->rate;
+	m->start_unix_us =
+	    (uint64_t)tv.tv_sec * 1000000u + (uint64_t)tv.tv_usec;
+}
+
+static void catch_signals(void)
+{
+	struct sigaction sa = {.sa_handler = on_signal};
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+/* A launched program's end: wait for it, and pass on its status. */
+static int finish_child(struct run *r, int rc)
+{
+	if (!r->child)
+		return rc;
+	if (!child_gone(r)) {
+		if (!stop_signal)
+			fprintf(stderr,
+			        "pystack-dump sample: waiting for "
+			        "process %d to exit (Ctrl-C stops it).\n",
+			        r->child);
+		while (waitpid(r->child, &r->child_status, 0) < 0 &&
+		       errno == EINTR)
+			if (stop_signal)
+				kill(r->child, SIGINT);
+	}
+	return rc;
+}
+
+/* A launched program that could not be sampled is not left running. */
+static int launch_error(struct run *r, enum pyd_err err, const char *detail)
+{
+	if (err == PYD_E_EXITED) {
+		fprintf(stderr, "pystack-dump sample: %s: %s; nothing was "
+				"sampled.\n",
+			r->o->command[0], detail);
+		return err;
+	}
+	int rc = cli_report_error(err, r->o->pid, detail);
+	if (!child_gone(r)) {
+		fprintf(stderr, "pystack-dump sample: stopping %s (pid %d).\n",
+			r->o->command[0], r->o->pid);
+		kill(r->child, SIGTERM);
+	}
+	return rc;
+}
+
+int sample_main(int argc, char **argv)
+{
+	struct sample_opts o;
+	int rc = parse_sample_args(argc, argv, &o);
+	if (rc)
+		return rc;
+	struct run r = {.o = &o};
+	catch_signals();
+	r.prof = pyd_profile_new(o.lines, 0);
+	if (!r.prof)
+		return PYD_E_NOMEM;
+	char detail[512] = "";
+	enum pyd_err err = o.command ? launch(&r, detail, sizeof detail)
+	                             : attach(&r, detail, sizeof detail);
+	if (err && o.command) {
+		rc = launch_error(&r, err, detail);
+	} else if (err) {
+		rc = cli_report_error(err, o.pid, detail);
+	} else {
+		fill_meta(&r);
+		sample_loop(&r);
+		r.prof->meta.reads = r.counted.reads;
+		r.prof->meta.interval_s =
+		    r.prof->meta.ticks
+		        ? r.prof->meta.duration_s / (double)r.prof->meta.ticks
+		        : 0;
+		rc = output(&r);
+		if (!o.quiet)
+			summary(&r);
+	}
+	detach(&r);
+	pyd_profile_free(r.prof);
+	return finish_child(&r, rc);
+}

@@ -1,0 +1,462 @@
+/*
+ * Call-tree aggregation of samples.
+ *
+ * A sample is a stack; the tree keeps one node per distinct path and a
+ * count, so 10 M samples of one stack cost one path.  Three hash tables
+ * make adding cheap: strings interned by content, frames interned by
+ * their (interned) strings, children by (parent, frame).  In front of
+ * them, a direct-mapped cache from the caller's string addresses to a
+ * frame, and per thread the previous sample's path: a profiler sees the
+ * same stack again and again, so most frames cost one comparison.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../pyd_profile.h"
+
+#define DEFAULT_MAX_NODES (1u << 20)
+#define PCACHE_SIZE       8192 /* a power of two */
+
+struct pcache_entry {
+	const char *function, *qualname, *file;
+	int line;
+	uint32_t frame; /* PYD_PROF_NONE: empty */
+};
+
+/* A thread's previous path, outermost first. */
+struct last_path {
+	uint32_t *frames, *nodes;
+	size_t n, cap;
+};
+
+struct pyd_profile_priv {
+	char **strs; /* open addressing, interned copies */
+	size_t nstrs, strs_cap;
+	uint32_t *frame_tab; /* open addressing, frame indexes */
+	size_t frames_cap, frame_tab_cap;
+	uint32_t *child_tab; /* open addressing, node indexes */
+	size_t nodes_cap, child_tab_cap;
+	size_t threads_cap;
+	struct last_path *last; /* per thread */
+	struct pcache_entry pcache[PCACHE_SIZE];
+	size_t max_nodes;
+	uint32_t *ids; /* scratch: the frames of the sample being added */
+	size_t ids_cap;
+};
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+	return h * 0xff51afd7ed558ccdULL;
+}
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	return h;
+}
+
+/* Grow an open-addressing table of uint32 slots (PYD_PROF_NONE empty),
+ * re-inserting with rehash(). */
+static bool grow_u32(uint32_t **tab, size_t *cap, size_t used,
+                     uint64_t (*rehash)(const struct pyd_profile *, uint32_t),
+                     const struct pyd_profile *p)
+{
+	if ((used + 1) * 2 <= *cap)
+		return true;
+	size_t ncap = *cap ? *cap * 2 : 1024;
+	uint32_t *t = malloc(ncap * sizeof *t);
+	if (!t)
+		return false;
+	memset(t, 0xff, ncap * sizeof *t);
+	for (size_t i = 0; i < *cap; i++) {
+		uint32_t v = (*tab)[i];
+		if (v == PYD_PROF_NONE)
+			continue;
+		size_t j = rehash(p, v) & (ncap - 1);
+		while (t[j] != PYD_PROF_NONE)
+			j = (j + 1) & (ncap - 1);
+		t[j] = v;
+	}
+	free(*tab);
+	*tab = t;
+	*cap = ncap;
+	return true;
+}
+
+static const char *intern(struct pyd_profile_priv *q, const char *s)
+{
+	if (!s)
+		return NULL;
+	if ((q->nstrs + 1) * 2 > q->strs_cap) {
+		size_t ncap = q->strs_cap ? q->strs_cap * 2 : 1024;
+		char **t = calloc(ncap, sizeof *t);
+		if (!t)
+			return NULL;
+		for (size_t i = 0; i < q->strs_cap; i++) {
+			if (!q->strs[i])
+				continue;
+			size_t j = hash_str(q->strs[i]) & (ncap - 1);
+			while (t[j])
+				j = (j + 1) & (ncap - 1);
+			t[j] = q->strs[i];
+		}
+		free(q->strs);
+		q->strs = t;
+		q->strs_cap = ncap;
+	}
+	size_t j = hash_str(s) & (q->strs_cap - 1);
+	for (; q->strs[j]; j = (j + 1) & (q->strs_cap - 1))
+		if (!strcmp(q->strs[j], s))
+			return q->strs[j];
+	char *copy = strdup(s);
+	if (copy) {
+		q->strs[j] = copy;
+		q->nstrs++;
+	}
+	return copy;
+}
+
+/* Interned strings compare by address. */
+static uint64_t hash_frame(const struct pyd_prof_frame *f)
+{
+	uint64_t h = mix(0, (uintptr_t)f->function);
+	h = mix(h, (uintptr_t)f->qualname);
+	h = mix(h, (uintptr_t)f->file);
+	return mix(h, (uint64_t)(int64_t)f->line * 2 + f->kind);
+}
+
+static uint64_t rehash_frame(const struct pyd_profile *p, uint32_t i)
+{
+	return hash_frame(&p->frames[i]);
+}
+
+static bool same_frame(const struct pyd_prof_frame *a,
+                       const struct pyd_prof_frame *b)
+{
+	return a->function == b->function && a->qualname == b->qualname &&
+	       a->file == b->file && a->line == b->line && a->kind == b->kind;
+}
+
+/* The index of frame f (strings already interned), added if new. */
+static uint32_t frame_index(struct pyd_profile *p,
+                            const struct pyd_prof_frame *f)
+{
+	struct pyd_profile_priv *q = p->priv;
+	if (!grow_u32(&q->frame_tab, &q->frame_tab_cap, p->nframes,
+	              rehash_frame, p))
+		return PYD_PROF_NONE;
+	size_t mask = q->frame_tab_cap - 1, j = hash_frame(f) & mask;
+	for (; q->frame_tab[j] != PYD_PROF_NONE; j = (j + 1) & mask)
+		if (same_frame(&p->frames[q->frame_tab[j]], f))
+			return q->frame_tab[j];
+	if (p->nframes == q->frames_cap) {
+		size_t ncap = q->frames_cap ? q->frames_cap * 2 : 256;
+		void *t = realloc(p->frames, ncap * sizeof *p->frames);
+		if (!t)
+			return PYD_PROF_NONE;
+		p->frames = t;
+		q->frames_cap = ncap;
+	}
+	p->frames[p->nframes] = *f;
+	q->frame_tab[j] = (uint32_t)p->nframes;
+	return (uint32_t)p->nframes++;
+}
+
+/* The frame of a caller's struct pyd_frame, through the address cache. */
+static uint32_t frame_of(struct pyd_profile *p, const struct pyd_frame *fr)
+{
+	struct pyd_profile_priv *q = p->priv;
+	int line = p->lines ? fr->line : 0;
+	uint64_t h =
+	    mix(mix(mix(0, (uintptr_t)fr->function), (uintptr_t)fr->file),
+	        (uint64_t)(int64_t)line);
+	/* Task names live only as long as one task graph: never cache them
+	 * by address. */
+	struct pcache_entry none,
+	    *e = fr->file ? &q->pcache[h & (PCACHE_SIZE - 1)] : &none;
+	none.frame = PYD_PROF_NONE;
+	if (e->frame != PYD_PROF_NONE && e->function == fr->function &&
+	    e->qualname == fr->qualname && e->file == fr->file &&
+	    e->line == line)
+		return e->frame;
+	struct pyd_prof_frame f = {
+	    .function = intern(q, fr->function ? fr->function : "???"),
+	    .qualname = intern(q, fr->qualname),
+	    .file = intern(q, fr->file),
+	    .line = fr->file ? line : 0,
+	    .kind = fr->file ? PYD_PF_PYTHON : PYD_PF_TASK,
+	};
+	if (!f.function || (fr->qualname && !f.qualname) ||
+	    (fr->file && !f.file))
+		return PYD_PROF_NONE;
+	uint32_t idx = frame_index(p, &f);
+	if (idx != PYD_PROF_NONE)
+		*e = (struct pcache_entry){fr->function, fr->qualname, fr->file,
+		                           line, idx};
+	return idx;
+}
+
+static uint64_t hash_child(uint32_t parent, uint32_t frame)
+{
+	return mix(parent, frame);
+}
+
+static uint64_t rehash_child(const struct pyd_profile *p, uint32_t i)
+{
+	return hash_child(p->nodes[i].parent, p->nodes[i].frame);
+}
+
+static uint32_t new_node(struct pyd_profile *p, uint32_t parent, uint32_t frame)
+{
+	struct pyd_profile_priv *q = p->priv;
+	if (p->nnodes == q->nodes_cap) {
+		size_t ncap = q->nodes_cap ? q->nodes_cap * 2 : 1024;
+		void *t = realloc(p->nodes, ncap * sizeof *p->nodes);
+		if (!t)
+			return PYD_PROF_NONE;
+		p->nodes = t;
+		q->nodes_cap = ncap;
+	}
+	uint32_t i = (uint32_t)p->nnodes++;
+	struct pyd_prof_node *n = &p->nodes[i];
+	*n = (struct pyd_prof_node){.frame = frame,
+	                            .parent = parent,
+	                            .first_child = PYD_PROF_NONE,
+	                            .next_sibling = PYD_PROF_NONE};
+	if (parent != PYD_PROF_NONE) {
+		n->next_sibling = p->nodes[parent].first_child;
+		p->nodes[parent].first_child = i;
+	}
+	return i;
+}
+
+/* The child of parent for frame, created if new; parent itself when the
+ * tree is full (the sample is folded into its caller). */
+static uint32_t child(struct pyd_profile *p, uint32_t parent, uint32_t frame)
+{
+	struct pyd_profile_priv *q = p->priv;
+	if (!grow_u32(&q->child_tab, &q->child_tab_cap, p->nnodes, rehash_child,
+	              p))
+		return PYD_PROF_NONE;
+	size_t mask = q->child_tab_cap - 1,
+	       j = hash_child(parent, frame) & mask;
+	for (; q->child_tab[j] != PYD_PROF_NONE; j = (j + 1) & mask) {
+		const struct pyd_prof_node *n = &p->nodes[q->child_tab[j]];
+		if (n->parent == parent && n->frame == frame)
+			return q->child_tab[j];
+	}
+	if (p->nnodes >= q->max_nodes) {
+		p->truncated = true;
+		return parent;
+	}
+	uint32_t i = new_node(p, parent, frame);
+	if (i != PYD_PROF_NONE)
+		q->child_tab[j] = i;
+	return i;
+}
+
+struct pyd_profile *pyd_profile_new(bool lines, size_t max_nodes)
+{
+	struct pyd_profile *p = calloc(1, sizeof *p);
+	struct pyd_profile_priv *q = calloc(1, sizeof *q);
+	if (!p || !q) {
+		free(p);
+		free(q);
+		return NULL;
+	}
+	p->priv = q;
+	p->lines = lines;
+	q->max_nodes = max_nodes ? max_nodes : DEFAULT_MAX_NODES;
+	if (q->max_nodes > PYD_PROF_NONE - 1)
+		q->max_nodes = PYD_PROF_NONE - 1;
+	for (size_t i = 0; i < PCACHE_SIZE; i++)
+		q->pcache[i].frame = PYD_PROF_NONE;
+	if (new_node(p, PYD_PROF_NONE, PYD_PROF_NONE) == PYD_PROF_NONE) {
+		pyd_profile_free(p);
+		return NULL;
+	}
+	return p;
+}
+
+void pyd_profile_free(struct pyd_profile *p)
+{
+	if (!p)
+		return;
+	struct pyd_profile_priv *q = p->priv;
+	for (size_t i = 0; i < q->strs_cap; i++)
+		free(q->strs[i]);
+	for (size_t i = 0; i < p->nthreads; i++) {
+		free(q->last[i].frames);
+		free(q->last[i].nodes);
+	}
+	free(q->strs);
+	free(q->frame_tab);
+	free(q->child_tab);
+	free(q->last);
+	free(q->ids);
+	free(q);
+	free(p->frames);
+	free(p->nodes);
+	free(p->threads);
+	free(p);
+}
+
+/* The thread's index, added (with its node) if new. */
+static size_t thread_index(struct pyd_profile *p, int64_t tid, const char *name)
+{
+	struct pyd_profile_priv *q = p->priv;
+	for (size_t i = 0; i < p->nthreads; i++) {
+		if (p->threads[i].tid != tid)
+			continue;
+		/* A thread is named once the sampler has read its name. */
+		if (name && *name && !p->threads[i].name[0])
+			strncpy(p->threads[i].name, name,
+			        sizeof p->threads[i].name - 1);
+		return i;
+	}
+	if (p->nthreads == q->threads_cap) {
+		size_t ncap = q->threads_cap ? q->threads_cap * 2 : 8;
+		void *t = realloc(p->threads, ncap * sizeof *p->threads);
+		void *l = t ? realloc(q->last, ncap * sizeof *q->last) : NULL;
+		if (t)
+			p->threads = t;
+		if (!l)
+			return SIZE_MAX;
+		q->last = l;
+		q->threads_cap = ncap;
+	}
+	/* Thread nodes are told apart by a frame index no frame has. */
+	uint32_t node = new_node(p, 0, PYD_PROF_NONE);
+	if (node == PYD_PROF_NONE)
+		return SIZE_MAX;
+	struct pyd_prof_thread *t = &p->threads[p->nthreads];
+	memset(t, 0, sizeof *t);
+	t->tid = tid;
+	t->node = node;
+	if (name)
+		strncpy(t->name, name, sizeof t->name - 1);
+	memset(&q->last[p->nthreads], 0, sizeof q->last[0]);
+	return p->nthreads++;
+}
+
+static bool reserve(uint32_t **v, size_t *cap, size_t n)
+{
+	if (n <= *cap)
+		return true;
+	size_t ncap = *cap ? *cap : 64;
+	while (ncap < n)
+		ncap *= 2;
+	uint32_t *t = realloc(*v, ncap * sizeof *t);
+	if (!t)
+		return false;
+	*v = t;
+	*cap = ncap;
+	return true;
+}
+
+static bool reserve_path(struct last_path *l, size_t n)
+{
+	size_t cap = l->cap;
+	if (!reserve(&l->frames, &cap, n))
+		return false;
+	cap = l->cap;
+	if (!reserve(&l->nodes, &cap, n))
+		return false;
+	l->cap = cap;
+	return true;
+}
+
+enum pyd_err pyd_profile_add(struct pyd_profile *p, int64_t tid,
+                             const char *thread_name,
+                             const struct pyd_frame *frames, size_t n,
+                             bool awaiting)
+{
+	struct pyd_profile_priv *q = p->priv;
+	size_t ti = thread_index(p, tid, thread_name);
+	if (ti == SIZE_MAX || !reserve(&q->ids, &q->ids_cap, n))
+		return PYD_E_NOMEM;
+	struct last_path *last = &q->last[ti];
+	if (!reserve_path(last, n))
+		return PYD_E_NOMEM;
+	uint32_t node = p->threads[ti].node;
+	size_t d = 0;
+	/* Outermost first; reuse the previous path while it matches. */
+	for (size_t i = n; i-- > 0; d++) {
+		uint32_t f = frame_of(p, &frames[i]);
+		if (f == PYD_PROF_NONE)
+			return PYD_E_NOMEM;
+		if (d < last->n && last->frames[d] == f) {
+			node = last->nodes[d];
+			continue;
+		}
+		last->n = d;
+		node = child(p, node, f);
+		if (node == PYD_PROF_NONE)
+			return PYD_E_NOMEM;
+		last->frames[d] = f;
+		last->nodes[d] = node;
+	}
+	last->n = d;
+	p->nodes[node].self++;
+	if (awaiting)
+		p->nodes[node].self_await++;
+	return PYD_OK;
+}
+
+void pyd_profile_finish(struct pyd_profile *p)
+{
+	for (size_t i = 0; i < p->nnodes; i++)
+		p->nodes[i].total = p->nodes[i].self;
+	/* A child always comes after its parent. */
+	for (size_t i = p->nnodes; i-- > 1;)
+		p->nodes[p->nodes[i].parent].total += p->nodes[i].total;
+}
+
+struct pyd_profile *pyd_profile_merged(const struct pyd_profile *p)
+{
+	struct pyd_profile *m = pyd_profile_new(p->lines, p->priv->max_nodes);
+	uint32_t *map = malloc((p->nnodes ? p->nnodes : 1) * sizeof *map);
+	size_t ti = m && map ? thread_index(m, 0, "all threads") : SIZE_MAX;
+	bool ok = ti != SIZE_MAX;
+	for (size_t i = 0; ok && i < p->nframes; i++) {
+		const struct pyd_prof_frame *f = &p->frames[i];
+		struct pyd_prof_frame c = *f;
+		c.function = intern(m->priv, f->function);
+		c.qualname = intern(m->priv, f->qualname);
+		c.file = intern(m->priv, f->file);
+		ok = frame_index(m, &c) == i;
+	}
+	if (ok)
+		map[0] = 0;
+	for (size_t i = 1; ok && i < p->nnodes; i++) {
+		const struct pyd_prof_node *n = &p->nodes[i];
+		if (n->frame == PYD_PROF_NONE)
+			map[i] = m->threads[ti].node;
+		else
+			map[i] = child(m, map[n->parent], n->frame);
+		ok = map[i] != PYD_PROF_NONE;
+		if (ok) {
+			m->nodes[map[i]].self += n->self;
+			m->nodes[map[i]].self_await += n->self_await;
+		}
+	}
+	free(map);
+	if (!ok) {
+		pyd_profile_free(m);
+		return NULL;
+	}
+	m->meta = p->meta;
+	m->truncated = p->truncated || m->truncated;
+	m->merged = true;
+	pyd_profile_finish(m);
+	return m;
+}
+
+const char *pyd_sample_mode_name(enum pyd_sample_mode m)
+{
+	static const char *const names[] = {"wall", "cpu", "gil", "async"};
+	return (unsigned)m < 4 ? names[m] : "unknown";
+}

@@ -1,0 +1,715 @@
+/*
+ * The sampler.
+ *
+ * Reads are the cost of sampling a live process, so a round reads, in
+ * one batch, every node that the previous round walked: each thread's
+ * state, its _PyCFrame (3.11-3.12) and its frames.  Nodes close together
+ * (3.11+ frames share a data-stack chunk; frame objects share pymalloc
+ * pools) are merged into one range, so a steady stack of any depth costs
+ * a single process_vm_readv.  The walk then takes each node from the
+ * batch when its address is the predicted one and reads it on its own
+ * where the stack changed; what it walked is the next prediction.
+ *
+ * Whether the thread list changed is read in the same batch once a
+ * millisecond: each interpreter's list head and each thread state's next
+ * pointer.  Cached code objects are re-checked once a second, since
+ * their addresses can be reused.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../pyd_profile.h"
+#include "session.h"
+#include "thread_names.h"
+#include "unicode.h"
+
+#define MAX_INTERPS 4096
+#define MAX_THREADS 65536
+/* Nodes closer than this are read as one range: less than a page, so
+ * the bytes between two readable nodes are mapped too. */
+#define MERGE_GAP 1024
+#define NODE_MAX  256
+/*
+ * 3.12+ stacks end in shim frames: one on the thread's C stack (owned by
+ * the C stack), and on 3.14+ the thread's base frame.  They cost a range
+ * of their own, so they are read only with the list heads, once a
+ * millisecond, and served from a copy in between: they live as long as
+ * the outermost Python call, and should they change, the copy is stale
+ * for at most that long.
+ */
+#define TAIL_MAX   4
+#define TAIL_BYTES 128
+/* Refresh thread names and re-check cached code objects this often. */
+#define REFRESH_NS 1000000000LL
+/* Check whether threads came or went this often: a thread state freed
+ * since can still be walked for up to this long. */
+#define HEADS_NS 1000000LL
+
+struct pred {
+	uint64_t addr;
+	uint32_t len;
+	uint32_t off;   /* in the batch buffer */
+	uint32_t range; /* the batch range holding it */
+	bool loaded;    /* read whole by this round's batch */
+	bool saved;     /* a bottom shim: served from sthread.tail[slot] */
+	uint8_t slot;
+};
+
+struct sthread {
+	uint64_t tstate;
+	uint64_t next;       /* tstate->next when the list was read */
+	uint8_t next_buf[8]; /* and as the batch read it */
+	int64_t tid;
+	char name[64];
+	size_t interp; /* index into the sampler's interpreters */
+	struct pred *pred;
+	size_t npred, cap;
+	bool in_batch;
+	uint8_t tail[TAIL_MAX][TAIL_BYTES]; /* the saved bottom shims */
+};
+
+struct sinterp {
+	uint64_t addr;
+	uint64_t head; /* its first thread state when the list was read */
+	uint64_t gil_addr;
+	size_t gil_len;
+	uint8_t head_buf[8], gil_buf[64];
+	uint64_t holder;
+};
+
+struct pyd_sampler {
+	struct pyd_session *s;
+	struct pyd_profile *prof;
+	enum pyd_sample_mode mode;
+	struct sthread *th;
+	size_t nth;
+	struct sinterp *in;
+	size_t nin;
+	bool stale;        /* thread list must be read again */
+	int64_t refreshed; /* CLOCK_MONOTONIC ns of the last refresh */
+	struct pyd_iov *iov;
+	size_t niov, iov_cap;
+	struct pred **sorted; /* the batch's nodes by address */
+	size_t nsorted, sorted_cap;
+	size_t ngil;        /* iov[0..ngil): GIL fields */
+	size_t nranges;     /* iov[ngil..nranges): nodes; then list heads */
+	int64_t heads_read; /* CLOCK_MONOTONIC ns the heads were last read */
+	bool plan_valid;    /* iov and sorted still fit the predictions */
+	uint8_t *buf;
+	size_t buf_cap;
+	struct pyd_frame_buf fb;
+	uint64_t last_holder; /* gil mode: the predicted holder */
+};
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* ---- the thread list ---- */
+
+static void free_threads(struct pyd_sampler *sp)
+{
+	for (size_t i = 0; i < sp->nth; i++)
+		free(sp->th[i].pred);
+	free(sp->th);
+	sp->th = NULL;
+	sp->nth = 0;
+}
+
+/* Carry the names and predictions of threads that are still there. */
+static void keep_thread(struct sthread *t, struct sthread *old, size_t nold)
+{
+	for (size_t i = 0; i < nold; i++) {
+		if (old[i].tstate != t->tstate || old[i].tid != t->tid)
+			continue;
+		memcpy(t->name, old[i].name, sizeof t->name);
+		t->pred = old[i].pred;
+		t->npred = old[i].npred;
+		t->cap = old[i].cap;
+		old[i].pred = NULL;
+		return;
+	}
+}
+
+/* Thread names: the OS's, then threading's where the target tells. */
+static void name_threads(struct pyd_sampler *sp, size_t first, uint64_t interp)
+{
+	const struct pyd_os_thread *os = NULL;
+	size_t nos = 0;
+	const struct pyd_memsrc *src = sp->s->src;
+	if (src->threads)
+		src->threads(src->ctx, &os, &nos);
+	size_t n = sp->nth - first;
+	struct pyd_thread *t = calloc(n ? n : 1, sizeof *t);
+	if (!t)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		struct sthread *st = &sp->th[first + i];
+		t[i].tid = st->tid;
+		for (size_t j = 0; j < nos; j++)
+			if (os[j].tid == st->tid)
+				snprintf(t[i].name, sizeof t[i].name, "%s",
+				         os[j].name);
+		pyd_read_ptr(sp->s,
+		             st->tstate +
+		                 (uint64_t)sp->s->layout.tstate.thread_id,
+		             &t[i].ident);
+	}
+	pyd_thread_names(sp->s, interp, t, n);
+	for (size_t i = 0; i < n; i++) {
+		memcpy(sp->th[first + i].name, t[i].name, sizeof t[i].name);
+		pyd_utf8_repair(sp->th[first + i].name);
+	}
+	free(t);
+}
+
+static enum pyd_err add_interp(struct pyd_sampler *sp, uint64_t interp,
+                               struct sthread *old, size_t nold, bool names)
+{
+	const struct py_layout *L = &sp->s->layout;
+	struct sinterp *in = &sp->in[sp->nin];
+	memset(in, 0, sizeof *in);
+	in->addr = interp;
+	if (!pyd_gil_probe(sp->s, interp, &in->gil_addr, &in->gil_len) ||
+	    in->gil_len > sizeof in->gil_buf)
+		in->gil_addr = 0;
+	enum pyd_err err = pyd_read_ptr(
+	    sp->s, interp + (uint64_t)L->interp.tstate_head, &in->head);
+	size_t first = sp->nth;
+	for (uint64_t ts = in->head; !err && ts && sp->nth < MAX_THREADS;) {
+		void *p = realloc(sp->th, (sp->nth + 1) * sizeof *sp->th);
+		if (!p)
+			return PYD_E_NOMEM;
+		sp->th = p;
+		struct sthread *t = &sp->th[sp->nth++];
+		memset(t, 0, sizeof *t);
+		t->tstate = ts;
+		t->interp = sp->nin;
+		t->tid = pyd_thread_tid(sp->s, ts);
+		keep_thread(t, old, nold);
+		err = pyd_read_ptr(sp->s, ts + (uint64_t)L->tstate.next,
+		                   &t->next);
+		ts = t->next;
+	}
+	sp->nin++;
+	if (!err && names)
+		name_threads(sp, first, interp);
+	return err;
+}
+
+/* Read the interpreters and threads again; thread names (which cost
+ * many reads) only when asked. */
+static enum pyd_err refresh(struct pyd_sampler *sp, bool names)
+{
+	struct sthread *old = sp->th;
+	size_t nold = sp->nth;
+	sp->th = NULL;
+	sp->nth = 0;
+	sp->nin = 0;
+	uint64_t interp;
+	enum pyd_err err = pyd_first_interp(sp->s, &interp);
+	while (!err && interp && sp->nin < MAX_INTERPS) {
+		void *p = realloc(sp->in, (sp->nin + 1) * sizeof *sp->in);
+		if (!p) {
+			err = PYD_E_NOMEM;
+			break;
+		}
+		sp->in = p;
+		if ((err = add_interp(sp, interp, old, nold, names)))
+			break;
+		err = pyd_read_ptr(sp->s,
+		                   interp + (uint64_t)sp->s->layout.interp.next,
+		                   &interp);
+	}
+	for (size_t i = 0; i < nold; i++)
+		free(old[i].pred);
+	free(old);
+	if (!err && !sp->nin)
+		err = PYD_E_NOTPYTHON;
+	sp->stale = err != PYD_OK;
+	sp->plan_valid = false;
+	if (names)
+		sp->refreshed = now_ns();
+	return err;
+}
+
+/* ---- the batch ---- */
+
+static int cmp_pred(const void *a, const void *b)
+{
+	const struct pred *x = *(struct pred *const *)a,
+	                  *y = *(struct pred *const *)b;
+	return (x->addr > y->addr) - (x->addr < y->addr);
+}
+
+static bool push_iov(struct pyd_sampler *sp, uint64_t addr, void *buf,
+                     size_t len)
+{
+	if (sp->niov == sp->iov_cap) {
+		size_t cap = sp->iov_cap ? sp->iov_cap * 2 : 64;
+		void *p = realloc(sp->iov, cap * sizeof *sp->iov);
+		if (!p)
+			return false;
+		sp->iov = p;
+		sp->iov_cap = cap;
+	}
+	sp->iov[sp->niov++] = (struct pyd_iov){addr, buf, len};
+	return true;
+}
+
+static bool grow(void **v, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return true;
+	size_t ncap = *cap ? *cap : 64;
+	while (ncap < need)
+		ncap *= 2;
+	void *p = realloc(*v, ncap * elem);
+	if (!p)
+		return false;
+	*v = p;
+	*cap = ncap;
+	return true;
+}
+
+/* The predicted nodes of the threads in the batch, by address. */
+static size_t sort_preds(struct pyd_sampler *sp)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < sp->nth; i++)
+		if (sp->th[i].in_batch)
+			n += sp->th[i].npred;
+	if (!grow((void **)&sp->sorted, &sp->sorted_cap, n, sizeof *sp->sorted))
+		return SIZE_MAX;
+	n = 0;
+	for (size_t i = 0; i < sp->nth; i++)
+		for (size_t j = 0; sp->th[i].in_batch && j < sp->th[i].npred;
+		     j++)
+			if (!sp->th[i].pred[j].saved)
+				sp->sorted[n++] = &sp->th[i].pred[j];
+	qsort(sp->sorted, n, sizeof *sp->sorted, cmp_pred);
+	return n;
+}
+
+/* Merge sorted nodes closer than MERGE_GAP into ranges of the batch;
+ * with buf NULL only count the bytes. */
+static size_t plan_ranges(struct pyd_sampler *sp, size_t n, uint8_t *buf,
+                          bool *ok)
+{
+	size_t base = 0;
+	uint64_t start = 0, end = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct pred *p = sp->sorted[i];
+		if (i == 0 || p->addr > end + MERGE_GAP) {
+			if (i && buf)
+				*ok &= push_iov(sp, start, buf + base,
+				                end - start);
+			base += end - start;
+			start = end = p->addr;
+		}
+		if (p->addr + p->len > end)
+			end = p->addr + p->len;
+		p->off = (uint32_t)(base + (p->addr - start));
+		p->range = (uint32_t)sp->niov;
+		p->loaded = false;
+	}
+	if (n && buf)
+		*ok &= push_iov(sp, start, buf + base, end - start);
+	return base + (end - start);
+}
+
+/*
+ * Lay out the batch: the GIL fields (gil mode), the ranges, then the
+ * list heads, which only some rounds read (a failed range stops a
+ * readv, and must not cost the GIL).
+ */
+static enum pyd_err plan_batch(struct pyd_sampler *sp)
+{
+	size_t n = sort_preds(sp);
+	bool ok = n != SIZE_MAX;
+	size_t bytes = ok ? plan_ranges(sp, n, NULL, &ok) : 0;
+	if (!ok || !grow((void **)&sp->buf, &sp->buf_cap, bytes, 1))
+		return PYD_E_NOMEM;
+	const struct py_layout *L = &sp->s->layout;
+	sp->niov = 0;
+	for (size_t i = 0; sp->mode == PYD_SAMPLE_GIL && i < sp->nin; i++)
+		if (sp->in[i].gil_addr)
+			ok &= push_iov(sp, sp->in[i].gil_addr,
+			               sp->in[i].gil_buf, sp->in[i].gil_len);
+	sp->ngil = sp->niov;
+	sp->nsorted = n;
+	plan_ranges(sp, n, sp->buf, &ok);
+	sp->nranges = sp->niov;
+	for (size_t i = 0; i < sp->nin; i++)
+		ok &= push_iov(sp,
+		               sp->in[i].addr + (uint64_t)L->interp.tstate_head,
+		               sp->in[i].head_buf, 8);
+	for (size_t i = 0; i < sp->nth; i++) {
+		struct sthread *t = &sp->th[i];
+		ok &= push_iov(sp, t->tstate + (uint64_t)L->tstate.next,
+		               t->next_buf, 8);
+		for (size_t j = 0; t->in_batch && j < t->npred; j++)
+			if (t->pred[j].saved)
+				ok &= push_iov(sp, t->pred[j].addr,
+				               t->tail[t->pred[j].slot],
+				               t->pred[j].len);
+	}
+	if (!ok)
+		return PYD_E_NOMEM;
+	sp->plan_valid = true;
+	return PYD_OK;
+}
+
+/* Did a thread start or end since the list was read? */
+static bool heads_changed(const struct pyd_sampler *sp)
+{
+	uint64_t v;
+	for (size_t i = 0; i < sp->nin; i++) {
+		memcpy(&v, sp->in[i].head_buf, 8);
+		if (v != sp->in[i].head)
+			return true;
+	}
+	for (size_t i = 0; i < sp->nth; i++) {
+		memcpy(&v, sp->th[i].next_buf, 8);
+		if (v != sp->th[i].next)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * One read of the GIL fields (gil mode), every predicted node of the
+ * threads marked in_batch and, once a millisecond, the thread-list heads.
+ * The plan is kept while the predictions hold: a steady stack only reads.
+ */
+static enum pyd_err read_batch(struct pyd_sampler *sp)
+{
+	enum pyd_err err = PYD_OK;
+	if (!sp->plan_valid && (err = plan_batch(sp)))
+		return err;
+	int64_t now = now_ns();
+	bool heads = now - sp->heads_read >= HEADS_NS;
+	size_t done = 0;
+	err = pyd_readv(sp->s->src, sp->iov, heads ? sp->niov : sp->nranges,
+	                &done);
+	if (err)
+		return err;
+	if (done < sp->ngil)
+		return PYD_E_READ;
+	for (size_t i = 0; i < sp->nsorted; i++)
+		sp->sorted[i]->loaded = sp->sorted[i]->range < done;
+	if (heads && done == sp->niov) {
+		sp->heads_read = now;
+		if (heads_changed(sp)) {
+			sp->stale = true;
+			return PYD_E_TORN;
+		}
+	}
+	return PYD_OK;
+}
+
+/* ---- walking ---- */
+
+struct batch_reader {
+	struct pyd_sampler *sp;
+	struct sthread *t;
+	bool use_batch;
+	size_t walked;
+	/* The trailing run of shim frames served so far: their indexes and
+	 * bytes. */
+	size_t ntail, tail_index[TAIL_MAX];
+	uint8_t tail[TAIL_MAX][TAIL_BYTES];
+	uint8_t scratch[NODE_MAX];
+};
+
+/* Track the trailing shims (see TAIL_MAX): only frame nodes, which are
+ * longer than the single pointers of the other nodes, have an owner. */
+static void track_tail(struct batch_reader *r, size_t index, const uint8_t *d,
+                       size_t len)
+{
+	const struct py_layout *L = &r->sp->s->layout;
+	if (L->owner_first_shim == PYD_NO_FIELD || len <= 8 ||
+	    len > TAIL_BYTES || d[L->iframe.owner] < L->owner_first_shim) {
+		r->ntail = 0;
+		return;
+	}
+	if (r->ntail == TAIL_MAX)
+		return;
+	memcpy(r->tail[r->ntail], d, len);
+	r->tail_index[r->ntail++] = index;
+}
+
+static void predict(struct pyd_sampler *sp, struct sthread *t, size_t index,
+                    uint64_t addr, size_t len)
+{
+	sp->plan_valid = false;
+	if (index >= t->cap) {
+		size_t cap = t->cap;
+		if (!grow((void **)&t->pred, &cap, index + 1, sizeof *t->pred))
+			return; /* no prediction: the next round reads more */
+		t->cap = cap;
+	}
+	if (index >= t->npred)
+		t->npred = index + 1;
+	t->pred[index] = (struct pred){.addr = addr, .len = (uint32_t)len};
+}
+
+static const uint8_t *batch_get(void *ctx, size_t index, uint64_t addr,
+                                size_t len, enum pyd_err *err)
+{
+	struct batch_reader *r = ctx;
+	struct sthread *t = r->t;
+	const uint8_t *d = NULL;
+	const struct pred *p = index < t->npred ? &t->pred[index] : NULL;
+	r->walked = index + 1;
+	if (r->use_batch && p && p->addr == addr && p->len == len && p->saved) {
+		d = t->tail[p->slot];
+	} else if (r->use_batch && p && p->addr == addr && p->len == len &&
+	           p->loaded) {
+		d = r->sp->buf + p->off;
+	} else if (len > NODE_MAX) {
+		*err = PYD_E_READ;
+	} else if (!(*err = pyd_read(r->sp->s->src, addr, r->scratch, len))) {
+		predict(r->sp, t, index, addr, len);
+		d = r->scratch;
+	}
+	if (d)
+		track_tail(r, index, d, len);
+	return d;
+}
+
+/* After a whole walk: keep copies of the shims that end the stack. */
+static void save_tail(struct pyd_sampler *sp, struct sthread *t,
+                      const struct batch_reader *r)
+{
+	for (size_t i = 0; i < r->ntail; i++) {
+		struct pred *p = &t->pred[r->tail_index[i]];
+		if (p->saved && p->slot == i)
+			continue;
+		memcpy(t->tail[i], r->tail[i], p->len);
+		p->saved = true;
+		p->slot = (uint8_t)i;
+		sp->plan_valid = false;
+	}
+}
+
+/* The stack of thread t into sp->fb: from the batch, then (if that
+ * failed: a node changed between the batch and the walk) read afresh. */
+static enum pyd_err walk(struct pyd_sampler *sp, struct sthread *t)
+{
+	enum pyd_err err = PYD_OK;
+	for (int attempt = 0; attempt < 2; attempt++) {
+		struct batch_reader r = {
+		    .sp = sp, .t = t, .use_batch = attempt == 0 && t->in_batch};
+		struct pyd_node_reader nr = {batch_get, &r};
+		uint64_t top;
+		err = pyd_walk_thread(sp->s, t->tstate, &nr, &sp->fb, &top);
+		if (r.walked < t->npred) {
+			t->npred = r.walked;
+			sp->plan_valid = false;
+		}
+		if (!err && r.walked == t->npred)
+			save_tail(sp, t, &r);
+		if (!err || err == PYD_E_EXITED || err == PYD_E_NOMEM)
+			return err;
+	}
+	return err;
+}
+
+static enum pyd_err record(struct pyd_sampler *sp, const struct sthread *t,
+                           unsigned *nstacks)
+{
+	if (!sp->fb.n)
+		return PYD_OK;
+	(*nstacks)++;
+	return pyd_profile_add(sp->prof, t->tid, t->name, sp->fb.v, sp->fb.n,
+	                       false);
+}
+
+/* ---- the modes ---- */
+
+/* Which threads this round samples (before the batch: gil mode decides
+ * after it). */
+static enum pyd_err select_threads(struct pyd_sampler *sp)
+{
+	const struct pyd_memsrc *src = sp->s->src;
+	for (size_t i = 0; i < sp->nth; i++) {
+		struct sthread *t = &sp->th[i];
+		bool in = sp->mode == PYD_SAMPLE_WALL;
+		if (sp->mode == PYD_SAMPLE_GIL)
+			in = t->tstate == sp->last_holder;
+		enum pyd_thread_run run = PYD_RUN_UNKNOWN;
+		if (sp->mode == PYD_SAMPLE_CPU && src->thread_run) {
+			enum pyd_err err =
+			    src->thread_run(src->ctx, t->tid, &run);
+			if (err == PYD_E_EXITED)
+				return err;
+		}
+		if (sp->mode == PYD_SAMPLE_CPU)
+			in = run == PYD_RUN_RUNNING;
+		if (in != t->in_batch)
+			sp->plan_valid = false;
+		t->in_batch = in;
+	}
+	return PYD_OK;
+}
+
+static enum pyd_err sample_threads(struct pyd_sampler *sp, unsigned *nstacks)
+{
+	enum pyd_err err = select_threads(sp);
+	if (!err)
+		err = read_batch(sp);
+	if (err)
+		return err;
+	uint64_t holder = 0;
+	if (sp->mode == PYD_SAMPLE_GIL) {
+		for (size_t i = 0; i < sp->nin && !holder; i++)
+			if (sp->in[i].gil_addr)
+				holder =
+				    pyd_gil_decode(sp->s, sp->in[i].gil_buf);
+		sp->last_holder = holder;
+	}
+	enum pyd_err failed = PYD_OK;
+	for (size_t i = 0; i < sp->nth; i++) {
+		struct sthread *t = &sp->th[i];
+		if (sp->mode == PYD_SAMPLE_GIL ? t->tstate != holder
+		                               : !t->in_batch)
+			continue;
+		err = walk(sp, t);
+		if (err == PYD_E_EXITED || err == PYD_E_NOMEM)
+			return err;
+		if (err) {
+			failed = err;
+			sp->stale =
+			    true; /* maybe it ended: read the list again */
+		} else if ((err = record(sp, t, nstacks)))
+			return err;
+	}
+	return failed;
+}
+
+/* ---- async mode ---- */
+
+static const struct pyd_task *find_task(const struct pyd_task_graph *g,
+                                        uint64_t id)
+{
+	for (size_t i = 0; i < g->ntasks; i++)
+		if (g->tasks[i].id == id)
+			return &g->tasks[i];
+	return NULL;
+}
+
+static bool push_frame(struct pyd_frame_buf *b, struct pyd_frame f)
+{
+	if (b->n == b->cap &&
+	    !grow((void **)&b->v, &b->cap, b->n + 1, sizeof *b->v))
+		return false;
+	b->v[b->n++] = f;
+	return true;
+}
+
+/* The task's coroutine chain, a boundary frame naming it, then the same
+ * for the task awaiting it, up to a root task (or a cycle). */
+static bool task_stack(struct pyd_sampler *sp, const struct pyd_task_graph *g,
+                       const struct pyd_task *t)
+{
+	sp->fb.n = 0;
+	for (size_t hops = 0; t && hops <= g->ntasks; hops++) {
+		for (size_t i = 0; i < t->ncoro; i++)
+			if (!push_frame(&sp->fb, t->coro_stack[i]))
+				return false;
+		if (!push_frame(&sp->fb,
+		                (struct pyd_frame){.function = t->name}))
+			return false;
+		t = t->nawaited_by ? find_task(g, t->awaited_by[0]) : NULL;
+	}
+	return true;
+}
+
+static const char *thread_name(const struct pyd_sampler *sp, int64_t tid)
+{
+	for (size_t i = 0; i < sp->nth; i++)
+		if (sp->th[i].tid == tid)
+			return sp->th[i].name;
+	return "";
+}
+
+static enum pyd_err sample_tasks(struct pyd_sampler *sp, unsigned *nstacks)
+{
+	struct pyd_task_graph g;
+	enum pyd_err err = pyd_dump_tasks(sp->s, &g);
+	for (size_t i = 0; !err && i < g.ntasks; i++) {
+		const struct pyd_task *t = &g.tasks[i];
+		if (!task_stack(sp, &g, t)) {
+			err = PYD_E_NOMEM;
+			break;
+		}
+		err = pyd_profile_add(sp->prof, t->thread,
+		                      thread_name(sp, t->thread), sp->fb.v,
+		                      sp->fb.n, !t->running);
+		(*nstacks)++;
+		if (t->running)
+			sp->prof->meta.cpu_samples++;
+		else
+			sp->prof->meta.await_samples++;
+	}
+	if (!err && g.error)
+		err = g.error;
+	pyd_task_graph_free(&g);
+	return err;
+}
+
+/* ---- the API ---- */
+
+enum pyd_err pyd_sampler_open(struct pyd_session *s, enum pyd_sample_mode mode,
+                              struct pyd_profile *prof,
+                              struct pyd_sampler **out)
+{
+	struct pyd_sampler *sp = calloc(1, sizeof *sp);
+	if (!sp)
+		return PYD_E_NOMEM;
+	sp->s = s;
+	sp->prof = prof;
+	sp->mode = mode;
+	enum pyd_err err = refresh(sp, true);
+	if (err) {
+		pyd_sampler_close(sp);
+		return err;
+	}
+	*out = sp;
+	return PYD_OK;
+}
+
+void pyd_sampler_close(struct pyd_sampler *sp)
+{
+	if (!sp)
+		return;
+	free_threads(sp);
+	free(sp->in);
+	free(sp->iov);
+	free(sp->sorted);
+	free(sp->buf);
+	free(sp->fb.v);
+	free(sp);
+}
+
+enum pyd_err pyd_sample(struct pyd_sampler *sp, unsigned *nstacks)
+{
+	*nstacks = 0;
+	bool periodic = now_ns() - sp->refreshed > REFRESH_NS;
+	if (periodic)
+		pyd_code_cache_revalidate(sp->s);
+	if (periodic || sp->stale) {
+		enum pyd_err err = refresh(sp, periodic);
+		if (err)
+			return err;
+	}
+	if (sp->mode == PYD_SAMPLE_ASYNC)
+		return sample_tasks(sp, nstacks);
+	return sample_threads(sp, nstacks);
+}

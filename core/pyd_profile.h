@@ -1,0 +1,137 @@
+/*
+ * Sampling profiles: samples aggregated into call trees as they come, so
+ * memory grows with the number of distinct stacks, never with the number
+ * of samples.
+ *
+ * Node 0 is the root.  Its children are one node per thread (or per
+ * thread running asyncio tasks, in async mode); under each, the frames
+ * outermost first.  Frames are interned by content: two code objects
+ * with the same names, file and line are one frame.  The reports in
+ * core/report/profile*.c read these structs directly.
+ */
+#ifndef PYD_PROFILE_H
+#define PYD_PROFILE_H
+
+#include "pyd.h"
+
+#define PYD_PROF_NONE UINT32_MAX
+
+enum pyd_sample_mode {
+	PYD_SAMPLE_WALL,  /* every thread every tick */
+	PYD_SAMPLE_CPU,   /* threads on a CPU at the tick */
+	PYD_SAMPLE_GIL,   /* the thread holding the GIL */
+	PYD_SAMPLE_ASYNC, /* every asyncio task, running or awaiting */
+};
+
+/* "wall", "cpu", "gil", "async" */
+const char *pyd_sample_mode_name(enum pyd_sample_mode m);
+
+enum pyd_prof_frame_kind {
+	PYD_PF_PYTHON, /* a Python function */
+	PYD_PF_TASK,   /* an asyncio task boundary: function is its name */
+};
+
+struct pyd_prof_frame {
+	const char *function;
+	const char *qualname; /* NULL where CPython has none (< 3.11) */
+	const char *file;     /* NULL for PYD_PF_TASK */
+	int line;             /* -1 if unknown, 0 when lines are off */
+	enum pyd_prof_frame_kind kind;
+};
+
+struct pyd_prof_node {
+	uint32_t frame;  /* index into frames; PYD_PROF_NONE for the root
+	                  * and the thread nodes */
+	uint32_t parent; /* PYD_PROF_NONE for the root */
+	uint32_t first_child, next_sibling; /* PYD_PROF_NONE: none */
+	uint64_t self;       /* samples whose innermost frame is this one */
+	uint64_t self_await; /* of those, samples of a task in await */
+	uint64_t total;      /* self + children's totals (pyd_profile_finish) */
+};
+
+struct pyd_prof_thread {
+	int64_t tid; /* OS thread id, 0 if unknown */
+	char name[64];
+	uint32_t node; /* its node, a child of the root */
+};
+
+/* What the frontend tells the reports about the run. */
+struct pyd_prof_meta {
+	int pid;
+	const char *python_version;
+	enum pyd_sample_mode mode;
+	double rate_hz;    /* asked for; 0 for "as fast as possible" */
+	double duration_s; /* wall time spent sampling */
+	double interval_s; /* estimated time one sample stands for */
+	uint64_t start_unix_us;
+	uint64_t ticks;   /* sampling rounds */
+	uint64_t samples; /* stacks recorded (a round can record several) */
+	uint64_t errors;  /* rounds that failed (torn or unreadable) */
+	uint64_t missed;  /* ticks that came and went while we were busy */
+	uint64_t reads;   /* memory-source calls */
+	uint64_t cpu_samples, await_samples; /* async mode */
+};
+
+struct pyd_profile {
+	/* Read-only for reports. */
+	struct pyd_prof_frame *frames;
+	size_t nframes;
+	struct pyd_prof_node *nodes;
+	size_t nnodes;
+	struct pyd_prof_thread *threads;
+	size_t nthreads;
+	bool lines;     /* frames keep their line numbers */
+	bool truncated; /* the node limit was hit: deeper frames were folded */
+	bool merged;    /* one tree for all threads (pyd_profile_merged) */
+	struct pyd_prof_meta meta;
+	struct pyd_profile_priv *priv;
+};
+
+/* Keep line numbers (lines) or aggregate by function; at most max_nodes
+ * tree nodes (0: a default of about a million, some 50 MB at most). */
+struct pyd_profile *pyd_profile_new(bool lines, size_t max_nodes);
+void pyd_profile_free(struct pyd_profile *p);
+
+/*
+ * Count one sample: frames (innermost first) seen on thread tid.  A frame
+ * with file == NULL is an asyncio task boundary named by its function.
+ * awaiting: the sample is of a task suspended in await (async mode).
+ * Strings are copied when first seen.  The profile remembers the
+ * addresses of frame strings (not of task names) to skip copying them
+ * again, so those must stay unchanged at their address as long as the
+ * profile is fed: the session's code cache guarantees that.
+ */
+enum pyd_err pyd_profile_add(struct pyd_profile *p, int64_t tid,
+                             const char *thread_name,
+                             const struct pyd_frame *frames, size_t n,
+                             bool awaiting);
+
+/* Fill in the totals; call once sampling is over, before any report. */
+void pyd_profile_finish(struct pyd_profile *p);
+
+/* A finished copy with every thread's tree merged into one thread (tid
+ * 0, "all threads"); NULL if out of memory. */
+struct pyd_profile *pyd_profile_merged(const struct pyd_profile *p);
+
+/*
+ * The sampler: takes samples of a live target (without stopping it) into
+ * a profile.  Each round asks for one batched read of every node seen in
+ * the previous round (thread states and their frames) and only reads
+ * on its own where the stack changed, so a steady stack costs one read.
+ */
+struct pyd_sampler;
+
+enum pyd_err pyd_sampler_open(struct pyd_session *s, enum pyd_sample_mode mode,
+                              struct pyd_profile *prof,
+                              struct pyd_sampler **out);
+void pyd_sampler_close(struct pyd_sampler *sp);
+
+/*
+ * One round: record the stacks the mode asks for (*nstacks of them).
+ * PYD_E_EXITED when the target is gone; another error means the round
+ * failed (a stack changed under every retry), which a profiler counts
+ * and goes on.
+ */
+enum pyd_err pyd_sample(struct pyd_sampler *sp, unsigned *nstacks);
+
+#endif

@@ -1,0 +1,201 @@
+/*
+ * An interactive flame graph: one self-contained HTML page (the template
+ * core/report/flamegraph.html, embedded at build time) with the profile
+ * as JSON in a script element.  The page draws on a canvas, so it stays
+ * usable with hundreds of thousands of nodes.
+ *
+ * The data (docs/profile-formats.md): meta, frames as [name, label, kind],
+ * threads as [tid, name, node], and the nodes in depth-first order as
+ * columns (frame, parent, total, self, await), thread nodes with frame -1.
+ * Subtrees without samples are left out.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../pyd_profile.h"
+#include "flamegraph_html.h"
+#include "report.h"
+
+#define PUT(b, lit) pyd_buf_put((b), (lit), sizeof(lit) - 1)
+#define DATA_MARK   "@PYD_DATA@"
+
+/* The nodes with samples in depth-first order; new_of maps back. */
+struct order {
+	uint32_t *nodes, *new_of;
+	uint32_t n;
+};
+
+static bool order_nodes(const struct pyd_profile *p, struct order *o)
+{
+	o->nodes = malloc((p->nnodes + 1) * sizeof *o->nodes);
+	o->new_of = malloc((p->nnodes + 1) * sizeof *o->new_of);
+	o->n = 0;
+	if (!o->nodes || !o->new_of || !p->nnodes)
+		return o->nodes && o->new_of;
+	uint32_t n = 0;
+	while (n != PYD_PROF_NONE) {
+		const struct pyd_prof_node *node = &p->nodes[n];
+		o->new_of[n] = o->n;
+		o->nodes[o->n++] = n;
+		uint32_t next = node->first_child;
+		while (next != PYD_PROF_NONE && !p->nodes[next].total)
+			next = p->nodes[next].next_sibling;
+		/* No child with samples: the next sibling with samples of
+		 * this node or of its nearest ancestor that has one. */
+		while (next == PYD_PROF_NONE && n != 0) {
+			next = p->nodes[n].next_sibling;
+			while (next != PYD_PROF_NONE && !p->nodes[next].total)
+				next = p->nodes[next].next_sibling;
+			if (next == PYD_PROF_NONE)
+				n = p->nodes[n].parent;
+		}
+		n = next;
+	}
+	return true;
+}
+
+/* JSON inside a script element: escape every '<' (it only occurs in
+ * strings) so that no frame name can close the element or open a
+ * comment. */
+static void put_script_safe(struct pyd_buf *b, const char *s, size_t n)
+{
+	const char *end = s + n;
+
+	while (s < end) {
+		const char *lt = memchr(s, '<', (size_t)(end - s));
+		size_t run = lt ? (size_t)(lt - s) : (size_t)(end - s);
+		pyd_buf_put(b, s, run);
+		if (!lt)
+			break;
+		PUT(b, "\\u003c");
+		s = lt + 1;
+	}
+}
+
+static void meta_json(struct pyd_buf *b, const struct pyd_profile *p)
+{
+	const struct pyd_prof_meta *m = &p->meta;
+
+	pyd_buf_printf(b, "{\"meta\": {\"pid\": %d, \"python\": ", m->pid);
+	pyd_buf_json_str(b, m->python_version);
+	pyd_buf_printf(
+	    b,
+	    ", \"mode\": \"%s\", \"rate\": %.6g, \"duration\": %.6g, "
+	    "\"interval\": %.6g, \"start_us\": %llu, \"ticks\": %llu, "
+	    "\"samples\": %llu, \"errors\": %llu, \"missed\": %llu, "
+	    "\"cpu_samples\": %llu, \"await_samples\": %llu, "
+	    "\"lines\": %s, \"truncated\": %s, \"version\": \"%s\"},\n",
+	    pyd_sample_mode_name(m->mode), m->rate_hz, m->duration_s,
+	    m->interval_s, (unsigned long long)m->start_unix_us,
+	    (unsigned long long)m->ticks, (unsigned long long)m->samples,
+	    (unsigned long long)m->errors, (unsigned long long)m->missed,
+	    (unsigned long long)m->cpu_samples,
+	    (unsigned long long)m->await_samples, p->lines ? "true" : "false",
+	    p->truncated ? "true" : "false", PYD_VERSION);
+}
+
+static void frames_json(struct pyd_buf *b, const struct pyd_profile *p)
+{
+	char label[512];
+
+	PUT(b, "\"frames\": [");
+	for (size_t i = 0; i < p->nframes; i++) {
+		const struct pyd_prof_frame *f = &p->frames[i];
+		bool task = f->kind == PYD_PF_TASK;
+		const char *l = pyd_prof_frame_label(f, label, sizeof label);
+		pyd_buf_printf(b, "%s", i ? ",\n[" : "\n[");
+		pyd_buf_json_str(b, task          ? l
+		                    : f->qualname ? f->qualname
+		                                  : f->function);
+		PUT(b, ", ");
+		pyd_buf_json_str(b, l);
+		pyd_buf_printf(b, "%s", task ? ", 1]" : ", 0]");
+	}
+	PUT(b, "],\n");
+}
+
+static void threads_json(struct pyd_buf *b, const struct pyd_profile *p,
+                         const struct order *o)
+{
+	bool first = true;
+
+	PUT(b, "\"threads\": [");
+	for (size_t i = 0; i < p->nthreads; i++) {
+		const struct pyd_prof_thread *t = &p->threads[i];
+		if (!p->nodes[t->node].total)
+			continue;
+		pyd_buf_printf(b, "%s[%lld, ", first ? "" : ", ",
+		               (long long)t->tid);
+		first = false;
+		pyd_buf_json_str(b, t->name);
+		pyd_buf_printf(b, ", %u]", o->new_of[t->node]);
+	}
+	PUT(b, "],\n");
+}
+
+enum column { COL_FRAME, COL_PARENT, COL_TOTAL, COL_SELF, COL_AWAIT };
+
+static void column_json(struct pyd_buf *b, const struct pyd_profile *p,
+                        const struct order *o, enum column c)
+{
+	static const char *const names[] = {"frame", "parent", "total", "self",
+	                                    "await"};
+
+	pyd_buf_printf(b, "%s\"%s\": [", c ? ",\n" : "", names[c]);
+	for (uint32_t i = 0; i < o->n; i++) {
+		const struct pyd_prof_node *n = &p->nodes[o->nodes[i]];
+		const char *sep = i ? "," : "";
+		if (c == COL_FRAME || c == COL_PARENT) {
+			uint32_t v = c == COL_FRAME ? n->frame
+			             : n->parent == PYD_PROF_NONE
+			                 ? PYD_PROF_NONE
+			                 : o->new_of[n->parent];
+			pyd_buf_printf(b, v == PYD_PROF_NONE ? "%s-1" : "%s%u",
+			               sep, v);
+		} else {
+			uint64_t v = c == COL_TOTAL  ? n->total
+			             : c == COL_SELF ? n->self
+			                             : n->self_await;
+			pyd_buf_printf(b, "%s%llu", sep, (unsigned long long)v);
+		}
+	}
+	PUT(b, "]");
+}
+
+static void data_json(struct pyd_buf *b, const struct pyd_profile *p,
+                      const struct order *o)
+{
+	meta_json(b, p);
+	frames_json(b, p);
+	threads_json(b, p, o);
+	PUT(b, "\"nodes\": {");
+	for (enum column c = COL_FRAME; c <= COL_AWAIT; c++)
+		column_json(b, p, o, c);
+	PUT(b, "}}");
+}
+
+void pyd_report_prof_flamegraph(struct pyd_buf *b, const struct pyd_profile *p)
+{
+	const char *page = (const char *)flamegraph_html;
+	const char *mark = strstr(page, DATA_MARK);
+	const char *rest = mark + strlen(DATA_MARK);
+	struct order o;
+	struct pyd_buf data = {0};
+
+	/* The JSON goes to its own buffer first to be escaped on the way. */
+	if (order_nodes(p, &o))
+		data_json(&data, p, &o);
+	else
+		data.failed = true;
+	pyd_buf_put(b, page, (size_t)(mark - page));
+	if (data.failed) {
+		b->failed = true;
+		PUT(b, "null");
+	} else {
+		put_script_safe(b, data.data, data.len);
+	}
+	pyd_buf_put(b, rest, strlen(rest));
+	pyd_buf_free(&data);
+	free(o.nodes);
+	free(o.new_of);
+}

@@ -1,0 +1,192 @@
+/*
+ * The call-tree aggregation, as a specification: what a profile holds
+ * after given samples, merged or per thread, with and without lines, at
+ * its node limit; and what the table and collapsed reports make of it.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../core/pyd_profile.h"
+#include "../../core/report/report.h"
+#include "check.h"
+
+#define F(fn, ln)                                                              \
+	{                                                                      \
+		.function = fn, .qualname = fn, .file = "app.py", .line = ln   \
+	}
+
+/* Samples of a node, -1 if there is none. */
+static long long self_of(const struct pyd_prof_node *n, bool await)
+{
+	return n ? (long long)(await ? n->self_await : n->self) : -1;
+}
+
+/* The node reached from a thread's node by the frames' functions. */
+static const struct pyd_prof_node *path(const struct pyd_profile *p,
+                                        size_t thread, const char *const *fns,
+                                        size_t n)
+{
+	uint32_t node = p->threads[thread].node;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t c = p->nodes[node].first_child;
+		while (c != PYD_PROF_NONE &&
+		       strcmp(p->frames[p->nodes[c].frame].function, fns[i]))
+			c = p->nodes[c].next_sibling;
+		if (c == PYD_PROF_NONE)
+			return NULL;
+		node = c;
+	}
+	return &p->nodes[node];
+}
+
+static void test_counts_and_totals(void)
+{
+	struct pyd_profile *p = pyd_profile_new(true, 0);
+	/* innermost first */
+	struct pyd_frame ab[] = {F("b", 20), F("a", 10)};
+	struct pyd_frame ac[] = {F("c", 30), F("a", 10)};
+	for (int i = 0; i < 3; i++)
+		pyd_profile_add(p, 7, "main", ab, 2, false);
+	pyd_profile_add(p, 7, "main", ac, 2, false);
+	pyd_profile_add(p, 8, "worker", ab, 2, true);
+	pyd_profile_finish(p);
+	CHECK_EQ(p->nthreads, 2);
+	CHECK_EQ(p->nodes[0].total, 5);
+	CHECK_EQ(p->nodes[p->threads[0].node].total, 4);
+	const char *const a_b[] = {"a", "b"};
+	const struct pyd_prof_node *n = path(p, 0, a_b, 2);
+	CHECK_EQ(self_of(n, false), 3);
+	n = path(p, 1, a_b, 2);
+	CHECK_EQ(self_of(n, true), 1);
+	CHECK_EQ(p->nframes, 3);
+
+	struct pyd_profile *m = pyd_profile_merged(p);
+	CHECK_EQ(m->nthreads, 1);
+	CHECK_EQ(m->merged, true);
+	n = path(m, 0, a_b, 2);
+	CHECK_EQ(self_of(n, false), 4);
+	CHECK_EQ(self_of(n, true), 1);
+	CHECK_EQ(m->nodes[0].total, 5);
+	pyd_profile_free(m);
+	pyd_profile_free(p);
+}
+
+static void test_no_lines(void)
+{
+	struct pyd_profile *p = pyd_profile_new(false, 0);
+	struct pyd_frame x[] = {F("b", 20), F("a", 10)};
+	struct pyd_frame y[] = {F("b", 21), F("a", 12)};
+	pyd_profile_add(p, 1, "", x, 2, false);
+	pyd_profile_add(p, 1, "", y, 2, false);
+	pyd_profile_finish(p);
+	const char *const a_b[] = {"a", "b"};
+	const struct pyd_prof_node *n = path(p, 0, a_b, 2);
+	CHECK_EQ(self_of(n, false), 2);
+	CHECK_EQ(p->nframes, 2);
+	CHECK_EQ(p->frames[0].line, 0);
+	pyd_profile_free(p);
+	/* With lines, the same samples are four frames on two paths. */
+	p = pyd_profile_new(true, 0);
+	pyd_profile_add(p, 1, "", x, 2, false);
+	pyd_profile_add(p, 1, "", y, 2, false);
+	pyd_profile_finish(p);
+	CHECK_EQ(p->nframes, 4);
+	CHECK_EQ(p->nnodes, 6);
+	pyd_profile_free(p);
+}
+
+/* Strings are interned by content: equal names at other addresses (a
+ * reloaded module's code objects) are the same frame. */
+static void test_interning(void)
+{
+	struct pyd_profile *p = pyd_profile_new(true, 0);
+	char fn1[] = "f", fn2[] = "f", file1[] = "m.py", file2[] = "m.py";
+	struct pyd_frame a = {.function = fn1, .file = file1, .line = 3};
+	struct pyd_frame b = {.function = fn2, .file = file2, .line = 3};
+	pyd_profile_add(p, 1, "", &a, 1, false);
+	pyd_profile_add(p, 1, "", &b, 1, false);
+	pyd_profile_finish(p);
+	CHECK_EQ(p->nframes, 1);
+	CHECK_EQ(p->nnodes, 3); /* root, thread, f */
+	pyd_profile_free(p);
+}
+
+/* Memory is bounded: past the node limit, new paths fold into the
+ * deepest node that exists, and the profile says so. */
+static void test_node_limit(void)
+{
+	struct pyd_profile *p = pyd_profile_new(true, 5);
+	struct pyd_frame deep[8];
+	for (int i = 0; i < 8; i++)
+		deep[i] = (struct pyd_frame)F("r", 100 + i);
+	for (int i = 0; i < 1000; i++)
+		pyd_profile_add(p, 1, "", deep, 8, false);
+	pyd_profile_finish(p);
+	CHECK_EQ(p->nnodes, 5);
+	CHECK_EQ(p->truncated, true);
+	CHECK_EQ(p->nodes[0].total, 1000);
+	pyd_profile_free(p);
+}
+
+/* A task boundary is a frame without a file; its name is copied. */
+static void test_task_frames(void)
+{
+	struct pyd_profile *p = pyd_profile_new(true, 0);
+	char name[16];
+	for (int i = 0; i < 2; i++) {
+		/* The same buffer holds another task's name each time. */
+		strcpy(name, i ? "Task-2" : "Task-1");
+		struct pyd_frame st[] = {F("work", 5), {.function = name}};
+		pyd_profile_add(p, 1, "", st, 2, i == 1);
+	}
+	pyd_profile_finish(p);
+	const char *const t1[] = {"Task-1", "work"}, *const t2[] = {"Task-2",
+	                                                            "work"};
+	CHECK_EQ(path(p, 0, t1, 2) != NULL, true);
+	CHECK_EQ(self_of(path(p, 0, t2, 2), true), 1);
+	CHECK_EQ(
+	    p->frames[p->nodes[p->nodes[p->threads[0].node].first_child].frame]
+	        .kind,
+	    PYD_PF_TASK);
+	pyd_profile_free(p);
+}
+
+static void test_reports(void)
+{
+	struct pyd_profile *p = pyd_profile_new(true, 0);
+	/* Recursion: r calls r; cumulative counts each sample once. */
+	struct pyd_frame rr[] = {F("r", 2), F("r", 3), F("main", 1)};
+	struct pyd_frame m[] = {F("main", 1)};
+	pyd_profile_add(p, 1, "", rr, 3, false);
+	pyd_profile_add(p, 1, "", rr, 3, false);
+	pyd_profile_add(p, 1, "", m, 1, false);
+	pyd_profile_finish(p);
+	struct pyd_buf b = {0};
+	pyd_report_prof_collapsed(&b, p);
+	pyd_buf_put(&b, "", 1);
+	CHECK_EQ(strstr(b.data, "Thread 1 ();main (app.py:1);r (app.py:3);"
+	                        "r (app.py:2) 2\n") != NULL,
+	         true);
+	CHECK_EQ(strstr(b.data, "Thread 1 ();main (app.py:1) 1\n") != NULL,
+	         true);
+	pyd_buf_free(&b);
+	pyd_report_prof_table(&b, p, 0);
+	pyd_buf_put(&b, "", 1);
+	/* r: 2 direct, 2 cumulative (not 4) out of 3 */
+	CHECK_EQ(strstr(b.data, "         2   66.7% ") != NULL, true);
+	const char *row = strstr(b.data, "  r (app.py)");
+	CHECK_EQ(row != NULL, true);
+	pyd_buf_free(&b);
+	pyd_profile_free(p);
+}
+
+int main(void)
+{
+	test_counts_and_totals();
+	test_no_lines();
+	test_interning();
+	test_node_limit();
+	test_task_frames();
+	test_reports();
+	return check_done("test_profile");
+}

@@ -522,7 +522,12 @@ static int output(struct run *r)
 {
 	struct pyd_profile *p = r->prof, *merged = NULL;
 	pyd_profile_finish(p);
-	if (!r->o->threads && !(merged = pyd_profile_merged(p))) {
+	/* pprof, speedscope and gecko have threads of their own: give them
+	 * every thread; the others show one tree unless --threads. */
+	enum format fmt = r->o->format;
+	bool per_thread = r->o->threads || fmt == F_PPROF ||
+			  fmt == F_SPEEDSCOPE || fmt == F_GECKO;
+	if (!per_thread && !(merged = pyd_profile_merged(p))) {
 		fprintf(stderr, "pystack-dump sample: out of memory\n");
 		return PYD_E_NOMEM;
 	}

@@ -207,15 +207,39 @@ enum pyd_err pyd_dict_items(struct pyd_session *s, uint64_t dict,
 	return keys_items(s, keys, values_array(s, values), kv, n);
 }
 
-static enum pyd_err find_key(struct pyd_session *s, const uint64_t *kv,
-			     size_t n, const char *key, uint64_t *val)
+/*
+ * The value of key among the (key, value) pairs kv of the dict (or split
+ * keys table) at owner.  Comparing a key costs a read, so where a key was
+ * found is remembered: while the same key object sits at the same place
+ * of the same table (the table holds a reference, so it is still that
+ * string), the answer needs no reads.  A sampler asks for the same few
+ * keys every round.
+ */
+static enum pyd_err find_key(struct pyd_session *s, uint64_t owner,
+			     const uint64_t *kv, size_t n, const char *key,
+			     uint64_t *val)
 {
+	size_t len = strlen(key);
+	uint64_t h = owner * 0x9E3779B97F4A7C15ULL;
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (unsigned char)key[i]) * 0x100000001b3ULL;
+	struct pyd_key_slot *e = &s->keys[h % PYD_KEY_CACHE];
 	*val = 0;
-	for (size_t i = 0; i < n; i++)
-		if (pyd_str_eq(s, kv[2 * i], key)) {
-			*val = kv[2 * i + 1];
-			break;
+	if (e->owner == owner && !strcmp(e->name, key) && e->index < n &&
+	    kv[2 * e->index] == e->key) {
+		*val = kv[2 * e->index + 1];
+		return PYD_OK;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (!pyd_str_eq(s, kv[2 * i], key))
+			continue;
+		*val = kv[2 * i + 1];
+		if (len < sizeof e->name) {
+			*e = (struct pyd_key_slot){owner, kv[2 * i], i, ""};
+			memcpy(e->name, key, len + 1);
 		}
+		break;
+	}
 	return PYD_OK;
 }
 
@@ -227,7 +251,7 @@ enum pyd_err pyd_dict_get(struct pyd_session *s, uint64_t dict,
 	*val = 0;
 	enum pyd_err err = pyd_dict_items(s, dict, &kv, &n);
 	if (!err)
-		err = find_key(s, kv, n, key, val);
+		err = find_key(s, dict, kv, n, key, val);
 	free(kv);
 	return err;
 }
@@ -245,7 +269,7 @@ static enum pyd_err values_get(struct pyd_session *s, uint64_t type,
 		return err;
 	if ((err = keys_items(s, keys, values, &kv, &n)))
 		return err;
-	err = find_key(s, kv, n, key, val);
+	err = find_key(s, keys, kv, n, key, val);
 	free(kv);
 	return err;
 }

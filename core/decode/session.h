@@ -29,6 +29,16 @@ struct pyd_line_slot {
 	int line;
 };
 
+/* Where a dict lookup found its key (objects.c's find_key). */
+#define PYD_KEY_CACHE 64
+
+struct pyd_key_slot {
+	uint64_t owner; /* the dict, or the split keys table */
+	uint64_t key;   /* the key object found */
+	size_t index;   /* its place among the table's live entries */
+	char name[40];
+};
+
 struct pyd_session {
 	const struct pyd_memsrc *src;
 	struct pyd_runtime rt;
@@ -44,6 +54,7 @@ struct pyd_session {
 	struct pyd_code **retired;
 	size_t nretired;
 	struct pyd_line_slot lines[PYD_LINE_CACHE];
+	struct pyd_key_slot keys[PYD_KEY_CACHE];
 };
 
 enum pyd_err pyd_read_ptr(struct pyd_session *s, uint64_t addr, uint64_t *out);

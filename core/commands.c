@@ -1,0 +1,312 @@
+/*
+ * py-bt, py-tasks, py-sample: arguments, help, and running the first two
+ * over any memory source (pyd_commands.h).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pyd_commands.h"
+#include "report/report.h"
+
+static const char help_bt[] =
+    "py-bt [all] [-n] [-j]: the Python stack of the selected thread.\n"
+    "  all  every thread of every interpreter\n"
+    "  -n   interleave the native frames the debugger knows: each group\n"
+    "       of Python frames under the evaluation-loop frame running it\n"
+    "  -j   JSON, as pystack-dump --json\n"
+    "Works on live processes, core files and remote targets; reads memory\n"
+    "through the debugger and never writes it.\n";
+
+static const char help_tasks[] =
+    "py-tasks [-t] [-j]: the asyncio task graph (CPython 3.7+).\n"
+    "  (default) a tree: each task nobody awaits, its coroutine stack,\n"
+    "            and under it the tasks it awaits\n"
+    "  -t        a table, one row per task and awaiter\n"
+    "  -j        JSON, as pystack-dump --tasks --json\n";
+
+static const char help_sample[] =
+    "py-sample N [--rate HZ|max] [--mode wall|cpu|gil|async]\n"
+    "            [--format FMT] [-o FILE]: profile the live inferior.\n"
+    "Resumes it, takes N samples (default rate 1000/s), stops it again\n"
+    "and prints the table of functions by direct and cumulative samples;\n"
+    "with -o FILE writes FMT (table, collapsed, flamegraph, speedscope,\n"
+    "gecko, pprof, json) there instead. Needs a live process.\n";
+
+const char *pyd_cmd_help(const char *name)
+{
+	if (!strcmp(name, "py-bt"))
+		return help_bt;
+	if (!strcmp(name, "py-tasks"))
+		return help_tasks;
+	if (!strcmp(name, "py-sample"))
+		return help_sample;
+	return NULL;
+}
+
+/* Split args into words in c->buf; returns the count. */
+static size_t split(struct pyd_cmd *c, const char *args, char **words,
+                    size_t max)
+{
+	size_t n = 0;
+	snprintf(c->buf, sizeof c->buf, "%s", args ? args : "");
+	for (char *p = strtok(c->buf, " \t\n"); p && n < max;
+	     p = strtok(NULL, " \t\n"))
+		words[n++] = p;
+	return n;
+}
+
+static bool fail(char *err, size_t errsz, const char *name, const char *what,
+                 const char *word)
+{
+	snprintf(err, errsz, "%s: %s '%s'. Try: help %s", name, what, word,
+	         name);
+	return false;
+}
+
+static bool parse_number(const char *s, double *v)
+{
+	char *end;
+	*v = strtod(s, &end);
+	return end != s && !*end && *v > 0 && *v < 1e12;
+}
+
+/* The value of an option that takes one. */
+static const char *value(char **w, size_t n, size_t *i)
+{
+	return *i + 1 < n ? w[++*i] : NULL;
+}
+
+static bool parse_sample(struct pyd_cmd *c, char **w, size_t n, char *err,
+                         size_t errsz)
+{
+	static const char *const modes[] = {"wall", "cpu", "gil", "async"};
+	const char *name = "py-sample";
+	double v;
+	c->rate = 1000;
+	c->mode = "wall";
+	for (size_t i = 0; i < n; i++) {
+		const char *opt = w[i], *val;
+		if (!strcmp(opt, "--rate") || !strcmp(opt, "-r")) {
+			if (!(val = value(w, n, &i)))
+				return fail(err, errsz, name,
+				            "missing value for", opt);
+			if (!strcmp(val, "max"))
+				c->rate = 0;
+			else if (parse_number(val, &v))
+				c->rate = v;
+			else
+				return fail(err, errsz, name, "bad rate", val);
+		} else if (!strcmp(opt, "--mode") || !strcmp(opt, "-m")) {
+			if (!(c->mode = value(w, n, &i)))
+				return fail(err, errsz, name,
+				            "missing value for", opt);
+			bool known = false;
+			for (size_t k = 0; k < 4; k++)
+				known |= !strcmp(c->mode, modes[k]);
+			if (!known)
+				return fail(err, errsz, name, "unknown mode",
+				            c->mode);
+		} else if (!strcmp(opt, "--format") || !strcmp(opt, "-f")) {
+			if (!(c->format = value(w, n, &i)))
+				return fail(err, errsz, name,
+				            "missing value for", opt);
+		} else if (!strcmp(opt, "-o") || !strcmp(opt, "--output")) {
+			if (!(c->output = value(w, n, &i)))
+				return fail(err, errsz, name,
+				            "missing value for", opt);
+		} else if (!c->samples && parse_number(opt, &v) &&
+		           v == (double)(uint64_t)v) {
+			c->samples = (uint64_t)v;
+		} else {
+			return fail(err, errsz, name, "unexpected argument",
+			            opt);
+		}
+	}
+	if (!c->samples) {
+		snprintf(err, errsz,
+		         "py-sample: how many samples? e.g. "
+		         "py-sample 1000. Try: help py-sample");
+		return false;
+	}
+	return true;
+}
+
+bool pyd_cmd_parse(const char *name, const char *args, struct pyd_cmd *c,
+                   char *err, size_t errsz)
+{
+	char *w[32];
+	memset(c, 0, sizeof *c);
+	size_t n = split(c, args, w, sizeof w / sizeof *w);
+	if (!strcmp(name, "py-sample")) {
+		c->kind = PYD_CMD_SAMPLE;
+		return parse_sample(c, w, n, err, errsz);
+	}
+	bool bt = !strcmp(name, "py-bt");
+	if (!bt && strcmp(name, "py-tasks"))
+		return fail(err, errsz, "pystack-dump", "no such command",
+		            name);
+	c->kind = bt ? PYD_CMD_BT : PYD_CMD_TASKS;
+	for (size_t i = 0; i < n; i++) {
+		if (!strcmp(w[i], "-j") || !strcmp(w[i], "--json"))
+			c->json = true;
+		else if (bt && !strcmp(w[i], "all"))
+			c->all = true;
+		else if (bt && !strcmp(w[i], "-n"))
+			c->native = true;
+		else if (!bt && !strcmp(w[i], "-t"))
+			c->table = true;
+		else
+			return fail(err, errsz, name, "unexpected argument",
+			            w[i]);
+	}
+	return true;
+}
+
+/* Where the interpreter is: symbols the debugger resolves, else the
+ * mapped files, else (3.13+) the debug-offsets cookie. */
+static enum pyd_err find_runtime(const struct pyd_memsrc *src,
+                                 struct pyd_runtime *rt)
+{
+	enum pyd_err err = PYD_E_NOTPYTHON;
+	if (src->symbol)
+		err = pyd_runtime_find_symbols(src, rt);
+	if (err == PYD_E_NOTPYTHON && src->mappings)
+		err = pyd_runtime_find_elf(src, rt);
+	if (err == PYD_E_NOTPYTHON && src->mappings)
+		err = pyd_runtime_find_cookie(src, rt);
+	return err;
+}
+
+static void explain(struct pyd_buf *out, const char *name, enum pyd_err err,
+                    const char *detail)
+{
+	switch (err) {
+	case PYD_E_NOTPYTHON:
+		pyd_buf_printf(out,
+		               "%s: the program is not running CPython: "
+		               "no _PyRuntime among its symbols or mapped "
+		               "files.\n",
+		               name);
+		break;
+	case PYD_E_UNSUPPORTED:
+		pyd_buf_printf(out,
+		               "%s: %s. Supported: CPython 3.6 to 3.15 "
+		               "(release and debug builds).\n",
+		               name, *detail ? detail : "unsupported Python");
+		break;
+	default:
+		pyd_buf_printf(out,
+		               "%s: cannot read the interpreter state: "
+		               "%s%s%s.\n",
+		               name, pyd_strerror(err), *detail ? ": " : "",
+		               detail);
+		break;
+	}
+}
+
+static struct pyd_report_opts report_opts(const struct pyd_cmd_target *t,
+                                          const struct pyd_session *s)
+{
+	return (struct pyd_report_opts){
+	    .pid = t->pid,
+	    .origin = t->origin,
+	    .source_kind = t->source_kind,
+	    .python_version = pyd_session_version(s),
+	    .binary = pyd_session_binary(s),
+	    .source_line = t->source_line,
+	    .source_ctx = t->source_ctx,
+	};
+}
+
+/* py-bt without all: keep the selected thread only. */
+static bool select_thread(struct pyd_dump *d, int64_t tid)
+{
+	for (size_t i = 0; i < d->nthreads; i++) {
+		if (d->threads[i].tid != tid)
+			continue;
+		struct pyd_thread keep = d->threads[i];
+		d->threads[i] = d->threads[0];
+		d->threads[0] = keep;
+		for (size_t j = 1; j < d->nthreads; j++)
+			free(d->threads[j].frames);
+		d->nthreads = 1;
+		return true;
+	}
+	return false;
+}
+
+static enum pyd_err run_bt(const struct pyd_cmd *c,
+                           const struct pyd_cmd_target *t,
+                           struct pyd_session *s, struct pyd_buf *out)
+{
+	struct pyd_dump d;
+	enum pyd_err err = pyd_dump_stacks(s, &d);
+	if (err && err != PYD_E_TORN) {
+		pyd_dump_free(&d);
+		explain(out, "py-bt", err, "");
+		return err;
+	}
+	struct pyd_report_opts ro = report_opts(t, s);
+	if (!c->all && t->selected_tid && !select_thread(&d, t->selected_tid)) {
+		pyd_buf_printf(out,
+		               "py-bt: thread %lld runs no Python (py-bt "
+		               "all shows every thread).\n",
+		               (long long)t->selected_tid);
+	} else if (c->json) {
+		pyd_report_json(out, &d, &ro);
+	} else {
+		pyd_report_text(out, &d, &ro);
+	}
+	pyd_dump_free(&d);
+	return err;
+}
+
+static enum pyd_err run_tasks(const struct pyd_cmd *c,
+                              const struct pyd_cmd_target *t,
+                              struct pyd_session *s, struct pyd_buf *out)
+{
+	struct pyd_task_graph g;
+	enum pyd_err err = pyd_dump_tasks(s, &g);
+	if (err == PYD_E_UNSUPPORTED) {
+		pyd_buf_printf(out,
+		               "py-tasks: asyncio task graphs need CPython "
+		               "3.7 or later; this is %s.\n",
+		               pyd_session_version(s));
+		return err;
+	}
+	if (err) {
+		explain(out, "py-tasks", err, "");
+		return err;
+	}
+	struct pyd_report_opts ro = report_opts(t, s);
+	if (c->json)
+		pyd_report_tasks_json(out, &g, &ro);
+	else if (c->table)
+		pyd_report_tasks_table(out, &g, &ro);
+	else
+		pyd_report_tasks_tree(out, &g, &ro);
+	pyd_task_graph_free(&g);
+	return PYD_OK;
+}
+
+enum pyd_err pyd_cmd_run(const struct pyd_cmd *c,
+                         const struct pyd_cmd_target *t, struct pyd_buf *out)
+{
+	const char *name = c->kind == PYD_CMD_BT ? "py-bt" : "py-tasks";
+	struct pyd_runtime rt;
+	struct pyd_session *s = NULL;
+	char detail[256] = "";
+	enum pyd_err err =
+	    t->rt ? (rt = *t->rt, PYD_OK) : find_runtime(t->src, &rt);
+	if (!err)
+		err = pyd_session_open(t->src, &rt, &s, detail, sizeof detail);
+	if (err) {
+		explain(out, name, err, detail);
+		return err;
+	}
+	err = c->kind == PYD_CMD_BT ? run_bt(c, t, s, out)
+	                            : run_tasks(c, t, s, out);
+	pyd_session_close(s);
+	return err;
+}

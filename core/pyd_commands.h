@@ -1,0 +1,76 @@
+/*
+ * The debugger commands: py-bt, py-tasks and py-sample.
+ *
+ * The gdb and lldb plugins only bring a memory source (reads through the
+ * debugger) and print what comes back: the arguments, their errors, the
+ * decoding and the report are all here, so both debuggers say the same
+ * thing, and say it as pystack-dump does.
+ */
+#ifndef PYD_COMMANDS_H
+#define PYD_COMMANDS_H
+
+#include "pyd.h"
+#include "report/buf.h"
+
+enum pyd_cmd_kind {
+	PYD_CMD_BT,     /* py-bt [all] [-n] */
+	PYD_CMD_TASKS,  /* py-tasks [-t] [-j] */
+	PYD_CMD_SAMPLE, /* py-sample N [--rate HZ] [--mode M] [-o FILE] ... */
+};
+
+struct pyd_cmd {
+	enum pyd_cmd_kind kind;
+	bool all;    /* py-bt all: every thread, not the selected one */
+	bool native; /* py-bt -n: interleave the debugger's native frames */
+	bool table;  /* py-tasks -t */
+	bool json;   /* py-bt -j, py-tasks -j */
+	/* py-sample */
+	uint64_t samples;
+	double rate;        /* Hz; 0: as fast as possible */
+	const char *mode;   /* "wall" ... (points into the parsed args) */
+	const char *format; /* NULL: table */
+	const char *output; /* NULL: the debugger's console */
+	char buf[512];      /* storage for the strings above */
+};
+
+/*
+ * Parse the arguments of command name ("py-bt", "py-tasks",
+ * "py-sample"), words separated by blanks.  false with a message in err
+ * (which names the command and how to get help).
+ */
+bool pyd_cmd_parse(const char *name, const char *args, struct pyd_cmd *c,
+                   char *err, size_t errsz);
+
+/* The help of a command, as `help py-bt` shows it. */
+const char *pyd_cmd_help(const char *name);
+
+/* A native frame the debugger knows, innermost first (py-bt -n). */
+struct pyd_native_frame {
+	uint64_t pc;
+	const char *function; /* NULL if unknown */
+};
+
+struct pyd_cmd_target {
+	const struct pyd_memsrc *src;
+	const struct pyd_runtime *rt;
+	int pid;                 /* <= 0 if unknown */
+	const char *origin;      /* "Process 1234", "Core file core.1234" */
+	const char *source_kind; /* "process", "core" */
+	int64_t selected_tid;    /* the debugger's selected thread, 0: none */
+	/* py-bt -n: the selected thread's native frames */
+	const struct pyd_native_frame *native;
+	size_t nnative;
+	/* Source lines for the text report (optional). */
+	const char *(*source_line)(void *ctx, const char *file, int line);
+	void *source_ctx;
+};
+
+/*
+ * Run py-bt or py-tasks (py-sample needs a running process: the frontend
+ * runs it with pyd_sampler).  The report, or a message saying what went
+ * wrong and what to do, is appended to out.  Returns PYD_OK or the error.
+ */
+enum pyd_err pyd_cmd_run(const struct pyd_cmd *c,
+                         const struct pyd_cmd_target *t, struct pyd_buf *out);
+
+#endif

@@ -292,7 +292,8 @@ static size_t sort_preds(struct pyd_sampler *sp)
 		     j++)
 			if (!sp->th[i].pred[j].saved)
 				sp->sorted[n++] = &sp->th[i].pred[j];
-	qsort(sp->sorted, n, sizeof *sp->sorted, cmp_pred);
+	if (n)
+		qsort(sp->sorted, n, sizeof *sp->sorted, cmp_pred);
 	return n;
 }
 

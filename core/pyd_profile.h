@@ -83,6 +83,7 @@ struct pyd_profile {
 	bool lines;     /* frames keep their line numbers */
 	bool truncated; /* the node limit was hit: deeper frames were folded */
 	bool merged;    /* one tree for all threads (pyd_profile_merged) */
+	size_t threads_merged; /* how many threads that tree holds */
 	struct pyd_prof_meta meta;
 	struct pyd_profile_priv *priv;
 };

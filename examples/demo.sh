@@ -1,6 +1,7 @@
 #!/bin/sh
 # Start the bundled demo service, dump its stacks, its asyncio task graph and
-# the stacks as JSON, then stop it.
+# the stacks as JSON, profile it for two seconds (functions, then where its
+# asyncio tasks await), write a flame graph, then stop it.
 # Usage: examples/demo.sh [BUILDDIR]
 set -eu
 cd "$(dirname "$0")/.."
@@ -17,3 +18,12 @@ echo "\$ pystack-dump --tasks $pid"
 echo
 echo "\$ pystack-dump --json $pid | python3 -m json.tool | head -20"
 "$bin" --json "$pid" | python3 -m json.tool | head -20
+echo
+echo "\$ pystack-dump sample -d 2 --limit 8 -f table $pid"
+"$bin" sample -d 2 --limit 8 -f table "$pid"
+echo
+echo "\$ pystack-dump sample -m async -d 2 --limit 4 -f table $pid"
+"$bin" sample -m async -d 2 --limit 4 -f table "$pid"
+echo
+echo "\$ pystack-dump sample -d 2 -o /tmp/demo-profile.html $pid"
+"$bin" sample -d 2 -o /tmp/demo-profile.html "$pid"

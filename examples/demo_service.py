@@ -1,5 +1,6 @@
 """A small service to point pystack-dump at: a few worker threads blocked in
-different ways, and an asyncio event loop with tasks awaiting each other."""
+different ways, one busy rendering reports, and an asyncio event loop with
+tasks awaiting each other."""
 import asyncio
 import threading
 import time
@@ -26,6 +27,21 @@ class Poller:
             time.sleep(0.5)
 
 
+def format_row(i):
+    return "%08d|%s" % (i, str(i * i))
+
+
+def checksum(rows):
+    return sum(len(r) for r in rows)
+
+
+def render_reports():
+    while True:
+        rows = [format_row(i) for i in range(2000)]
+        checksum(rows)
+        time.sleep(0.001)
+
+
 async def fetch(name, delay):
     await asyncio.sleep(delay)
     return name
@@ -42,6 +58,6 @@ async def main():
 
 
 for target, name in ((hold_lock_forever, "lock-holder"), (wait_for_lock, "lock-waiter"),
-                     (Poller().poll, "poller")):
+                     (Poller().poll, "poller"), (render_reports, "renderer")):
     threading.Thread(target=target, name=name, daemon=True).start()
 asyncio.run(main())

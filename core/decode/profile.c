@@ -451,6 +451,7 @@ struct pyd_profile *pyd_profile_merged(const struct pyd_profile *p)
 	m->meta = p->meta;
 	m->truncated = p->truncated || m->truncated;
 	m->merged = true;
+	m->threads_merged = p->nthreads;
 	pyd_profile_finish(m);
 	return m;
 }

@@ -160,13 +160,15 @@ static double pct(uint64_t part, uint64_t whole)
 static void table_header(struct pyd_buf *b, const struct pyd_profile *p)
 {
 	const struct pyd_prof_meta *m = &p->meta;
+	size_t nthreads = p->merged ? p->threads_merged : p->nthreads;
 	pyd_buf_printf(b,
 	               "Profile of process %d (Python %s), %s mode: %llu "
-	               "samples in %.2f s, %zu thread%s\n",
+	               "samples in %.2f s, %zu thread%s%s\n",
 	               m->pid, m->python_version ? m->python_version : "?",
 	               pyd_sample_mode_name(m->mode),
 	               (unsigned long long)total_samples(p), m->duration_s,
-	               p->nthreads, p->nthreads == 1 ? "" : "s");
+	               nthreads, nthreads == 1 ? "" : "s",
+	               p->merged && nthreads > 1 ? " (merged)" : "");
 	if (m->mode == PYD_SAMPLE_ASYNC)
 		pyd_buf_printf(b,
 		               "Tasks on CPU: %llu samples (%.1f%%), "

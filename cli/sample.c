@@ -73,21 +73,6 @@ static const char usage_text[] =
     "  pystack-dump sample -m async -d 5 1234   # where tasks await\n"
     "  pystack-dump sample -r max -f collapsed -- python3 app.py\n";
 
-enum format {
-	F_TABLE,
-	F_COLLAPSED,
-	F_FLAME,
-	F_SPEEDSCOPE,
-	F_GECKO,
-	F_PPROF,
-	F_JSON,
-	F_UNSET
-};
-
-static const char *const format_names[] = {
-    "table", "collapsed", "flamegraph", "speedscope", "gecko", "pprof", "json",
-};
-
 struct sample_opts {
 	int pid;
 	char **command;  /* launch this instead of attaching */
@@ -95,7 +80,7 @@ struct sample_opts {
 	double duration; /* 0: unbounded */
 	uint64_t max_rounds;
 	enum pyd_sample_mode mode;
-	enum format format;
+	enum pyd_prof_format format; /* PYD_FMT_UNKNOWN: not chosen */
 	const char *output;
 	bool lines, threads, quiet;
 	size_t limit;
@@ -126,7 +111,6 @@ static bool parse_double(const char *s, double *out)
 
 static int parse_value(int c, const char *arg, struct sample_opts *o)
 {
-	static const char *const modes[] = {"wall", "cpu", "gil", "async"};
 	double v;
 	switch (c) {
 	case 'r':
@@ -151,19 +135,13 @@ static int parse_value(int c, const char *arg, struct sample_opts *o)
 		o->max_rounds = (uint64_t)v;
 		return 0;
 	case 'm':
-		for (int i = 0; i < 4; i++)
-			if (!strcmp(arg, modes[i])) {
-				o->mode = (enum pyd_sample_mode)i;
-				return 0;
-			}
+		if (pyd_sample_mode_named(arg, &o->mode))
+			return 0;
 		return bad_usage("unknown mode '%s' (wall, cpu, gil, async)",
 		                 arg);
 	case 'f':
-		for (int i = 0; i < F_UNSET; i++)
-			if (!strcmp(arg, format_names[i])) {
-				o->format = (enum format)i;
-				return 0;
-			}
+		if ((o->format = pyd_prof_format_named(arg)) != PYD_FMT_UNKNOWN)
+			return 0;
 		return bad_usage("unknown format '%s' (table, collapsed, "
 		                 "flamegraph, speedscope, gecko, pprof, json)",
 		                 arg);
@@ -177,35 +155,14 @@ static int parse_value(int c, const char *arg, struct sample_opts *o)
 	return bad_usage("%s", "internal: unknown option");
 }
 
-static bool ends_with(const char *s, const char *suffix)
+/* -f, else the output's name, else by where the output goes. */
+static enum pyd_prof_format format_for(const struct sample_opts *o)
 {
-	size_t n = strlen(s), m = strlen(suffix);
-	return n >= m && !strcmp(s + n - m, suffix);
-}
-
-static enum format format_for(const struct sample_opts *o)
-{
-	if (o->format != F_UNSET)
+	if (o->format != PYD_FMT_UNKNOWN)
 		return o->format;
-	if (!o->output)
-		return isatty(STDOUT_FILENO) ? F_TABLE : F_COLLAPSED;
-	static const struct {
-		const char *ext;
-		enum format f;
-	} by_ext[] = {
-	    {".html", F_FLAME},
-	    {".htm", F_FLAME},
-	    {".speedscope.json", F_SPEEDSCOPE},
-	    {".gecko.json", F_GECKO},
-	    {".json", F_JSON},
-	    {".pb.gz", F_PPROF},
-	    {".pprof", F_PPROF},
-	    {".txt", F_COLLAPSED},
-	};
-	for (size_t i = 0; i < sizeof by_ext / sizeof *by_ext; i++)
-		if (ends_with(o->output, by_ext[i].ext))
-			return by_ext[i].f;
-	return F_COLLAPSED;
+	if (o->output)
+		return pyd_prof_format_for_file(o->output);
+	return isatty(STDOUT_FILENO) ? PYD_FMT_TABLE : PYD_FMT_COLLAPSED;
 }
 
 static int parse_sample_args(int argc, char **argv, struct sample_opts *o)
@@ -224,8 +181,10 @@ static int parse_sample_args(int argc, char **argv, struct sample_opts *o)
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};
-	*o = (struct sample_opts){
-	    .rate = 1000, .format = F_UNSET, .lines = true, .limit = 40};
+	*o = (struct sample_opts){.rate = 1000,
+	                          .format = PYD_FMT_UNKNOWN,
+	                          .lines = true,
+	                          .limit = 40};
 	int c, rc;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "r:d:n:m:f:o:qh", longopts,
@@ -336,7 +295,9 @@ struct run {
 	pid_t child; /* launched program, or 0 */
 	int child_status;
 	bool child_reaped;
-	const char *why; /* why sampling stopped */
+	const char *why;      /* why sampling stopped */
+	bool target_exited;   /* ... because the target is gone */
+	int64_t start, shown; /* when sampling began, the status line shown */
 };
 
 static int64_t now_ns(void)
@@ -416,10 +377,15 @@ static enum pyd_err launch(struct run *r, char *detail, size_t detailsz)
 	return err;
 }
 
-static void status_line(const struct run *r, int64_t start)
+/* The live line on a terminal, five times a second. */
+static void status_line(void *ctx, const struct pyd_prof_meta *m)
 {
-	const struct pyd_prof_meta *m = &r->prof->meta;
-	double secs = (double)(now_ns() - start) / 1e9;
+	struct run *r = ctx;
+	int64_t now = now_ns();
+	if (now - r->shown < 200000000LL)
+		return;
+	r->shown = now;
+	double secs = (double)(now - r->start) / 1e9;
 	fprintf(stderr,
 	        "\r\033[Ksampling pid %d: %.1fs, %llu samples, %.0f/s, %llu "
 	        "errors, %llu missed",
@@ -428,124 +394,54 @@ static void status_line(const struct run *r, int64_t start)
 	        (unsigned long long)m->errors, (unsigned long long)m->missed);
 }
 
-/* Sleep to the next tick; ticks already past are missed, not made up. */
-static void pace(int64_t *next, int64_t interval, uint64_t *missed)
+static bool stop_requested(void *ctx)
 {
-	*next += interval;
-	int64_t now = now_ns();
-	if (now > *next) {
-		int64_t late = (now - *next) / interval;
-		*missed += (uint64_t)late;
-		*next += late * interval;
-		return;
-	}
-	struct timespec ts = {*next / 1000000000LL, *next % 1000000000LL};
-	clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+	(void)ctx;
+	return stop_signal != 0;
 }
 
 static void sample_loop(struct run *r)
 {
-	struct pyd_prof_meta *m = &r->prof->meta;
 	bool tty = !r->o->quiet && isatty(STDERR_FILENO);
-	int64_t start = now_ns(), next = start, shown = start;
-	int64_t end = r->o->duration > 0
-	                  ? start + (int64_t)(r->o->duration * 1e9)
-	                  : INT64_MAX;
-	int64_t interval = r->o->rate > 0 ? (int64_t)(1e9 / r->o->rate) : 0;
-	r->why = "duration reached";
-	for (;;) {
-		if (stop_signal) {
-			r->why = stop_signal == SIGINT ? "interrupted"
-			                               : "terminated";
-			break;
-		}
-		int64_t now = now_ns();
-		if (now >= end ||
-		    (r->o->max_rounds && m->ticks >= r->o->max_rounds))
-			break;
-		unsigned n = 0;
-		enum pyd_err err = pyd_sample(r->sp, &n);
-		m->ticks++;
-		m->samples += n;
-		if (err == PYD_E_EXITED || (err && child_gone(r))) {
-			r->why = "the target exited";
-			break;
-		}
-		if (err == PYD_E_NOMEM) {
-			r->why = "out of memory";
-			break;
-		}
-		if (err)
-			m->errors++;
-		if (tty && now - shown > 200000000LL) {
-			status_line(r, start);
-			shown = now;
-		}
-		if (interval)
-			pace(&next, interval, &m->missed);
-	}
+	struct pyd_sample_loop l = {
+	    .rate = r->o->rate,
+	    .max_rounds = r->o->max_rounds,
+	    .max_seconds = r->o->duration,
+	    .stop = stop_requested,
+	    .tick = tty ? status_line : NULL,
+	    .ctx = r,
+	};
+	r->start = r->shown = now_ns();
+	enum pyd_sample_end e = pyd_sample_loop(r->sp, &l, &r->prof->meta);
 	if (tty)
 		fputs("\r\033[K", stderr);
-	m->duration_s = (double)(now_ns() - start) / 1e9;
-}
-
-static void write_report(struct pyd_buf *b, const struct pyd_profile *p,
-                         const struct sample_opts *o)
-{
-	switch (o->format) {
-	case F_TABLE:
-		pyd_report_prof_table(b, p, o->limit);
-		break;
-	case F_COLLAPSED:
-		pyd_report_prof_collapsed(b, p);
-		break;
-	case F_FLAME:
-		pyd_report_prof_flamegraph(b, p);
-		break;
-	case F_SPEEDSCOPE:
-		pyd_report_prof_speedscope(b, p);
-		break;
-	case F_GECKO:
-		pyd_report_prof_gecko(b, p);
-		break;
-	case F_PPROF:
-		pyd_report_prof_pprof(b, p);
-		break;
-	case F_JSON:
-	case F_UNSET:
-		pyd_report_prof_json(b, p);
-		break;
-	}
+	r->target_exited = e == PYD_END_EXITED;
+	r->why = e == PYD_END_STOPPED && stop_signal != SIGINT
+	             ? "terminated"
+	             : pyd_sample_end_text(e);
 }
 
 static int output(struct run *r)
 {
-	struct pyd_profile *p = r->prof, *merged = NULL;
-	pyd_profile_finish(p);
-	/* pprof, speedscope and gecko have threads of their own: give them
-	 * every thread; the others show one tree unless --threads. */
-	enum format fmt = r->o->format;
-	bool per_thread = r->o->threads || fmt == F_PPROF ||
-			  fmt == F_SPEEDSCOPE || fmt == F_GECKO;
-	if (!per_thread && !(merged = pyd_profile_merged(p))) {
+	pyd_profile_finish(r->prof);
+	struct pyd_buf b = {0};
+	if (pyd_report_prof(&b, r->prof, r->o->format, r->o->threads,
+	                    r->o->limit)) {
+		pyd_buf_free(&b);
 		fprintf(stderr, "pystack-dump sample: out of memory\n");
 		return PYD_E_NOMEM;
 	}
-	struct pyd_buf b = {0};
-	write_report(&b, merged ? merged : p, r->o);
-	pyd_profile_free(merged);
 	FILE *f = r->o->output ? fopen(r->o->output, "wb") : stdout;
-	bool ok =
-	    f && !b.failed && (!b.len || fwrite(b.data, 1, b.len, f) == b.len);
+	bool ok = f && (!b.len || fwrite(b.data, 1, b.len, f) == b.len);
 	if (f && f != stdout)
 		ok &= fclose(f) == 0;
 	else if (f)
 		ok &= fflush(f) == 0;
 	pyd_buf_free(&b);
-	if (!ok) {
+	if (!ok && errno != EPIPE) {
 		fprintf(stderr, "pystack-dump sample: cannot write %s: %s\n",
 		        r->o->output ? r->o->output : "the profile",
-		        b.failed ? "out of memory" : strerror(errno));
+		        strerror(errno));
 		return PYD_E_READ;
 	}
 	return 0;
@@ -578,7 +474,7 @@ static void summary(const struct run *r)
 		        "their callers.\n");
 	if (r->o->output)
 		fprintf(stderr, "pystack-dump sample: wrote %s (%s).\n",
-		        r->o->output, format_names[r->o->format]);
+		        r->o->output, pyd_prof_format_name(r->o->format));
 }
 
 static void fill_meta(struct run *r)
@@ -609,7 +505,7 @@ static int finish_child(struct run *r, int rc)
 	if (!r->child)
 		return rc;
 	if (!child_gone(r)) {
-		if (!stop_signal)
+		if (!stop_signal && !r->target_exited)
 			fprintf(stderr,
 			        "pystack-dump sample: waiting for "
 			        "process %d to exit (Ctrl-C stops it).\n",
@@ -626,15 +522,16 @@ static int finish_child(struct run *r, int rc)
 static int launch_error(struct run *r, enum pyd_err err, const char *detail)
 {
 	if (err == PYD_E_EXITED) {
-		fprintf(stderr, "pystack-dump sample: %s: %s; nothing was "
-				"sampled.\n",
-			r->o->command[0], detail);
+		fprintf(stderr,
+		        "pystack-dump sample: %s: %s; nothing was "
+		        "sampled.\n",
+		        r->o->command[0], detail);
 		return err;
 	}
 	int rc = cli_report_error(err, r->o->pid, detail);
 	if (!child_gone(r)) {
 		fprintf(stderr, "pystack-dump sample: stopping %s (pid %d).\n",
-			r->o->command[0], r->o->pid);
+		        r->o->command[0], r->o->pid);
 		kill(r->child, SIGTERM);
 	}
 	return rc;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "pyd_commands.h"
+#include "pyd_profile.h"
 #include "report/report.h"
 
 static const char help_bt[] =
@@ -80,7 +81,6 @@ static const char *value(char **w, size_t n, size_t *i)
 static bool parse_sample(struct pyd_cmd *c, char **w, size_t n, char *err,
                          size_t errsz)
 {
-	static const char *const modes[] = {"wall", "cpu", "gil", "async"};
 	const char *name = "py-sample";
 	double v;
 	c->rate = 1000;
@@ -101,10 +101,8 @@ static bool parse_sample(struct pyd_cmd *c, char **w, size_t n, char *err,
 			if (!(c->mode = value(w, n, &i)))
 				return fail(err, errsz, name,
 				            "missing value for", opt);
-			bool known = false;
-			for (size_t k = 0; k < 4; k++)
-				known |= !strcmp(c->mode, modes[k]);
-			if (!known)
+			enum pyd_sample_mode mode;
+			if (!pyd_sample_mode_named(c->mode, &mode))
 				return fail(err, errsz, name, "unknown mode",
 				            c->mode);
 		} else if (!strcmp(opt, "--format") || !strcmp(opt, "-f")) {
@@ -255,6 +253,9 @@ static enum pyd_err run_bt(const struct pyd_cmd *c,
 		               (long long)t->selected_tid);
 	} else if (c->json) {
 		pyd_report_json(out, &d, &ro);
+	} else if (c->native && t->nnative) {
+		pyd_report_text_native(out, &d, &ro, t->selected_tid,
+				       t->native, t->nnative);
 	} else {
 		pyd_report_text(out, &d, &ro);
 	}

@@ -24,6 +24,10 @@ struct pyd_frame {
 	const char *qualname; /* co_qualname (3.11+), else NULL */
 	const char *file;     /* co_filename */
 	int line;             /* current line, -1 if it has none */
+	/* The outermost frame of one run of the evaluation loop: C code
+	 * called into the interpreter here (py-bt -n pairs each such run
+	 * with its _PyEval_EvalFrameDefault native frame). */
+	bool entry;
 };
 
 struct pyd_thread {

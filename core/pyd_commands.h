@@ -73,4 +73,28 @@ struct pyd_cmd_target {
 enum pyd_err pyd_cmd_run(const struct pyd_cmd *c,
                          const struct pyd_cmd_target *t, struct pyd_buf *out);
 
+/* How py-sample lets the inferior run and stops it again (the debugger's
+ * business).  resume returns once the inferior runs; stop once it is
+ * stopped again; interrupted (optional) says the user pressed Ctrl-C. */
+struct pyd_cmd_resume {
+	void *ctx;
+	enum pyd_err (*resume)(void *ctx);
+	enum pyd_err (*stop)(void *ctx);
+	bool (*interrupted)(void *ctx);
+};
+
+/*
+ * Run py-sample: t->src must read the process while it runs (the live
+ * source, not the debugger) and t->rt say where its runtime is.  Opens
+ * the sampler, resumes the inferior, takes c->samples rounds at c->rate
+ * within c->samples / c->rate plus half a second, stops it again and
+ * appends the profile to report (the table, or c->format / the format
+ * c->output's name implies: the frontend writes report to c->output).
+ * A summary, or what went wrong, is appended to msg.
+ */
+enum pyd_err pyd_cmd_sample(const struct pyd_cmd *c,
+                            const struct pyd_cmd_target *t,
+                            const struct pyd_cmd_resume *r,
+                            struct pyd_buf *report, struct pyd_buf *msg);
+
 #endif

@@ -13,6 +13,7 @@
 #define PYD_PROFILE_H
 
 #include "pyd.h"
+#include "report/buf.h"
 
 #define PYD_PROF_NONE UINT32_MAX
 
@@ -25,6 +26,8 @@ enum pyd_sample_mode {
 
 /* "wall", "cpu", "gil", "async" */
 const char *pyd_sample_mode_name(enum pyd_sample_mode m);
+/* The mode of that name; false if there is none. */
+bool pyd_sample_mode_named(const char *name, enum pyd_sample_mode *m);
 
 enum pyd_prof_frame_kind {
 	PYD_PF_PYTHON, /* a Python function */
@@ -114,6 +117,34 @@ void pyd_profile_finish(struct pyd_profile *p);
  * 0, "all threads"); NULL if out of memory. */
 struct pyd_profile *pyd_profile_merged(const struct pyd_profile *p);
 
+/* The formats a profile is written in (core/report/). */
+enum pyd_prof_format {
+	PYD_FMT_TABLE,
+	PYD_FMT_COLLAPSED,
+	PYD_FMT_FLAMEGRAPH,
+	PYD_FMT_SPEEDSCOPE,
+	PYD_FMT_GECKO,
+	PYD_FMT_PPROF,
+	PYD_FMT_JSON,
+	PYD_FMT_UNKNOWN,
+};
+
+/* "table", "collapsed", ...; PYD_FMT_UNKNOWN if name is none of them. */
+enum pyd_prof_format pyd_prof_format_named(const char *name);
+/* The format a file name asks for: .html flamegraph, .speedscope.json,
+ * .gecko.json, .json, .pb.gz / .pprof; collapsed otherwise. */
+enum pyd_prof_format pyd_prof_format_for_file(const char *path);
+const char *pyd_prof_format_name(enum pyd_prof_format f);
+
+/*
+ * Write a finished profile as format f: one merged tree unless per_thread
+ * (pprof, speedscope and gecko always get every thread: their viewers
+ * pick threads themselves).  limit: table rows, 0 for all.
+ */
+enum pyd_err pyd_report_prof(struct pyd_buf *b, const struct pyd_profile *p,
+			     enum pyd_prof_format f, bool per_thread,
+			     size_t limit);
+
 /*
  * The sampler: takes samples of a live target (without stopping it) into
  * a profile.  Each round asks for one batched read of every node seen in
@@ -134,5 +165,36 @@ void pyd_sampler_close(struct pyd_sampler *sp);
  * and goes on.
  */
 enum pyd_err pyd_sample(struct pyd_sampler *sp, unsigned *nstacks);
+
+/* How long and how fast pyd_sample_loop samples. */
+struct pyd_sample_loop {
+	double rate;         /* rounds per second; 0: as fast as possible */
+	uint64_t max_rounds; /* 0: no limit */
+	double max_seconds;  /* 0: no limit */
+	/* Polled every round (optional): true ends the loop (Ctrl-C). */
+	bool (*stop)(void *ctx);
+	/* Called after every round (optional): a status line, say. */
+	void (*tick)(void *ctx, const struct pyd_prof_meta *m);
+	void *ctx;
+};
+
+enum pyd_sample_end {
+	PYD_END_ROUNDS,  /* max_rounds taken */
+	PYD_END_TIME,    /* max_seconds passed */
+	PYD_END_STOPPED, /* stop() said so */
+	PYD_END_EXITED,  /* the target exited */
+	PYD_END_NOMEM,
+};
+
+/*
+ * Sample at the rate asked until one of the ends; ticks that pass while a
+ * round runs late are counted as missed, not made up.  Fills m's ticks,
+ * samples, errors, missed, duration_s and interval_s.
+ */
+enum pyd_sample_end pyd_sample_loop(struct pyd_sampler *sp,
+				    const struct pyd_sample_loop *l,
+				    struct pyd_prof_meta *m);
+/* "duration reached", "interrupted", ... for a summary line. */
+const char *pyd_sample_end_text(enum pyd_sample_end e);
 
 #endif

@@ -456,8 +456,19 @@ struct pyd_profile *pyd_profile_merged(const struct pyd_profile *p)
 	return m;
 }
 
+static const char *const mode_names[] = {"wall", "cpu", "gil", "async"};
+
 const char *pyd_sample_mode_name(enum pyd_sample_mode m)
 {
-	static const char *const names[] = {"wall", "cpu", "gil", "async"};
-	return (unsigned)m < 4 ? names[m] : "unknown";
+	return (unsigned)m < 4 ? mode_names[m] : "unknown";
+}
+
+bool pyd_sample_mode_named(const char *name, enum pyd_sample_mode *m)
+{
+	for (int i = 0; i < 4; i++)
+		if (!strcmp(name, mode_names[i])) {
+			*m = (enum pyd_sample_mode)i;
+			return true;
+		}
+	return false;
 }

@@ -714,3 +714,76 @@ enum pyd_err pyd_sample(struct pyd_sampler *sp, unsigned *nstacks)
 		return sample_tasks(sp, nstacks);
 	return sample_threads(sp, nstacks);
 }
+
+/* ---- pacing ---- */
+
+/* Sleep to the next tick; ticks already past are missed, not made up. */
+static void pace(int64_t *next, int64_t interval, uint64_t *missed)
+{
+	*next += interval;
+	int64_t now = now_ns();
+	if (now > *next) {
+		int64_t late = (now - *next) / interval;
+		*missed += (uint64_t)late;
+		*next += late * interval;
+		return;
+	}
+	struct timespec ts = {*next / 1000000000LL, *next % 1000000000LL};
+	clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+}
+
+static enum pyd_sample_end loop(struct pyd_sampler *sp,
+				const struct pyd_sample_loop *l,
+				struct pyd_prof_meta *m, int64_t start)
+{
+	int64_t next = start;
+	int64_t end = l->max_seconds > 0
+			      ? start + (int64_t)(l->max_seconds * 1e9)
+			      : INT64_MAX;
+	int64_t interval = l->rate > 0 ? (int64_t)(1e9 / l->rate) : 0;
+	for (;;) {
+		if (l->stop && l->stop(l->ctx))
+			return PYD_END_STOPPED;
+		if (now_ns() >= end)
+			return PYD_END_TIME;
+		if (l->max_rounds && m->ticks >= l->max_rounds)
+			return PYD_END_ROUNDS;
+		unsigned n = 0;
+		enum pyd_err err = pyd_sample(sp, &n);
+		m->ticks++;
+		m->samples += n;
+		if (err == PYD_E_EXITED)
+			return PYD_END_EXITED;
+		if (err == PYD_E_NOMEM)
+			return PYD_END_NOMEM;
+		if (err)
+			m->errors++;
+		if (l->tick)
+			l->tick(l->ctx, m);
+		if (interval)
+			pace(&next, interval, &m->missed);
+	}
+}
+
+enum pyd_sample_end pyd_sample_loop(struct pyd_sampler *sp,
+				    const struct pyd_sample_loop *l,
+				    struct pyd_prof_meta *m)
+{
+	int64_t start = now_ns();
+	enum pyd_sample_end e = loop(sp, l, m, start);
+	m->duration_s = (double)(now_ns() - start) / 1e9;
+	m->interval_s = m->ticks ? m->duration_s / (double)m->ticks : 0;
+	return e;
+}
+
+const char *pyd_sample_end_text(enum pyd_sample_end e)
+{
+	static const char *const text[] = {
+		[PYD_END_ROUNDS] = "samples taken",
+		[PYD_END_TIME] = "duration reached",
+		[PYD_END_STOPPED] = "interrupted",
+		[PYD_END_EXITED] = "the target exited",
+		[PYD_END_NOMEM] = "out of memory",
+	};
+	return (unsigned)e <= PYD_END_NOMEM ? text[e] : "stopped";
+}

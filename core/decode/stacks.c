@@ -67,9 +67,11 @@ static enum pyd_err frame_object(struct pyd_session *s, const uint8_t *buf,
 		return PYD_E_READ;
 	/* 3.10 counts f_lasti in 2-byte code units. */
 	int off = L->line_model == PY_LINES_310 && lasti >= 0 ? lasti * 2 : lasti;
-	return pyd_frame_push(out, c, pyd_code_line_cached(s, c, off))
-		       ? PYD_OK
-		       : PYD_E_NOMEM;
+	if (!pyd_frame_push(out, c, pyd_code_line_cached(s, c, off)))
+		return PYD_E_NOMEM;
+	/* Before 3.11 every Python call is a call of the evaluation loop. */
+	out->v[out->n - 1].entry = true;
+	return PYD_OK;
 }
 
 /* 3.11+: a _PyInterpreterFrame; previous is next. */
@@ -80,10 +82,19 @@ static enum pyd_err interp_frame(struct pyd_session *s, const uint8_t *buf,
 	uint64_t code = u64_at(buf, L->iframe.code) & ~L->code_tag_mask;
 	int owner = buf[L->iframe.owner];
 	*next = u64_at(buf, L->iframe.previous);
-	/* C-stack shims and interpreter base frames run no Python. */
-	if (L->owner_first_shim != PYD_NO_FIELD && owner >= L->owner_first_shim)
+	/* C-stack shims and interpreter base frames run no Python; a shim
+	 * (3.12+) sits right behind the frame that C code entered. */
+	if (L->owner_first_shim != PYD_NO_FIELD &&
+	    owner >= L->owner_first_shim) {
+		if (out->n)
+			out->v[out->n - 1].entry = true;
 		return PYD_OK;
-	return pyd_frame_push_iframe(s, out, code, u64_at(buf, L->iframe.instr));
+	}
+	enum pyd_err err = pyd_frame_push_iframe(s, out, code,
+						 u64_at(buf, L->iframe.instr));
+	if (!err && L->iframe.is_entry != PYD_NO_FIELD)
+		out->v[out->n - 1].entry = buf[L->iframe.is_entry] != 0;
+	return err;
 }
 
 enum pyd_err pyd_walk_thread(struct pyd_session *s, uint64_t tstate,

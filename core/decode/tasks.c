@@ -1071,8 +1071,10 @@ enum pyd_err pyd_dump_tasks(struct pyd_session *s, struct pyd_task_graph *g)
 	if (!py_layout_has_tasks(&s->layout) || !s->rt.runtime_addr)
 		return PYD_E_UNSUPPORTED;
 	/* No binaries to find the section in (a core from 3.14+ found by
-	 * its cookie): look for the block itself. */
-	if (!s->rt.asyncio_debug_addr && !s->rt.py_version_addr)
+	 * its cookie), or the _asyncio module's file is out of reach (lldb
+	 * does not load a chroot's modules): look for the block itself. */
+	if (!s->rt.asyncio_debug_addr &&
+	    (!s->rt.py_version_addr || module_mapped(s)))
 		s->rt.asyncio_debug_addr = pyd_asyncio_find_block(s);
 	if (!s->rt.asyncio_debug_addr) {
 		/* Not found.  With the interpreter's binary read (Py_Version

@@ -433,3 +433,95 @@ void pyd_report_prof_json(struct pyd_buf *b, const struct pyd_profile *p)
 	}
 	pyd_buf_put(b, "\n]}\n", 4);
 }
+
+/* ---- choosing and writing a format ---- */
+
+static const char *const format_names[] = {
+	[PYD_FMT_TABLE] = "table",	   [PYD_FMT_COLLAPSED] = "collapsed",
+	[PYD_FMT_FLAMEGRAPH] = "flamegraph", [PYD_FMT_SPEEDSCOPE] = "speedscope",
+	[PYD_FMT_GECKO] = "gecko",	   [PYD_FMT_PPROF] = "pprof",
+	[PYD_FMT_JSON] = "json",
+};
+
+enum pyd_prof_format pyd_prof_format_named(const char *name)
+{
+	for (int f = 0; f < PYD_FMT_UNKNOWN; f++)
+		if (!strcmp(name, format_names[f]))
+			return (enum pyd_prof_format)f;
+	return PYD_FMT_UNKNOWN;
+}
+
+const char *pyd_prof_format_name(enum pyd_prof_format f)
+{
+	return (unsigned)f < PYD_FMT_UNKNOWN ? format_names[f] : "unknown";
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+	return n >= m && !strcmp(s + n - m, suffix);
+}
+
+enum pyd_prof_format pyd_prof_format_for_file(const char *path)
+{
+	/* Longest suffixes first: x.speedscope.json is not plain json. */
+	static const struct {
+		const char *ext;
+		enum pyd_prof_format f;
+	} by_ext[] = {
+		{".speedscope.json", PYD_FMT_SPEEDSCOPE},
+		{".gecko.json", PYD_FMT_GECKO},
+		{".json", PYD_FMT_JSON},
+		{".html", PYD_FMT_FLAMEGRAPH},
+		{".htm", PYD_FMT_FLAMEGRAPH},
+		{".pb.gz", PYD_FMT_PPROF},
+		{".pprof", PYD_FMT_PPROF},
+	};
+	for (size_t i = 0; i < sizeof by_ext / sizeof *by_ext; i++)
+		if (ends_with(path, by_ext[i].ext))
+			return by_ext[i].f;
+	return PYD_FMT_COLLAPSED;
+}
+
+static void write_format(struct pyd_buf *b, const struct pyd_profile *p,
+			 enum pyd_prof_format f, size_t limit)
+{
+	switch (f) {
+	case PYD_FMT_TABLE:
+		pyd_report_prof_table(b, p, limit);
+		break;
+	case PYD_FMT_COLLAPSED:
+		pyd_report_prof_collapsed(b, p);
+		break;
+	case PYD_FMT_FLAMEGRAPH:
+		pyd_report_prof_flamegraph(b, p);
+		break;
+	case PYD_FMT_SPEEDSCOPE:
+		pyd_report_prof_speedscope(b, p);
+		break;
+	case PYD_FMT_GECKO:
+		pyd_report_prof_gecko(b, p);
+		break;
+	case PYD_FMT_PPROF:
+		pyd_report_prof_pprof(b, p);
+		break;
+	case PYD_FMT_JSON:
+	case PYD_FMT_UNKNOWN:
+		pyd_report_prof_json(b, p);
+		break;
+	}
+}
+
+enum pyd_err pyd_report_prof(struct pyd_buf *b, const struct pyd_profile *p,
+			     enum pyd_prof_format f, bool per_thread,
+			     size_t limit)
+{
+	per_thread |= f == PYD_FMT_PPROF || f == PYD_FMT_SPEEDSCOPE ||
+		      f == PYD_FMT_GECKO;
+	struct pyd_profile *merged = per_thread ? NULL : pyd_profile_merged(p);
+	if (!per_thread && !merged)
+		return PYD_E_NOMEM;
+	write_format(b, merged ? merged : p, f, limit);
+	pyd_profile_free(merged);
+	return b->failed ? PYD_E_NOMEM : PYD_OK;
+}

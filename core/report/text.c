@@ -1,5 +1,7 @@
+#include <stdlib.h>
 #include <string.h>
 
+#include "../pyd_commands.h"
 #include "report.h"
 
 const char *pyd_run_state_name(enum pyd_thread_run r)
@@ -36,24 +38,118 @@ static void frame_lines(struct pyd_buf *b, const struct pyd_frame *f,
 		pyd_buf_printf(b, "    %s\n", src);
 }
 
+static void thread_text(struct pyd_buf *b, const struct pyd_thread *t,
+			size_t ninterps, const struct pyd_report_opts *o)
+{
+	pyd_buf_put(b, "\n", 1);
+	thread_header(b, t, ninterps);
+	if (t->nframes == 0 && !t->error) {
+		pyd_buf_printf(b, "  (no Python frames)\n");
+		return;
+	}
+	if (t->nframes)
+		pyd_buf_printf(b, "Traceback (most recent call last):\n");
+	for (size_t j = t->nframes; j-- > 0;)
+		frame_lines(b, &t->frames[j], o);
+	if (t->error)
+		pyd_buf_printf(b, "  [stack incomplete: %s]\n",
+			       pyd_strerror(t->error));
+}
+
 void pyd_report_text(struct pyd_buf *b, const struct pyd_dump *d,
 		     const struct pyd_report_opts *o)
 {
 	if (o->origin)
 		pyd_buf_printf(b, "%s: ", o->origin);
 	pyd_buf_printf(b, "Python %s (%s)\n", o->python_version, o->binary);
+	for (size_t i = 0; i < d->nthreads; i++)
+		thread_text(b, &d->threads[i], d->ninterps, o);
+}
+
+
+/* Where the evaluation loop runs, by name: _PyEval_EvalFrameDefault from
+ * 3.6 on (a ".cold" part included), PyEval_EvalFrameEx as a last resort. */
+static bool is_eval_loop(const struct pyd_native_frame *f, const char *name)
+{
+	size_t n = strlen(name);
+	return f->function && !strncmp(f->function, name, n) &&
+	       (!f->function[n] || f->function[n] == '.');
+}
+
+static const char *eval_loop_name(const struct pyd_native_frame *nf, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (is_eval_loop(&nf[i], "_PyEval_EvalFrameDefault"))
+			return "_PyEval_EvalFrameDefault";
+	return "PyEval_EvalFrameEx";
+}
+
+/* Python frames lo..hi-1 (innermost first), printed outermost first. */
+static void python_frames(struct pyd_buf *b, const struct pyd_thread *t,
+			  size_t lo, size_t hi, const struct pyd_report_opts *o)
+{
+	for (size_t j = hi; j-- > lo;)
+		frame_lines(b, &t->frames[j], o);
+}
+
+/*
+ * A thread's native frames, outermost first, each evaluation-loop frame
+ * followed by the Python frames its run executes.  A run ends (outwards)
+ * at an entry frame; runs and loop frames pair up from the innermost, so
+ * runs the debugger showed no loop frame for (a backtrace cut short) are
+ * the outermost ones: they come first.
+ */
+static void thread_native(struct pyd_buf *b, const struct pyd_thread *t,
+			  const struct pyd_native_frame *nf, size_t n,
+			  const struct pyd_report_opts *o)
+{
+	const char *loop = eval_loop_name(nf, n);
+	size_t *ends = malloc((t->nframes + 1) * sizeof *ends);
+	size_t runs = 0, loops = 0, hi = t->nframes;
+	if (!ends) {
+		b->failed = true;
+		return;
+	}
+	ends[0] = 0;
+	for (size_t i = 0; i < t->nframes; i++)
+		if (t->frames[i].entry || i + 1 == t->nframes)
+			ends[++runs] = i + 1;
+	for (size_t i = 0; i < n; i++)
+		loops += is_eval_loop(&nf[i], loop);
+	pyd_buf_printf(b, "Traceback (most recent call last):\n");
+	if (runs > loops) {
+		pyd_buf_printf(b, "  (no evaluation-loop frame shown for:)\n");
+		python_frames(b, t, ends[loops], hi, o);
+		hi = ends[loops];
+	}
+	for (size_t i = n, run = runs < loops ? runs : loops; i-- > 0;) {
+		pyd_buf_printf(b, "  #%-3zu 0x%016llx in %s\n", i,
+			       (unsigned long long)nf[i].pc,
+			       nf[i].function ? nf[i].function : "??");
+		if (!is_eval_loop(&nf[i], loop) || loops-- > run)
+			continue;
+		python_frames(b, t, ends[--run], hi, o);
+		hi = ends[run];
+	}
+	free(ends);
+}
+
+void pyd_report_text_native(struct pyd_buf *b, const struct pyd_dump *d,
+			    const struct pyd_report_opts *o, int64_t tid,
+			    const struct pyd_native_frame *native, size_t nnative)
+{
+	if (o->origin)
+		pyd_buf_printf(b, "%s: ", o->origin);
+	pyd_buf_printf(b, "Python %s (%s)\n", o->python_version, o->binary);
 	for (size_t i = 0; i < d->nthreads; i++) {
 		const struct pyd_thread *t = &d->threads[i];
-		pyd_buf_put(b, "\n", 1);
-		thread_header(b, t, d->ninterps);
-		if (t->nframes == 0 && !t->error) {
-			pyd_buf_printf(b, "  (no Python frames)\n");
+		if (t->tid != tid || !nnative || !t->nframes) {
+			thread_text(b, t, d->ninterps, o);
 			continue;
 		}
-		if (t->nframes)
-			pyd_buf_printf(b, "Traceback (most recent call last):\n");
-		for (size_t j = t->nframes; j-- > 0;)
-			frame_lines(b, &t->frames[j], o);
+		pyd_buf_put(b, "\n", 1);
+		thread_header(b, t, d->ninterps);
+		thread_native(b, t, native, nnative, o);
 		if (t->error)
 			pyd_buf_printf(b, "  [stack incomplete: %s]\n",
 				       pyd_strerror(t->error));

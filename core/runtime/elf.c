@@ -134,14 +134,12 @@ static void scan_symbols(Elf *elf, GElf_Word type, struct elf_syms *s)
  * of a longer string the linker merged it into (".../versions/3.9.18").
  * Every "3.X.Y" that ends a string is a candidate; the commonest wins.
  */
-static void scan_version(Elf *elf, size_t shstrndx, char *out, size_t outsz)
+void pyd_runtime_scan_version(const void *rodata, size_t size, char *out,
+			      size_t outsz)
 {
 	struct version_vote votes[MAX_VERSION_CANDIDATES];
 	size_t nvotes = 0;
-	GElf_Shdr sh;
-	Elf_Scn *scn = find_section(elf, shstrndx, ".rodata", &sh);
-	Elf_Data *d = scn ? elf_getdata(scn, NULL) : NULL;
-	const char *b = d ? d->d_buf : NULL, *end = b ? b + d->d_size : NULL;
+	const char *b = rodata, *end = b ? b + size : NULL;
 	for (const char *p = b ? b + 1 : NULL; p && p < end; p++) {
 		size_t len;
 		if ((*p == '2' || *p == '3') && !strchr("0123456789.", p[-1]) &&
@@ -154,6 +152,15 @@ static void scan_version(Elf *elf, size_t shstrndx, char *out, size_t outsz)
 			best = i;
 	if (nvotes)
 		snprintf(out, outsz, "%s", votes[best].text);
+}
+
+static void scan_version(Elf *elf, size_t shstrndx, char *out, size_t outsz)
+{
+	GElf_Shdr sh;
+	Elf_Scn *scn = find_section(elf, shstrndx, ".rodata", &sh);
+	Elf_Data *d = scn ? elf_getdata(scn, NULL) : NULL;
+	if (d)
+		pyd_runtime_scan_version(d->d_buf, d->d_size, out, outsz);
 }
 
 /* Load bias: where the first PT_LOAD landed minus where it asked to be. */

@@ -42,6 +42,13 @@ enum pyd_err pyd_runtime_find_cookie(const struct pyd_memsrc *src,
 enum pyd_err pyd_runtime_find_symbols(const struct pyd_memsrc *src,
 				      struct pyd_runtime *rt);
 
+/* The PY_VERSION literal ("3.9.18") among a binary's read-only strings
+ * (ELF .rodata), for sources that read sections themselves (lldb) and
+ * find a CPython older than 3.11, which has no Py_Version; out is left
+ * alone if there is none. */
+void pyd_runtime_scan_version(const void *rodata, size_t size, char *out,
+			      size_t outsz);
+
 /* The source's mappings; a source that cannot list them cannot be
  * searched for an interpreter (PYD_E_NOTPYTHON). */
 enum pyd_err pyd_runtime_mappings(const struct pyd_memsrc *src,

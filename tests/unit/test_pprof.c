@@ -217,14 +217,14 @@ static void add(struct pyd_profile *p, int64_t tid, const char *name,
 static struct pyd_profile *build(void)
 {
 	static const struct pyd_frame f20[] = {
-	    {"f", "f", "/app/m.py", 20},
-	    {"<module>", "<module>", "/app/m.py", 3}};
+	    {"f", "f", "/app/m.py", 20, false},
+	    {"<module>", "<module>", "/app/m.py", 3, false}};
 	static const struct pyd_frame f21[] = {
-	    {"f", "f", "/app/m.py", 21},
-	    {"<module>", "<module>", "/app/m.py", 3}};
-	static const struct pyd_frame task[] = {{"g", "C.g", "/app/g.py", 5},
-	                                        {"Task-1", NULL, NULL, -1},
-	                                        {"run", "run", "/app/g.py", 9}};
+	    {"f", "f", "/app/m.py", 21, false},
+	    {"<module>", "<module>", "/app/m.py", 3, false}};
+	static const struct pyd_frame task[] = {{"g", "C.g", "/app/g.py", 5, false},
+	                                        {"Task-1", NULL, NULL, -1, false},
+	                                        {"run", "run", "/app/g.py", 9, false}};
 	struct pyd_profile *p = pyd_profile_new(true, 0);
 	if (!p)
 		return NULL;

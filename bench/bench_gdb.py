@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""gdb benchmark: pystack-dump's `py-bt` (gdb-plugin/, no gdb Python) vs
+CPython's own python-gdb.py `py-bt`, on a 1,000-frame stack.
+
+One target (pyenv's CPython, which ships python3.X-gdb.py next to its
+binary), three commands run in interleaved rounds so machine noise hits
+them alike:
+  gdb                     gdb -batch -nx -p PID            (gdb's start-up)
+  gdb + pystack-dump      ... -x pystack-dump.gdb -ex py-bt
+  gdb + python-gdb.py     ... -ex 'source python3.X-gdb.py' -ex py-bt
+Reported: median wall ms and peak RSS of each, the ratio of the two py-bt,
+and each py-bt's ms beyond gdb's own start-up (goal for ours: <= 50 ms).
+Usage: bench/bench_gdb.py [--build build-gdb] [--runs 10] [--python 3.12]
+"""
+import argparse
+import glob
+import os
+import statistics
+import sys
+
+from common import ROOT, peak_rss_kib, run_measured, start_ready, stop
+
+FRAMES = 1000
+
+
+def find_python(minor):
+    """pyenv's newest 3.X and its python3.X-gdb.py, or exit."""
+    root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
+    for d in sorted(glob.glob(os.path.join(root, "versions", minor + ".*")), reverse=True):
+        exe = os.path.join(d, "bin", "python" + minor)
+        gdb_py = os.path.join(d, "bin", "python%s-gdb.py" % minor)
+        if os.access(exe, os.X_OK) and os.path.exists(gdb_py):
+            return exe, gdb_py
+    sys.exit("no pyenv %s with python%s-gdb.py under %s" % (minor, minor, root))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default=os.path.join(ROOT, "build-gdb"))
+    ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--python", default="3.12")
+    args = ap.parse_args()
+    cmds = os.path.join(os.path.abspath(args.build), "gdb-plugin", "pystack-dump.gdb")
+    if not os.path.exists(cmds):
+        sys.exit("no %s: build with tools/build.sh %s -Dgdb=enabled" % (cmds, args.build))
+    exe, gdb_py = find_python(args.python)
+    base = ["gdb", "-batch", "-nx", "-p"]
+    tools = [
+        ("gdb", lambda pid: base + [str(pid)]),
+        ("gdb + pystack-dump", lambda pid: base + [str(pid), "-x", cmds, "-ex", "py-bt"]),
+        ("gdb + python-gdb.py", lambda pid: base + [str(pid), "-ex", "source " + gdb_py,
+                                                    "-ex", "py-bt"]),
+    ]
+    target = start_ready([exe, os.path.join(ROOT, "bench", "targets.py"), "deep", str(FRAMES)])
+    try:
+        for _, cmd in tools:
+            run_measured(cmd(target.pid))  # warm the page cache
+        walls = {label: [] for label, _ in tools}
+        for _ in range(args.runs):
+            for label, cmd in tools:
+                walls[label].append(run_measured(cmd(target.pid))[0])
+        rss = {label: max(peak_rss_kib(cmd(target.pid)) for _ in range(2))
+               for label, cmd in tools}
+        out = run_measured(tools[1][1](target.pid))[1].decode("utf-8", "replace")
+    finally:
+        stop(target)
+    frames = out.count('  File "')
+    print("gdb benchmark: py-bt of a %d-frame stack (%s), %d interleaved runs each"
+          % (FRAMES, exe, args.runs))
+    print("pystack-dump's py-bt printed %d frames" % frames)
+    med = {label: statistics.median(w) * 1e3 for label, w in walls.items()}
+    print("%-22s %12s %12s %16s" % ("command", "median ms", "peak RSS MB", "ms beyond gdb"))
+    for label, _ in tools:
+        print("%-22s %12.1f %12.1f %16.1f" % (label, med[label], rss[label] / 1024,
+                                              med[label] - med["gdb"]))
+    ours = med["gdb + pystack-dump"] - med["gdb"]
+    theirs = med["gdb + python-gdb.py"] - med["gdb"]
+    print("python-gdb.py / pystack-dump: %.1fx wall, %.1fx beyond gdb's start-up; "
+          "goal <= 50 ms beyond: %s" % (med["gdb + python-gdb.py"] / med["gdb + pystack-dump"],
+                                        theirs / ours if ours > 0 else float("inf"),
+                                        "met" if ours <= 50 else "NOT met"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,134 @@
+/*
+ * py-sample: the sampling run both debugger plugins share.  The plugin
+ * brings a memory source that reads the running process without the
+ * debugger (a debugger cannot read a process it lets run) and the two
+ * calls that resume and stop the inferior; the rest is here, so gdb and
+ * lldb sample, pace and report alike.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "pyd_commands.h"
+#include "pyd_profile.h"
+#include "report/report.h"
+
+/* --format, else (with -o) the file's name, else the table. */
+static enum pyd_prof_format pick_format(const struct pyd_cmd *c)
+{
+	if (c->format)
+		return pyd_prof_format_named(c->format);
+	return c->output ? pyd_prof_format_for_file(c->output) : PYD_FMT_TABLE;
+}
+
+static bool interrupted(void *ctx)
+{
+	const struct pyd_cmd_resume *r = ctx;
+	return r->interrupted && r->interrupted(r->ctx);
+}
+
+/*
+ * N rounds at the rate asked, but never past N / rate plus half a second:
+ * the user is waiting at a debugger prompt with the inferior running, so
+ * a slow target must not stretch the run.
+ */
+static const char *sample_loop(const struct pyd_cmd *c,
+                               const struct pyd_cmd_resume *r,
+                               struct pyd_sampler *sp, struct pyd_prof_meta *m)
+{
+	struct pyd_sample_loop l = {
+	    .rate = c->rate,
+	    .max_rounds = c->samples,
+	    .max_seconds = c->rate > 0 ? (double)c->samples / c->rate + 0.5 : 0,
+	    .stop = interrupted,
+	    .ctx = (void *)r,
+	};
+	enum pyd_sample_end e = pyd_sample_loop(sp, &l, m);
+	return e == PYD_END_ROUNDS ? "done"
+	       : e == PYD_END_TIME ? "time budget reached"
+	                           : pyd_sample_end_text(e);
+}
+
+static void summary(struct pyd_buf *msg, const struct pyd_prof_meta *m,
+                    const char *why, const char *output, enum pyd_prof_format f)
+{
+	pyd_buf_printf(msg,
+	               "py-sample: %s after %.2f s: %llu samples in %llu "
+	               "rounds, %llu errors, %llu missed ticks.\n",
+	               why, m->duration_s, (unsigned long long)m->samples,
+	               (unsigned long long)m->ticks,
+	               (unsigned long long)m->errors,
+	               (unsigned long long)m->missed);
+	if (output)
+		pyd_buf_printf(msg, "py-sample: wrote %s (%s).\n", output,
+		               pyd_prof_format_name(f));
+}
+
+static enum pyd_err sample(const struct pyd_cmd *c,
+                           const struct pyd_cmd_target *t,
+                           const struct pyd_cmd_resume *r,
+                           struct pyd_session *s, struct pyd_profile *prof,
+                           struct pyd_buf *report, struct pyd_buf *msg,
+                           enum pyd_prof_format f)
+{
+	struct pyd_sampler *sp = NULL;
+	enum pyd_sample_mode mode = PYD_SAMPLE_WALL;
+	pyd_sample_mode_named(c->mode, &mode);
+	enum pyd_err err = pyd_sampler_open(s, mode, prof, &sp);
+	if (err) {
+		pyd_buf_printf(msg, "py-sample: cannot sample: %s.\n",
+		               pyd_strerror(err));
+		return err;
+	}
+	struct pyd_prof_meta *m = &prof->meta;
+	m->pid = t->pid;
+	m->python_version = pyd_session_version(s);
+	m->mode = mode;
+	m->rate_hz = c->rate;
+	if ((err = r->resume(r->ctx))) {
+		pyd_sampler_close(sp);
+		pyd_buf_printf(msg, "py-sample: cannot resume the inferior.\n");
+		return err;
+	}
+	const char *why = sample_loop(c, r, sp, m);
+	enum pyd_err stop = r->stop(r->ctx);
+	pyd_sampler_close(sp);
+	if (stop)
+		pyd_buf_printf(msg, "py-sample: the inferior did not stop "
+		                    "again; interrupt it yourself.\n");
+	pyd_profile_finish(prof);
+	if (pyd_report_prof(report, prof, f, false, 40))
+		return PYD_E_NOMEM;
+	summary(msg, m, why, c->output, f);
+	return stop;
+}
+
+enum pyd_err pyd_cmd_sample(const struct pyd_cmd *c,
+                            const struct pyd_cmd_target *t,
+                            const struct pyd_cmd_resume *r,
+                            struct pyd_buf *report, struct pyd_buf *msg)
+{
+	enum pyd_prof_format f = pick_format(c);
+	if (f == PYD_FMT_UNKNOWN) {
+		pyd_buf_printf(msg,
+		               "py-sample: unknown format '%s'. Try: help "
+		               "py-sample\n",
+		               c->format);
+		return PYD_E_USAGE;
+	}
+	char detail[256] = "";
+	struct pyd_session *s = NULL;
+	enum pyd_err err =
+	    pyd_session_open(t->src, t->rt, &s, detail, sizeof detail);
+	if (err) {
+		pyd_buf_printf(msg, "py-sample: %s%s%s.\n", pyd_strerror(err),
+		               *detail ? ": " : "", detail);
+		return err;
+	}
+	struct pyd_profile *prof = pyd_profile_new(true, 0);
+	err = prof ? sample(c, t, r, s, prof, report, msg, f) : PYD_E_NOMEM;
+	if (err == PYD_E_NOMEM)
+		pyd_buf_printf(msg, "py-sample: out of memory.\n");
+	pyd_profile_free(prof);
+	pyd_session_close(s);
+	return err;
+}

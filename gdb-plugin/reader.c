@@ -1,0 +1,195 @@
+/*
+ * pystack-dump's gdb plugin: a JIT reader that registers no JIT code.
+ *
+ * gdb has no C API for commands, but once a JIT reader is loaded it calls
+ * the reader's unwind callback for every frame it unwinds, on its main
+ * thread, with a target_read that reads the current inferior through
+ * gdb's target stack.  The command file (pystack-dump.gdb) writes a
+ * request file named after gdb's pid and makes gdb unwind; the callback
+ * finds the request, removes it, runs it once and prints the result.  It
+ * always answers GDB_FAIL, so gdb's own unwinding is never touched.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../cli/source.h"
+#include "plugin.h"
+#include "report/buf.h"
+
+GDB_DECLARE_GPL_COMPATIBLE_READER
+
+/* Requests are a few KB; anything bigger is not ours. */
+#define MAX_REQUEST (16 << 20)
+
+/* ${TMPDIR:-/tmp}/pystack-dump-gdb-UID/GDBPID: the command file's names. */
+static char base[4096];
+static char request_path[4200];
+/* A request runs to its end before the next one is looked for. */
+static int running;
+
+static void print(const struct pyd_buf *b)
+{
+	if (b->data)
+		fwrite(b->data, 1, b->len, stdout);
+	fflush(stdout);
+}
+
+/* Only a directory of our own, which nobody else can write into, may
+ * hand us requests. */
+static int dir_is_ours(void)
+{
+	char dir[4096];
+	struct stat st;
+	snprintf(dir, sizeof dir, "%s", base);
+	char *slash = strrchr(dir, '/');
+	if (slash)
+		*slash = 0;
+	return lstat(dir, &st) == 0 && S_ISDIR(st.st_mode) &&
+	       st.st_uid == getuid() && !(st.st_mode & 022);
+}
+
+/* Delete BASE.suffix. */
+static void remove_file(const char *suffix)
+{
+	char path[4200];
+	snprintf(path, sizeof path, "%s.%s", base, suffix);
+	unlink(path);
+}
+
+/* The request file's text, removed so it runs once; NULL if none.  A
+ * py-sample script or result of an earlier request must not pass for
+ * this one's. */
+static char *take_request(void)
+{
+	struct stat st;
+	int fd = open(request_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	unlink(request_path);
+	remove_file("sh");
+	remove_file("txt");
+	char *text = NULL;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	    st.st_size <= MAX_REQUEST &&
+	    (text = malloc((size_t)st.st_size + 1))) {
+		ssize_t n = read(fd, text, (size_t)st.st_size);
+		text[n > 0 ? n : 0] = 0;
+	}
+	close(fd);
+	return text;
+}
+
+static void run_dump(struct gdb_src *g, const struct pyd_cmd *c,
+                     struct pyd_buf *out)
+{
+	const struct gdb_request *r = g->req;
+	char origin[4300], root[64] = "";
+	gdb_src_origin(g, origin, sizeof origin);
+	if (g->live)
+		snprintf(root, sizeof root, "/proc/%d/root", r->pid);
+	struct source_cache *sc = source_cache_new(root[0] ? root : NULL);
+	struct pyd_cmd_target t = {
+	    .src = &g->src,
+	    .pid = r->pid,
+	    .origin = origin,
+	    .source_kind = r->kind == GDB_TARGET_CORE ? "core" : "process",
+	    .selected_tid = r->selected,
+	    .native = r->native,
+	    .nnative = r->nnative,
+	    .source_line = sc ? source_cache_line : NULL,
+	    .source_ctx = sc,
+	};
+	pyd_cmd_run(c, &t, out);
+	source_cache_free(sc);
+}
+
+static void run_request(struct gdb_request *r, gdb_target_read *target_read)
+{
+	struct pyd_cmd c;
+	struct pyd_buf out = {0};
+	char err[512];
+	if (!pyd_cmd_parse(r->name, r->args, &c, err, sizeof err)) {
+		pyd_buf_printf(&out, "%s\n", err);
+	} else if (r->kind == GDB_TARGET_NONE) {
+		pyd_buf_printf(&out,
+		               "%s: no process or core; run, attach or "
+		               "load a core first\n",
+		               r->name);
+	} else {
+		struct gdb_src g;
+		gdb_src_open(&g, target_read, r);
+		if (c.kind == PYD_CMD_SAMPLE)
+			gdb_sample_start(&g, &c, base, &out);
+		else
+			run_dump(&g, &c, &out);
+		gdb_src_close(&g);
+	}
+	print(&out);
+	pyd_buf_free(&out);
+}
+
+static enum gdb_status reader_unwind(struct gdb_reader_funcs *self,
+                                     struct gdb_unwind_callbacks *cb)
+{
+	(void)self;
+	if (running || access(request_path, F_OK) != 0 || !dir_is_ours())
+		return GDB_FAIL;
+	running = 1;
+	char *text = take_request();
+	struct gdb_request r;
+	if (text) {
+		if (gdb_request_parse(text, &r))
+			run_request(&r, cb->target_read);
+		gdb_request_free(&r);
+	}
+	running = 0;
+	return GDB_FAIL;
+}
+
+/* We register no JIT code, so gdb has no debug info to ask us about. */
+static enum gdb_status reader_read(struct gdb_reader_funcs *self,
+                                   struct gdb_symbol_callbacks *cb,
+                                   void *memory, long memory_sz)
+{
+	(void)self;
+	(void)cb;
+	(void)memory;
+	(void)memory_sz;
+	return GDB_FAIL;
+}
+
+/* Only asked of frames we unwound, and we unwind none. */
+static struct gdb_frame_id reader_frame_id(struct gdb_reader_funcs *self,
+                                           struct gdb_unwind_callbacks *cb)
+{
+	(void)self;
+	(void)cb;
+	return (struct gdb_frame_id){0, 0};
+}
+
+static void reader_destroy(struct gdb_reader_funcs *self)
+{
+	(void)self;
+}
+
+static struct gdb_reader_funcs funcs = {
+    .reader_version = GDB_READER_INTERFACE_VERSION,
+    .read = reader_read,
+    .unwind = reader_unwind,
+    .get_frame_id = reader_frame_id,
+    .destroy = reader_destroy,
+};
+
+struct gdb_reader_funcs *gdb_init_reader(void)
+{
+	const char *tmp = getenv("TMPDIR");
+	snprintf(base, sizeof base, "%s/pystack-dump-gdb-%u/%d",
+	         tmp && *tmp ? tmp : "/tmp", (unsigned)getuid(), (int)getpid());
+	snprintf(request_path, sizeof request_path, "%s.req", base);
+	running = 0;
+	return &funcs;
+}

@@ -1,0 +1,178 @@
+/*
+ * py-sample in gdb.  gdb cannot be told to resume from inside an unwind
+ * callback, and it cannot read a process it lets run, so the sampling is
+ * pystack-dump's own, in the background: the reader checks the request
+ * and writes a shell script (BASE.sh); the command file starts it and
+ * runs `continue`; the script waits until the inferior runs, samples it,
+ * then interrupts gdb (SIGINT, which gdb keeps from the inferior) and
+ * leaves what to print in BASE.txt.  gdb stays single-threaded and in
+ * charge of the inferior throughout.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "decode/session.h"
+#include "plugin.h"
+
+/* The shell script, after its variables: wait for the inferior to run,
+ * sample, stop it (an interrupted gdb stops it; a second SIGINT only if
+ * the first was lost), then the report or the error. */
+static const char script_body[] =
+    "running() { read -r s < /proc/$pid/stat || return 1; "
+    "s=${s##*) }; [ \"${s%% *}\" != t ]; }\n"
+    "i=0; while ! running && [ $i -lt 500 ]; do sleep 0.01; "
+    "i=$((i+1)); done\n"
+    "\"$@\" >\"$b.log\" 2>&1; rc=$?\n"
+    "i=0; while running && [ $i -lt 100 ]; do "
+    "[ $((i % 20)) -eq 0 ] && kill -INT $gdb; sleep 0.05; "
+    "i=$((i+1)); done\n"
+    "{ if [ $rc -eq 0 ]; then show; "
+    "else sed 's/^/py-sample: /' \"$b.log\"; fi; } >\"$b.txt.tmp\"\n"
+    "rm -f \"$b.log\"; mv \"$b.txt.tmp\" \"$b.txt\"\n";
+
+static const char *const formats[] = {
+    "table", "collapsed", "flamegraph", "speedscope", "gecko", "pprof", "json",
+};
+
+/* s in single quotes, for the shell. */
+static void quoted(FILE *f, const char *s)
+{
+	fputc('\'', f);
+	for (; *s; s++) {
+		if (*s == '\'')
+			fputs("'\\''", f);
+		else
+			fputc(*s, f);
+	}
+	fputc('\'', f);
+}
+
+static bool known_format(const char *fmt)
+{
+	for (size_t i = 0; i < sizeof formats / sizeof *formats; i++)
+		if (!strcmp(fmt, formats[i]))
+			return true;
+	return false;
+}
+
+/* Why this target cannot be sampled, or NULL. */
+static const char *cannot_sample(const struct gdb_src *g)
+{
+	switch (g->req->kind) {
+	case GDB_TARGET_CORE:
+		return "py-sample needs a live process; gdb has a core file "
+		       "open (py-bt and py-tasks work on it).";
+	case GDB_TARGET_REMOTE:
+		return "py-sample needs a live process on this machine; on a "
+		       "remote target, run pystack-dump sample on its host.";
+	default:
+		break;
+	}
+	if (!g->live)
+		return "py-sample: cannot read the process through /proc.";
+	if (!g->req->cli)
+		return "py-sample: the command file does not say where "
+		       "pystack-dump is.";
+	return NULL;
+}
+
+/* Is it a CPython we can decode?  Better said now than after resuming. */
+static bool check_python(struct gdb_src *g, struct pyd_buf *out)
+{
+	struct pyd_runtime rt;
+	struct pyd_session *s = NULL;
+	char detail[256] = "";
+	enum pyd_err err = pyd_runtime_find_elf(&g->src, &rt);
+	if (err == PYD_E_NOTPYTHON)
+		err = pyd_runtime_find_cookie(&g->src, &rt);
+	if (!err)
+		err = pyd_session_open(&g->src, &rt, &s, detail, sizeof detail);
+	pyd_session_close(s);
+	if (err == PYD_E_NOTPYTHON)
+		pyd_buf_printf(out, "py-sample: the program is not running "
+		                    "CPython.\n");
+	else if (err)
+		pyd_buf_printf(out, "py-sample: %s%s%s.\n", pyd_strerror(err),
+		               detail[0] ? ": " : "", detail);
+	return !err;
+}
+
+/* What the script shows once the sampler succeeded. */
+static void write_show(FILE *f, const struct pyd_cmd *c, const char *out)
+{
+	fputs("show() { ", f);
+	if (c->output) {
+		fputs("echo \"py-sample: profile written to \"", f);
+		quoted(f, c->output);
+	} else {
+		fputs("cat ", f);
+		quoted(f, out);
+		fputs("; rm -f ", f);
+		quoted(f, out);
+	}
+	fputs("; }\n", f);
+}
+
+static void write_command(FILE *f, const struct gdb_src *g,
+                          const struct pyd_cmd *c, const char *out)
+{
+	fprintf(f, "set -- ");
+	quoted(f, g->req->cli);
+	fprintf(f, " sample -q -n %llu -m ", (unsigned long long)c->samples);
+	quoted(f, c->mode);
+	if (c->rate > 0)
+		fprintf(f, " -r %.17g", c->rate);
+	else
+		fputs(" -r max", f);
+	if (c->format || !c->output) {
+		fputs(" -f ", f);
+		quoted(f, c->format ? c->format : "table");
+	}
+	fputs(" -o ", f);
+	quoted(f, out);
+	fprintf(f, " %d\n", g->req->pid);
+}
+
+static bool write_script(const char *path, const struct gdb_src *g,
+                         const struct pyd_cmd *c, const char *base)
+{
+	char table[4200];
+	snprintf(table, sizeof table, "%s.table", base);
+	const char *out = c->output ? c->output : table;
+	FILE *f = fopen(path, "we");
+	if (!f)
+		return false;
+	fprintf(f, "gdb=%d pid=%d b=", (int)getpid(), g->req->pid);
+	quoted(f, base);
+	fputc('\n', f);
+	write_show(f, c, out);
+	write_command(f, g, c, out);
+	/* sh has the script open: it may go now. */
+	fputs("rm -f \"$b.sh\"\n", f);
+	fputs(script_body, f);
+	return fclose(f) == 0;
+}
+
+void gdb_sample_start(struct gdb_src *g, const struct pyd_cmd *c,
+                      const char *base, struct pyd_buf *out)
+{
+	const char *why = cannot_sample(g);
+	char path[4200];
+	if (why) {
+		pyd_buf_printf(out, "%s\n", why);
+		return;
+	}
+	if (c->format && !known_format(c->format)) {
+		pyd_buf_printf(out,
+		               "py-sample: unknown format '%s'. Try: help "
+		               "py-sample\n",
+		               c->format);
+		return;
+	}
+	if (!check_python(g, out))
+		return;
+	snprintf(path, sizeof path, "%s.sh", base);
+	if (!write_script(path, g, c, base))
+		pyd_buf_printf(out, "py-sample: cannot write %s\n", path);
+}

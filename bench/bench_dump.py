@@ -8,45 +8,11 @@ and our/anchor ratios.  Usage: bench/bench_dump.py [--build build] [--runs 20]
 """
 import argparse
 import os
-import shutil
 import statistics
-import subprocess
 import sys
-import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-SID = os.environ.get("PYD_SID_DIR", "/var/cache/pystack-dump/sid")
-
-
-def run_measured(cmd):
-    """Wall seconds of one command, which must succeed."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    out, err = proc.communicate()
-    wall = time.perf_counter() - start
-    if proc.returncode != 0:
-        sys.exit("benchmark command failed: %s\n%s" % (" ".join(cmd), err.decode()))
-    return wall, out
-
-
-def peak_rss_kib(cmd):
-    """Peak RSS of a command, as GNU time reports it.  (wait4's ru_maxrss of
-    a child we fork would include this Python process's pages from before
-    the exec.)"""
-    res = subprocess.run(["/usr/bin/time", "-f", "%M"] + cmd, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.PIPE, check=True)
-    return int(res.stderr.split()[-1])
-
-
-def start_target(kind, n):
-    shutil.copy(os.path.join(HERE, "targets.py"), os.path.join(SID, "tmp", "pyd-bench-targets.py"))
-    proc = subprocess.Popen(["chroot", SID, "/usr/bin/python3.15", "/tmp/pyd-bench-targets.py",
-                             kind, str(n)], stdout=subprocess.PIPE)
-    if proc.stdout.readline().strip() != b"ready":
-        proc.kill()
-        sys.exit("target did not start")
-    return proc
+from common import (ROOT, SID, peak_rss_kib, run_measured, setup_sid, start_target, stop,
+                    tool_path)
 
 
 def bench(target, tools, runs):
@@ -68,11 +34,8 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--runs", type=int, default=20)
     args = ap.parse_args()
-    ours = os.path.join(args.build, "cli", "pystack-dump")
-    if not os.path.exists("/usr/bin/time"):
-        sys.exit("bench needs GNU time: apt-get install time")
-    if subprocess.call([os.path.join(ROOT, "tests", "setup-sid.sh")]) != 0:
-        sys.exit("the sid chroot (python3.15) could not be set up")
+    ours = tool_path(args.build)
+    setup_sid()
     tools = [
         ("pystack-dump", lambda pid: [ours, "--no-source", str(pid)]),
         ("pystack-dump --json", lambda pid: [ours, "--json", str(pid)]),
@@ -86,8 +49,7 @@ def main():
         try:
             rows = bench(target, tools, args.runs)
         finally:
-            target.kill()
-            target.wait()
+            stop(target)
         anchor_wall, anchor_rss = rows[tools[-1][0]]
         for label, (wall, rss) in rows.items():
             print("%-22s %-28s %12.2f %12.2f" % (name, label, wall * 1e3, rss / 1024))

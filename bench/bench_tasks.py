@@ -9,24 +9,11 @@ Usage: bench/bench_tasks.py [--build build] [--tasks 10000] [--runs 9]
 import argparse
 import json
 import os
-import shutil
 import statistics
-import subprocess
 import sys
-import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-SID = os.environ.get("PYD_SID_DIR", "/var/cache/pystack-dump/sid")
-
-
-def timed(cmd):
-    start = time.perf_counter()
-    res = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    wall = time.perf_counter() - start
-    if res.returncode != 0:
-        sys.exit("benchmark command failed: %s\n%s" % (" ".join(cmd), res.stderr.decode()))
-    return wall, res.stdout
+from common import (ROOT, SID, copy_to_sid, run_measured, setup_sid, start_ready, stop,
+                    tool_path)
 
 
 def main():
@@ -37,28 +24,22 @@ def main():
     ap.add_argument("--runs", type=int, default=9)
     ap.add_argument("--python", default="3.14")
     args = ap.parse_args()
-    if subprocess.call([os.path.join(ROOT, "tests", "setup-sid.sh")]) != 0:
-        sys.exit("the sid chroot could not be set up")
-    shutil.copy(os.path.join(HERE, "tasks_target.py"), os.path.join(SID, "tmp", "pyd-bench-tasks.py"))
+    setup_sid()
+    script = copy_to_sid("tasks_target.py", "pyd-bench-tasks.py")
     py = "/usr/bin/python" + args.python
-    target = subprocess.Popen(["chroot", SID, py, "/tmp/pyd-bench-tasks.py", str(args.tasks)],
-                              stdout=subprocess.PIPE)
+    target = start_ready(["chroot", SID, py, script, str(args.tasks)])
     try:
-        if target.stdout.readline().strip() != b"ready":
-            sys.exit("target did not start")
-        ours = [os.path.join(args.build, "cli", "pystack-dump"), "--tasks", "--json",
-                str(target.pid)]
+        ours = [tool_path(args.build), "--tasks", "--json", str(target.pid)]
         anchor = ["chroot", SID, py, "-m", "asyncio", "pstree", str(target.pid)]
-        timed(ours), timed(anchor)  # warm caches
+        run_measured(ours), run_measured(anchor)  # warm caches
         t_ours, t_anchor = [], []
         for _ in range(args.runs):
-            w, out = timed(ours)
+            w, out = run_measured(ours)
             t_ours.append(w)
-            t_anchor.append(timed(anchor)[0])
+            t_anchor.append(run_measured(anchor)[0])
         seen = len(json.loads(out)["tasks"])
     finally:
-        target.kill()
-        target.wait()
+        stop(target)
     mo, ma = statistics.median(t_ours), statistics.median(t_anchor)
     print("task-graph benchmark: sid python%s, %d pending tasks (%d seen), %d interleaved runs"
           % (args.python, args.tasks, seen, args.runs))

@@ -1,5 +1,7 @@
 """Benchmark targets: `deep N` blocks under an N-frame stack, `threads N`
-blocks in N threads (each a few frames deep).  Prints "ready" when set up."""
+blocks in N threads (each a few frames deep), `spin N` runs a busy loop at
+the bottom of an N-frame stack (<module> and N - 1 calls of spin_rec), for
+the sampling benchmark.  Prints "ready" when set up.  Runs on 3.6+."""
 import sys
 import threading
 import time
@@ -10,6 +12,15 @@ def deep(n):
         print("ready", flush=True)
         time.sleep(1e6)
     deep(n - 1)
+
+
+def spin_rec(n):
+    if n <= 1:
+        print("ready", flush=True)
+        x = 0
+        while True:
+            x += 1
+    spin_rec(n - 1)
 
 
 def idle_thread(started):
@@ -30,4 +41,7 @@ if __name__ == "__main__":
     kind, n = sys.argv[1], int(sys.argv[2])
     # deep() itself adds frames below <module>: leave room for them.
     sys.setrecursionlimit(n + 100)
-    (deep if kind == "deep" else threads)(n)
+    if kind == "spin":
+        spin_rec(n - 1)
+    else:
+        (deep if kind == "deep" else threads)(n)

@@ -321,6 +321,11 @@ static enum pyd_err attach(struct run *r, char *detail, size_t detailsz)
 	    pyd_session_open(&r->counted.src, &rt, &r->sess, detail, detailsz);
 	if (!err)
 		err = pyd_sampler_open(r->sess, r->o->mode, r->prof, &r->sp);
+	if (err == PYD_E_UNSUPPORTED && r->sess)
+		snprintf(detail, detailsz,
+		         "-m async is not supported on Python %s: it needs "
+		         "asyncio task graphs (CPython 3.7 and later)",
+		         pyd_session_version(r->sess));
 	return err;
 }
 
@@ -553,6 +558,9 @@ int sample_main(int argc, char **argv)
 	                             : attach(&r, detail, sizeof detail);
 	if (err && o.command) {
 		rc = launch_error(&r, err, detail);
+	} else if (err == PYD_E_UNSUPPORTED && r.sess) {
+		fprintf(stderr, "pystack-dump sample: %s.\n", detail);
+		rc = err;
 	} else if (err) {
 		rc = cli_report_error(err, o.pid, detail);
 	} else {

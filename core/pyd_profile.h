@@ -153,6 +153,7 @@ enum pyd_err pyd_report_prof(struct pyd_buf *b, const struct pyd_profile *p,
  */
 struct pyd_sampler;
 
+/* PYD_E_UNSUPPORTED for async mode where tasks cannot be decoded. */
 enum pyd_err pyd_sampler_open(struct pyd_session *s, enum pyd_sample_mode mode,
                               struct pyd_profile *prof,
                               struct pyd_sampler **out);

@@ -15,7 +15,10 @@ The same comparison is made for a snapshot of the live target
 mount namespace; the asyncio task graph of tests/targets/asyncio_graph.py
 (--tasks: JSON, tree, table, --locked, snapshot, gcore, 1,000 tasks, and
 `python3.X -m asyncio ps` on 3.14+; SKIP where pystack-dump does not
-support task graphs yet); snapshot fixtures in tests/fixtures are decoded on every
+support task graphs yet); the sampling profiler (`pystack-dump sample`: a
+75/25 wall-time split within 5 points, cpu, gil and async modes, SIGINT,
+a target that exits, launch mode, and each output format read by a consumer
+that is not ours); snapshot fixtures in tests/fixtures are decoded on every
 machine; bad cores and snapshots must be refused with their exit status.
 See tests/README.md.
 
@@ -386,14 +389,7 @@ class Target:
     def __enter__(self):
         if STOP.is_set():
             raise KeyboardInterrupt
-        args = [self.interp.script(self.name), self.gt_in] + self.extra + self.args
-        if self.container:
-            argv = (["unshare", "--mount", "--fork", "--kill-child=KILL", "--",
-                     "sh", "-c", CONTAINER_SH, "sh", self.interp.chroot, self.interp.exe]
-                    + PY_FLAGS + args)
-        else:
-            argv = self.interp.argv(args)
-        argv = self.wrap + argv
+        argv = self.command()
         vlog("start %s" % " ".join(argv))
         os.makedirs(self.out_host)
         try:
@@ -404,6 +400,17 @@ class Target:
             shutil.rmtree(self.out_host, ignore_errors=True)
             raise
         return self
+
+    def command(self):
+        """The target's command line."""
+        args = [self.interp.script(self.name), self.gt_in] + self.extra + self.args
+        if self.container:
+            argv = (["unshare", "--mount", "--fork", "--kill-child=KILL", "--",
+                     "sh", "-c", CONTAINER_SH, "sh", self.interp.chroot, self.interp.exe]
+                    + PY_FLAGS + args)
+        else:
+            argv = self.interp.argv(args)
+        return self.wrap + argv
 
     def __exit__(self, *exc):
         kill(self.proc)
@@ -595,6 +602,14 @@ def diff_frames(exp, got, qual, what):
     return errs
 
 
+def thread_name_ok(name, py_name, os_name):
+    """A reported thread name may be the Python name, the OS name (comm),
+    or a prefix of the Python name (comm is cut at 15 bytes, possibly inside
+    a UTF-8 sequence: trailing U+FFFD from such a cut are ignored)."""
+    stem = name.rstrip("\ufffd")
+    return name == py_name or name == os_name or bool(stem and py_name.startswith(stem))
+
+
 def compare(gt, doc, interp, pid, partial=(), comm_of=None, stats=None):
     """Compare a pystack-dump document with the target's ground truth.
 
@@ -641,13 +656,8 @@ def compare(gt, doc, interp, pid, partial=(), comm_of=None, stats=None):
                 errs.append("%s: qualname must be null/absent before 3.11, frame[%d] has %r"
                             % (what, withq[0], gf[withq[0]]["qualname"]))
         if g["name"] is not None:
-            # accepted: the Python name, the OS name (comm), or a prefix of the
-            # Python name (comm is cut at 15 bytes, possibly inside a UTF-8
-            # sequence: trailing U+FFFD from such a cut are ignored)
             c = comm_of(tid) if comm_of else comm(pid, tid)
-            stem = g["name"].rstrip("\ufffd")
-            if not (g["name"] == e["name"] or g["name"] == c
-                    or (stem and e["name"].startswith(stem))):
+            if not thread_name_ok(g["name"], e["name"], c):
                 errs.append("%s: name %r is neither the Python thread name %r nor the "
                             "OS thread name %r" % (what, g["name"], e["name"], c))
         if e["busy"]:
@@ -804,19 +814,27 @@ class Result:
         self.info = info            # a short fact shown on the result line (sizes, counts)
 
 
-def gt_sanity(gt, interp):
+def base_gt_sanity(gt, interp):
+    """The ground truth comes from the interpreter we meant to run."""
     errs = []
-    want = interp.minor_str
-    if not gt["python_version"].startswith(want + "."):
-        errs.append("interpreter reports %s, expected %s.x" % (gt["python_version"], want))
+    if not gt["python_version"].startswith(interp.minor_str + "."):
+        errs.append("interpreter reports %s, expected %s.x" % (gt["python_version"],
+                                                               interp.minor_str))
     if gt["debug_build"] != interp.debug:
         errs.append("debug build is %s, expected %s" % (gt["debug_build"], interp.debug))
+    return errs
+
+
+def gt_sanity(gt, interp):
+    errs = base_gt_sanity(gt, interp)
     if not any(t["main"] for t in gt["threads"]):
         errs.append("no main thread in ground truth")
     return errs
 
 
 def job_tests(interp, kind, target, opts):
+    if kind in SAMPLE_JOBS:
+        return SAMPLE_JOBS[kind][1]
     if kind.startswith("tasks"):
         return tasks_tests(interp, kind, opts)
     if kind == "heartbeat":
@@ -848,7 +866,7 @@ def interp_jobs(interp, opts):
         jobs += [("kcore", t) for t in CORE_TARGETS]
         if interp.label in CONTAINER_LABELS:
             jobs += [("container", t) for t in CONTAINER_TARGETS]
-    return jobs
+    return jobs + sample_interp_jobs(interp, opts)
 
 
 def run_job(interp, kind, target, tool, opts):
@@ -879,6 +897,8 @@ def run_job(interp, kind, target, tool, opts):
             return tasks_gcore_job(interp, tool, opts, names)
         if kind.startswith("tasks-variant:"):
             return tasks_variant_job(interp, kind.split(":", 1)[1], tool, opts, names)
+        if kind in SAMPLE_JOBS:
+            return sample_job(interp, kind, tool, opts, names)
         return dump_job(interp, target, tool, opts, names)
     except KeyboardInterrupt:
         raise
@@ -1267,11 +1287,17 @@ def crashed(rc):
     return rc is None or rc < 0 or rc >= 128
 
 
-def tool_file_run(tool, args, timeout=TOOL_TIMEOUT):
+def tool_run(tool, args, timeout=TOOL_TIMEOUT, env=None):
+    """pystack-dump ARGS: (argv, rc, stdout, stderr, seconds); rc None on
+    timeout."""
     argv = [tool.path] + list(args)
-    rc, out, err, secs = run(argv, timeout)
+    rc, out, err, secs = run(argv, timeout, env=env)
     vlog("%s -> rc=%s in %.2fs" % (" ".join(argv), rc, secs))
-    return argv, rc, out or b"", err or b""
+    return argv, rc, out or b"", err or b"", secs
+
+
+def tool_file_run(tool, args, timeout=TOOL_TIMEOUT):
+    return tool_run(tool, args, timeout)[:4]
 
 
 def parse_json_out(out):
@@ -1575,22 +1601,14 @@ def wait_all_sleeping(pid, timeout=15.0):
 
 
 def tasks_gt_sanity(gt, interp):
-    errs = []
-    if not gt["python_version"].startswith(interp.minor_str + "."):
-        errs.append("interpreter reports %s, expected %s.x" % (gt["python_version"],
-                                                               interp.minor_str))
-    if gt["debug_build"] != interp.debug:
-        errs.append("debug build is %s, expected %s" % (gt["debug_build"], interp.debug))
+    errs = base_gt_sanity(gt, interp)
     if not gt.get("tasks"):
         errs.append("no tasks in the ground truth")
     return errs
 
 
 def tasks_run(tool, args, timeout=TOOL_TIMEOUT):
-    argv = [tool.path, "--tasks"] + list(args)
-    rc, out, err, secs = run(argv, timeout)
-    vlog("%s -> rc=%s in %.2fs" % (" ".join(argv), rc, secs))
-    return argv, rc, out or b"", err or b"", secs
+    return tool_run(tool, ["--tasks"] + list(args), timeout)
 
 
 def tasks_unsupported(rc, err):
@@ -2148,6 +2166,884 @@ def tasks_many_job(interp, tool, opts, names):
 
 
 # --------------------------------------------------------------------------
+# the sampling profiler: pystack-dump sample (wall, cpu, gil and async
+# modes against targets that know what they do; exits; launch; formats)
+
+SAMPLE_SECS = 2                         # -d of each accuracy run
+SAMPLE_RATE = 1000                      # -r of every run
+SAMPLE_TIMEOUT = 40.0
+SAMPLE_MIN_TICK_SHARE = 0.5             # ticks >= this share of rate x duration
+SAMPLE_MAX_ERROR_SHARE = 0.10           # errors <= this share of ticks
+SPLIT_TOLERANCE = 5.0                   # points: wall-mode split vs the target's own
+CPU_BUSY_MIN = 0.90                     # cpu mode: the busy thread's share of samples
+IDLE_MAX = 0.05                         # cpu mode: a sleeping thread's share of samples
+GIL_HOLDER_MIN = 0.50                   # gil mode: the holder's share of samples
+GIL_IN_HOLD_MIN = 0.80                  # gil mode: of the holder's samples, in hold_gil()
+ASYNC_AWAIT_MIN = 0.5                   # async mode: the sleeper's await samples / ticks
+# async mode decodes the whole task graph every round (a few hundred reads):
+# a few hundred rounds a second, so at -r 1000 it must keep a tenth of them.
+ASYNC_MIN_TICK_SHARE = 0.1
+ASYNC_BURN_MIN = 0.3                    # async mode: the burner's CPU samples / ticks
+SAMPLE_ASYNC_MIN = (3, 7)               # asyncio.run, the async target
+SAMPLE_NO_ASYNC = "asyncio target needs CPython 3.7+ (asyncio.run)"
+SAMPLE_EXIT_AFTER = 1.0                 # exit-after= of the targets that exit mid-run
+SAMPLE_STOP_AFTER = 1.0                 # SIGINT this long after the start
+SAMPLE_FORMAT_TICKS = 300               # -n of each format run
+MAX_TICKS = 20000                       # -n of the -r max run
+MAX_READS = 2.0                         # reads a sample at -r max (DESIGN: one or two)
+MAX_MIN_RATE = 5000                     # ticks/s at -r max, a floor (the goal: bench/)
+PROFILE_FORMAT = "pystack-dump-profile"
+SUMMARY_WORDS = ("samples", "errors", "missed", "reads per")   # the summary on stderr
+FLAMEGRAPH_SCREENSHOT = "/tmp/pyd-sample-flamegraph.png"   # kept after the run
+
+# job kind -> (target, tests)
+SAMPLE_JOBS = {
+    "sample-split": ("sample_split", ["sample:wall 75/25", "sample:collapsed", "sample:rate max",
+                                      "sample:sigint"]),
+    "sample-cpu": ("sample_cpu", ["sample:cpu"]),
+    "sample-gil": ("sample_gil", ["sample:gil"]),
+    "sample-async": ("sample_async", ["sample:async", "sample:async rate", "sample:async sigint"]),
+    "sample-exit": ("sample_split", ["sample:target exits"]),
+    "sample-async-exit": ("sample_async", ["sample:async, target exits"]),
+    "sample-launch": ("sample_split", ["sample:launch"]),
+    "sample-formats": ("sample_split", ["sample-format:" + f for f in (
+        "table", "collapsed", "json", "speedscope", "gecko", "pprof", "flamegraph")]),
+}
+
+
+def sample_formats_label(interps):
+    """The one interpreter the format consumers run on: sid-3.15, else the
+    newest present (release builds first)."""
+    present = [i for i in interps if not i.missing]
+    for i in present:
+        if i.label == "sid-3.15":
+            return i.label
+    present.sort(key=lambda i: (i.minor, not i.debug))
+    return present[-1].label if present else None
+
+
+def sample_interp_jobs(interp, opts):
+    kinds = [k for k in SAMPLE_JOBS if k != "sample-formats"]
+    if interp.label == getattr(opts, "sample_formats_label", None):
+        kinds.append("sample-formats")
+    return [(k, SAMPLE_JOBS[k][0]) for k in kinds]
+
+
+def sample_out(tag, ext=".json"):
+    return os.path.join(host_tmp(), "sample-%s-%s%s" % (tag, uuid.uuid4().hex[:8], ext))
+
+
+def _num(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def check_profile(doc, pid, version, mode):
+    """The json format's contract: fields, types, and a consistent tree
+    (totals add up, every sample counted once)."""
+    errs = []
+    if not isinstance(doc, dict):
+        return ["top level is %s, not an object" % type(doc).__name__]
+    if doc.get("format") != PROFILE_FORMAT or doc.get("version") != 1:
+        errs.append("format/version %r/%r, expected %r/1"
+                    % (doc.get("format"), doc.get("version"), PROFILE_FORMAT))
+    for k in ("pid", "ticks", "samples", "errors", "missed", "reads", "cpu_samples",
+              "await_samples"):
+        if not (_is_int(doc.get(k)) and doc[k] >= 0):
+            errs.append("%s missing or not a count: %r" % (k, doc.get(k)))
+    for k in ("rate_hz", "duration_s", "interval_s"):
+        if not _num(doc.get(k)):
+            errs.append("%s missing or not a number: %r" % (k, doc.get(k)))
+    for k in ("lines", "truncated"):
+        if not isinstance(doc.get(k), bool):
+            errs.append("%s missing or not a bool: %r" % (k, doc.get(k)))
+    if doc.get("pid") != pid:
+        errs.append("pid %r, expected %d" % (doc.get("pid"), pid))
+    if version is not None and doc.get("python_version") != version:
+        errs.append("python_version %r, expected %r" % (doc.get("python_version"), version))
+    if doc.get("mode") != mode:
+        errs.append("mode %r, expected %r" % (doc.get("mode"), mode))
+    if doc.get("truncated"):
+        errs.append("truncated is true on a small profile")
+    frames, threads, nodes = doc.get("frames"), doc.get("threads"), doc.get("nodes")
+    if not (isinstance(frames, list) and isinstance(threads, list) and isinstance(nodes, list)):
+        return errs + ["frames/threads/nodes missing or not lists"]
+    for i, f in enumerate(frames):
+        if not (isinstance(f, dict) and isinstance(f.get("function"), str)
+                and f.get("kind") in ("python", "task")
+                and (f.get("qualname") is None or isinstance(f.get("qualname"), str))):
+            errs.append("frames[%d] malformed: %r" % (i, f))
+        elif f["kind"] == "python" and not (isinstance(f.get("file"), str)
+                                            and _is_int(f.get("line"))):
+            errs.append("frames[%d]: a Python frame needs file and line: %r" % (i, f))
+    n = len(nodes)
+    for i, nd in enumerate(nodes):
+        if not (isinstance(nd, dict) and _is_int(nd.get("parent"))
+                and all(_is_int(nd.get(k)) and nd[k] >= 0 for k in ("self", "self_await", "total"))
+                and (nd.get("frame") is None or _is_int(nd.get("frame")))):
+            errs.append("nodes[%d] malformed: %r" % (i, nd))
+            return errs
+        if i == 0:
+            if nd["parent"] != -1 or nd["frame"] is not None:
+                errs.append("nodes[0] is not a root (parent -1, frame null): %r" % nd)
+        elif not (0 <= nd["parent"] < n and nd["parent"] != i):
+            errs.append("nodes[%d].parent %r out of range" % (i, nd["parent"]))
+            return errs
+        elif (nd["frame"] is None) != (nd["parent"] == 0):
+            errs.append("nodes[%d]: frame must be null exactly for thread nodes: %r" % (i, nd))
+        elif nd["frame"] is not None and not 0 <= nd["frame"] < len(frames):
+            errs.append("nodes[%d].frame %r out of range" % (i, nd["frame"]))
+        if nd["self_await"] > nd["self"]:
+            errs.append("nodes[%d]: self_await %d > self %d" % (i, nd["self_await"], nd["self"]))
+    if errs:
+        return errs
+    below = [0] * n
+    for i in range(1, n):
+        below[nodes[i]["parent"]] += nodes[i]["total"]
+    bad = [i for i in range(n) if nodes[i]["total"] != nodes[i]["self"] + below[i]]
+    if bad:
+        errs.append("%d node(s) whose total is not self + children's totals, first "
+                    "nodes[%d]: %r (children %d)" % (len(bad), bad[0], nodes[bad[0]], below[bad[0]]))
+    for i, t in enumerate(threads):
+        if not (isinstance(t, dict) and _is_int(t.get("tid")) and _is_int(t.get("node"))
+                and (t.get("name") is None or isinstance(t.get("name"), str))):
+            errs.append("threads[%d] malformed: %r" % (i, t))
+        elif not (0 < t["node"] < n and nodes[t["node"]]["parent"] == 0):
+            errs.append("threads[%d].node %r is not a child of the root" % (i, t["node"]))
+    selfs = sum(nd["self"] for nd in nodes)
+    if _is_int(doc.get("samples")) and (selfs != doc["samples"] or nodes[0]["total"] != selfs):
+        errs.append("samples %d, but the nodes' self counts add up to %d (root total %d)"
+                    % (doc["samples"], selfs, nodes[0]["total"]))
+    awaits = sum(nd["self_await"] for nd in nodes)
+    if mode != "async" and awaits:
+        errs.append("%d self_await samples outside async mode" % awaits)
+    if mode == "async" and awaits != doc.get("await_samples"):
+        errs.append("await_samples %r, but the nodes' self_await add up to %d"
+                    % (doc.get("await_samples"), awaits))
+    if _is_int(doc.get("samples")) and _is_int(doc.get("ticks")) and doc["samples"] == 0:
+        errs.append("no samples at all (%d ticks)" % doc["ticks"])
+    return errs[:20]
+
+
+def profile_stacks(doc):
+    """One entry per node with samples of its own: {tid, thread, frames
+    (outermost first), self, self_await}."""
+    nodes, frames = doc["nodes"], doc["frames"]
+    thread_of = dict((t["node"], t) for t in doc["threads"])
+    out = []
+    for i, nd in enumerate(nodes):
+        if not nd["self"]:
+            continue
+        chain, j, steps = [], i, 0
+        while j > 0 and nodes[j]["frame"] is not None and steps <= len(nodes):
+            chain.append(frames[nodes[j]["frame"]])
+            j, steps = nodes[j]["parent"], steps + 1
+        t = thread_of.get(j, {})
+        out.append({"tid": t.get("tid"), "thread": t.get("name"), "frames": chain[::-1],
+                    "self": nd["self"], "self_await": nd["self_await"]})
+    return out
+
+
+def flabel(f):
+    if f.get("kind") == "task":
+        return "<task %s>" % f["function"]
+    return "%s (%s:%s)" % (f.get("qualname") or f["function"], f.get("file"), f.get("line"))
+
+
+def top_stacks(stacks, n=6):
+    rows = sorted(stacks, key=lambda s: -s["self"])[:n]
+    return ["  %6d (await %d) tid %s: %s" % (s["self"], s["self_await"], s["tid"],
+                                             ";".join(flabel(f) for f in s["frames"]))
+            for s in rows]
+
+
+def explain(argv, errs, stacks=None, n=6):
+    """A failing check's errors, after the command and before the top
+    stacks of its profile."""
+    if not errs:
+        return errs
+    return (["command: " + " ".join(argv)] + errs
+            + (["top stacks:"] + top_stacks(stacks, n) if stacks else []))
+
+
+def is_fn(f, info):
+    """A Python frame of the function code_info() describes."""
+    return (f.get("kind") == "python" and f["function"] == info["function"]
+            and f.get("file") == info["file"])
+
+
+def samples_in(stacks, info):
+    return sum(s["self"] for s in stacks if any(is_fn(f, info) for f in s["frames"]))
+
+
+def sample_profile(tool, pid, gt, mode, args, secs=SAMPLE_SECS, tag="run", rate_check=True):
+    """`pystack-dump sample -m MODE -r RATE -d SECS -f json -o F ARGS PID`.
+    Returns (argv, doc, errors, stderr, t0, t1): t0/t1 the monotonic times
+    around the run; rate_check: the errors include sample_rate_errors()."""
+    path = sample_out(tag)
+    try:
+        t0 = time.monotonic()
+        argv, rc, out, err, took = tool_run(tool, ["sample", "-m", mode, "-r", str(SAMPLE_RATE)]
+                                            + (["-d", str(secs)] if secs else [])
+                                            + ["-f", "json", "-o", path] + list(args)
+                                            + [str(pid)], timeout=SAMPLE_TIMEOUT)
+        t1 = time.monotonic()
+        doc, errs = read_profile(argv, rc, err, took, path, pid, gt, mode)
+        if doc is not None and secs and rate_check:
+            errs += sample_rate_errors(doc, secs)
+        return argv, doc, errs, err, t0, t1
+    finally:
+        remove(path)
+
+
+def read_profile(argv, rc, err, secs, path, pid, gt, mode):
+    """(doc, errors) of a finished `sample -f json -o path` run."""
+    cmd = " ".join(argv)
+    if rc is None:
+        return None, ["%s: timed out after %.0fs; stderr: %s" % (cmd, secs, short(err))]
+    if rc != 0:
+        return None, ["%s: exited %d (expected 0); stderr: %s" % (cmd, rc, short(err))]
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        return None, ["%s: exited 0 but no output file: %s; stderr: %s" % (cmd, e, short(err))]
+    doc, e = parse_json_out(data)
+    if e:
+        return None, ["%s: %s" % (cmd, e)]
+    errs = ["%s: %s" % (cmd, x) for x in check_profile(doc, pid, gt.get("python_version"), mode)]
+    return (None if errs else doc), errs
+
+
+def sample_rate_errors(doc, secs, min_share=SAMPLE_MIN_TICK_SHARE):
+    errs = []
+    want = SAMPLE_RATE * secs
+    if doc["ticks"] < min_share * want:
+        errs.append("only %d ticks in %.2fs at -r %d (%d expected; %d missed)"
+                    % (doc["ticks"], doc["duration_s"], SAMPLE_RATE, want, doc["missed"]))
+    if doc["errors"] > SAMPLE_MAX_ERROR_SHARE * max(1, doc["ticks"]):
+        errs.append("%d errors in %d ticks (more than %d%%)"
+                    % (doc["errors"], doc["ticks"], SAMPLE_MAX_ERROR_SHARE * 100))
+    if not secs * 0.9 <= doc["duration_s"] <= secs + 1.5:
+        errs.append("duration_s %.2f for -d %s" % (doc["duration_s"], secs))
+    return errs
+
+
+def profile_info(doc):
+    return "%d ticks, %d samples, %.0f ticks/s, %d errors, %d missed, %.2f reads/sample" % (
+        doc["ticks"], doc["samples"], doc["ticks"] / max(doc["duration_s"], 1e-9),
+        doc["errors"], doc["missed"], doc["reads"] / max(doc["samples"], 1))
+
+
+def result(interp, name, errs, info="", detail_ok=""):
+    return Result(interp.label, name, "FAIL" if errs else "PASS",
+                  "\n".join(errs) if errs else detail_ok, info=info)
+
+
+def sample_job(interp, kind, tool, opts, names):
+    target = SAMPLE_JOBS[kind][0]
+    if target == "sample_async" and interp.minor < SAMPLE_ASYNC_MIN:
+        skip = [Result(interp.label, n, "SKIP", SAMPLE_NO_ASYNC) for n in names]
+        if kind == "sample-async" and not interp.missing:
+            return [async_refused(interp, tool, opts, names[0])] + skip[1:]
+        return skip
+    if kind == "sample-launch":
+        return [sample_launch(interp, tool, opts, names[0])]
+    exits = kind.endswith("-exit")
+    with Target(interp, target, args=["exit-after=%g" % SAMPLE_EXIT_AFTER] if exits else []) as tg:
+        gt = tg.wait_ground_truth()
+        sanity = base_gt_sanity(gt, interp)
+        if sanity:
+            return [Result(interp.label, n, "FAIL", "ground truth: " + "; ".join(sanity))
+                    for n in names]
+        if opts.gt_only:
+            return [Result(interp.label, n, "PASS", "ground truth only") for n in names]
+        if exits:
+            return [sample_target_exits(interp, tool, tg, gt, names[0],
+                                        "async" if target == "sample_async" else "wall")]
+        if kind == "sample-split":
+            return [sample_split(interp, tool, tg, gt, names[0]),
+                    sample_collapsed(interp, tool, tg, gt, names[1]),
+                    sample_max(interp, tool, tg, gt, names[2]),
+                    sample_sigint(interp, tool, tg, gt, names[3], "wall")]
+        if kind == "sample-cpu":
+            return [sample_cpu(interp, tool, tg, gt, names[0])]
+        if kind == "sample-gil":
+            return [sample_gil(interp, tool, tg, gt, names[0])]
+        if kind == "sample-async":
+            return sample_async(interp, tool, tg, gt, names[:2]) + [
+                sample_sigint(interp, tool, tg, gt, names[2], "async")]
+        return sample_formats(interp, tool, tg, gt, names)
+
+
+def async_refused(interp, tool, opts, name):
+    """Before 3.7 (no task graphs: `--tasks` exits 6), `-m async` must be
+    refused the same way before sampling starts, not sample nothing."""
+    with Target(interp, "sample_split") as tg:
+        gt = tg.wait_ground_truth()
+        if opts.gt_only:
+            return Result(interp.label, name, "PASS", "ground truth only")
+        argv, rc, out, err, secs = tool_run(tool, ["sample", "-m", "async", "-n", "100", "-f",
+                                                   "json", str(tg.pid)], timeout=SAMPLE_TIMEOUT)
+        errs = []
+        if rc != 6 or b"not supported" not in err:
+            errs.append("%s: exit %s, expected 6 saying task graphs are not supported (as "
+                        "--tasks does on %s); stderr: %s" % (" ".join(argv), rc,
+                                                            interp.minor_str, short(err)))
+        return result(interp, name, errs, info="refused" if not errs else "")
+
+
+def target_report(tg, suffix):
+    """SIGUSR1 makes a sample_* target write GT.SUFFIX (its own measures):
+    that document."""
+    path = tg.gt_host + suffix
+    remove(path)
+    os.kill(tg.pid, signal.SIGUSR1)
+    deadline = time.time() + 10
+    while not os.path.exists(path):
+        if time.time() > deadline or tg.proc.poll() is not None:
+            raise TargetError("no %s after SIGUSR1:\n%s" % (path, tg.log_tail()))
+        time.sleep(0.02)
+    with open(path) as f:
+        return json.load(f)
+
+
+def split_truth(tg, t0, t1):
+    """The target's own hot share (percent) over [t0, t1], from the rounds
+    it writes on SIGUSR1."""
+    rounds = target_report(tg, ".split")["rounds"]
+    inside = [r for r in rounds if t0 <= r[0] <= t1]
+    if len(inside) < 10:
+        raise TargetError("only %d rounds of the target inside the sampled window" % len(inside))
+    hot, cold = inside[-1][1] - inside[0][1], inside[-1][2] - inside[0][2]
+    return 100.0 * hot / (hot + cold)
+
+
+def sample_split(interp, tool, tg, gt, name):
+    """Wall mode: spend_hot's share of the samples in the two functions
+    within SPLIT_TOLERANCE points of the share the target measured."""
+    argv, doc, errs, err, t0, t1 = sample_profile(tool, tg.pid, gt, "wall", [], tag="split")
+    if doc is None:
+        return result(interp, name, errs)
+    want = split_truth(tg, t0, t1)
+    stacks = profile_stacks(doc)
+    hot, cold = samples_in(stacks, gt["hot"]), samples_in(stacks, gt["cold"])
+    got = 100.0 * hot / max(1, hot + cold)
+    if hot + cold < 0.9 * doc["samples"]:
+        errs.append("only %d of %d samples in %s or %s" % (hot + cold, doc["samples"],
+                                                           gt["hot"]["function"],
+                                                           gt["cold"]["function"]))
+    if abs(got - want) > SPLIT_TOLERANCE:
+        errs.append("%s: %.1f%% of the samples, the target measured %.1f%% (tolerance %g "
+                    "points)" % (gt["hot"]["function"], got, want, SPLIT_TOLERANCE))
+    summary = err.decode("utf-8", "replace")
+    missing = [w for w in SUMMARY_WORDS if w not in summary]
+    if missing:
+        errs.append("the summary on stderr does not mention %s: %s"
+                    % (", ".join(missing), short(err, 500)))
+    errs = explain(argv, errs, stacks)
+    return result(interp, name, errs, info="hot %.1f%% (target %.1f%%); %s"
+                  % (got, want, profile_info(doc)))
+
+
+def sample_max(interp, tool, tg, gt, name):
+    """-r max -n MAX_TICKS: the steady state costs at most MAX_READS reads a
+    sample, and runs well above any fixed rate (the speed goal itself is
+    bench/bench_sample.py's: the suite runs jobs side by side)."""
+    path = sample_out("max")
+    try:
+        argv, rc, out, err, secs = tool_run(tool, ["sample", "-r", "max", "-n", str(MAX_TICKS),
+                                                   "-f", "json", "-o", path, str(tg.pid)],
+                                            timeout=SAMPLE_TIMEOUT)
+        doc, errs = read_profile(argv, rc, err, secs, path, tg.pid, gt, "wall")
+        if doc is None:
+            return result(interp, name, errs)
+        rate = doc["ticks"] / max(doc["duration_s"], 1e-9)
+        reads = doc["reads"] / max(1, doc["samples"])
+        if doc["ticks"] != MAX_TICKS:
+            errs.append("%d ticks for -n %d" % (doc["ticks"], MAX_TICKS))
+        if reads > MAX_READS:
+            errs.append("%.2f reads a sample (at most %g in the steady state)" % (reads, MAX_READS))
+        if rate < MAX_MIN_RATE:
+            errs.append("only %.0f ticks/s at -r max" % rate)
+        if doc["errors"] > SAMPLE_MAX_ERROR_SHARE * doc["ticks"]:
+            errs.append("%d errors in %d ticks" % (doc["errors"], doc["ticks"]))
+        errs += stopped_run_errors(doc, gt)
+        return result(interp, name, explain(argv, errs), info=profile_info(doc))
+    finally:
+        remove(path)
+
+
+_COLLAPSED = re.compile(r"^(.+) (\d+)$")
+
+
+def parse_collapsed(text):
+    """[(labels outermost first, count)], or raises ValueError."""
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        m = _COLLAPSED.match(line)
+        if not m:
+            raise ValueError("line %d is not 'STACK COUNT': %r" % (n, line[:200]))
+        out.append((m.group(1).split(";"), int(m.group(2))))
+    return out
+
+
+def collapsed_label(info, line):
+    """How a collapsed stack names a frame of the function code_info()
+    describes: `qualname (file:line)`, `qualname (file)` without lines; the
+    plain function name before 3.11."""
+    name = info["qualname"] or info["function"]
+    return "%s (%s)" % (name, info["file"] if line is None else "%s:%d" % (info["file"], line))
+
+
+def collapsed_errors(text, gt, lines, ticks, threads=False):
+    """Every line well formed; the hot function's label as the spec says;
+    the counts add up to no more than the ticks (one thread) and most of
+    them."""
+    try:
+        rows = parse_collapsed(text)
+    except ValueError as e:
+        return [str(e)], 0
+    errs = []
+    total = sum(c for _, c in rows)
+    if not ticks * (1 - SAMPLE_MAX_ERROR_SHARE) <= total <= ticks:
+        errs.append("counts add up to %d for -n %d on one thread" % (total, ticks))
+    info = gt["hot"]
+    if lines:
+        # the lines of spend_hot's loop: its first line + 2 (while) and + 3
+        want = set(collapsed_label(info, info["firstline"] + k) for k in (2, 3))
+    else:
+        want = set([collapsed_label(info, None)])
+    hot = [(s, c) for s, c in rows if s[-1] in want]
+    if not hot:
+        errs.append("no stack ends in %s; innermost labels seen: %s"
+                    % (" or ".join(sorted(want)), sorted(set(s[-1] for s, _ in rows))[:8]))
+    if threads:
+        bad = [s[0] for s, _ in rows if not re.match(r"^Thread %d \(.*\)$" % gt["pid"], s[0])]
+        if bad:
+            errs.append("with --threads every stack must start with 'Thread %d (NAME)' (the "
+                        "main thread), got %r" % (gt["pid"], bad[0]))
+    return errs, total
+
+
+def sample_collapsed(interp, tool, tg, gt, name):
+    """-f collapsed with lines, --no-lines and --threads: well formed, the
+    labels as documented (qualname before 3.11 is the plain name)."""
+    errs, info = [], []
+    for extra, lines, threads in (([], True, False), (["--no-lines", "-q"], False, False),
+                                  (["--threads"], True, True)):
+        argv, rc, out, err, secs = tool_run(tool, ["sample", "-r", str(SAMPLE_RATE), "-n",
+                                                   str(SAMPLE_FORMAT_TICKS), "-f", "collapsed"]
+                                            + extra + [str(tg.pid)], timeout=SAMPLE_TIMEOUT)
+        cmd = " ".join(argv)
+        if rc != 0:
+            errs.append("%s: exited %s; stderr: %s" % (cmd, rc, short(err)))
+            continue
+        e, total = collapsed_errors(out.decode("utf-8", "replace"), gt, lines,
+                                    SAMPLE_FORMAT_TICKS, threads)
+        if "-q" in extra and err.strip():
+            e.append("-q, yet stderr says: %s" % short(err, 300))
+        errs += ["%s: %s" % (cmd, x) for x in e]
+        if e:
+            errs.append("  output: " + short(out, 1200))
+        info.append("%d" % total)
+    return result(interp, name, errs, info="samples %s (lines, --no-lines -q, --threads)"
+                  % "/".join(info))
+
+
+def thread_shares(doc, gt):
+    """{worker name: samples} over the ground truth's threads (by tid),
+    plus "?" for samples of threads the target does not know."""
+    by_tid = dict((tid, n) for n, tid in gt["threads"].items())
+    out = dict((n, 0) for n in gt["threads"])
+    for t in doc["threads"]:
+        n = by_tid.get(t["tid"], "?")
+        out[n] = out.get(n, 0) + doc["nodes"][t["node"]]["total"]
+    return out
+
+
+def shares_info(shares, total):
+    return ", ".join("%s %.1f%%" % (n, 100.0 * c / max(1, total))
+                     for n, c in sorted(shares.items(), key=lambda x: -x[1]))
+
+
+def threads_profile(tool, tg, gt, mode):
+    """A --threads profile of MODE and each thread's samples: (argv, doc,
+    errors, {worker name: samples}, stacks, (start, end) of the sampled
+    window in time.time() seconds); doc None if it failed."""
+    w0 = time.time()
+    argv, doc, errs, err, t0, t1 = sample_profile(tool, tg.pid, gt, mode, ["--threads"],
+                                                  tag=mode)
+    w1 = time.time()
+    if doc is None:
+        return argv, None, errs, {}, [], None
+    if _is_int(doc.get("start_unix_us")):       # the tool's own account of the window
+        w0 = doc["start_unix_us"] / 1e6
+        w1 = w0 + doc["duration_s"]
+    shares = thread_shares(doc, gt)
+    if shares.get("?"):
+        errs.append("%d samples of threads the target does not have" % shares["?"])
+    names = dict((tid, "MainThread" if n == "main" else n) for n, tid in gt["threads"].items())
+    for t in doc["threads"]:
+        if t["tid"] in names and t["name"] is not None and not thread_name_ok(
+                t["name"], names[t["tid"]], comm(tg.pid, t["tid"])):
+            errs.append("thread %d is named %r: neither its Python name %r nor its OS name %r"
+                        % (t["tid"], t["name"], names[t["tid"]], comm(tg.pid, t["tid"])))
+    return argv, doc, errs, shares, profile_stacks(doc), (w0, w1)
+
+
+def overlap(spans, w0, w1):
+    return sum(max(0.0, min(e, w1) - max(s, w0)) for s, e in spans)
+
+
+def sample_cpu(interp, tool, tg, gt, name):
+    """cpu mode: the burner has nearly every sample, the sleeping threads
+    next to none."""
+    argv, doc, errs, shares, stacks, _ = threads_profile(tool, tg, gt, "cpu")
+    if doc is None:
+        return result(interp, name, errs)
+    total = doc["samples"]
+    for n in gt["busy"]:
+        if shares[n] < CPU_BUSY_MIN * total:
+            errs.append("busy thread %r: %d of %d samples (less than %d%%)"
+                        % (n, shares[n], total, CPU_BUSY_MIN * 100))
+        if shares[n] < SAMPLE_MIN_TICK_SHARE * doc["ticks"]:
+            errs.append("busy thread %r: %d samples in %d ticks" % (n, shares[n], doc["ticks"]))
+    for n in gt["idle"]:
+        if shares[n] > IDLE_MAX * total:
+            errs.append("sleeping thread %r: %d of %d samples (more than %d%%)"
+                        % (n, shares[n], total, IDLE_MAX * 100))
+    burn = samples_in(stacks, gt["functions"]["burn_forever"])
+    if burn < shares["burner"]:
+        errs.append("%d of the burner's %d samples outside burn_forever()"
+                    % (shares["burner"] - burn, shares["burner"]))
+    return result(interp, name, explain(argv, errs, stacks),
+                  info="%s; %s" % (shares_info(shares, total), profile_info(doc)))
+
+
+def sample_gil(interp, tool, tg, gt, name):
+    """gil mode: at most one sample a tick, never a sleeping thread, the
+    holder nearly always."""
+    argv, doc, errs, shares, stacks, (w0, w1) = threads_profile(tool, tg, gt, "gil")
+    if doc is None:
+        return result(interp, name, errs)
+    spans = target_report(tg, ".gil")["spans"]
+    total, ticks = doc["samples"], doc["ticks"]
+    held = 100.0 * sum(overlap(spans[n], w0, w1) for n in gt["contenders"]) / (w1 - w0)
+    seen = 100.0 * sum(shares[n] for n in gt["contenders"]) / max(1, ticks)
+    # What the contenders measure is a lower bound: a run that the OS
+    # preempted while it held the GIL is not counted.
+    if seen < 0.5 * held - 1:
+        errs.append("the contenders held the GIL at least %.1f%% of the sampled window (they "
+                    "measured it), but have only %.1f%% of the ticks (less than half that, "
+                    "less 1 point)" % (held, seen))
+    if total > ticks:
+        errs.append("%d samples in %d ticks: more than one GIL holder a tick" % (total, ticks))
+    if total < SAMPLE_MIN_TICK_SHARE * ticks:
+        errs.append("only %d samples in %d ticks, but some thread always holds the GIL"
+                    % (total, ticks))
+    for n in gt["idle"]:
+        if shares[n]:
+            errs.append("thread %r, asleep without the GIL, has %d samples" % (n, shares[n]))
+    h = gt["holder"]
+    if shares[h] < GIL_HOLDER_MIN * total:
+        errs.append("holder %r: %d of %d samples (less than %d%%), but it holds the GIL "
+                    "%gs at a time" % (h, shares[h], total, GIL_HOLDER_MIN * 100, gt["hold_s"]))
+    inside = sum(s["self"] for s in stacks if s["tid"] == gt["threads"][h]
+                 and s["frames"] and is_fn(s["frames"][-1], gt["functions"]["hold_gil"]))
+    if inside < GIL_IN_HOLD_MIN * shares[h]:
+        errs.append("only %d of the holder's %d samples end in hold_gil() (its sum())"
+                    % (inside, shares[h]))
+    return result(interp, name, explain(argv, errs, stacks),
+                  info="%s; contenders measured %.1f%%; %s"
+                  % (shares_info(shares, total), held, profile_info(doc)))
+
+
+def chain_matches(frames, chain):
+    """frames (outermost first) end with the recorded chain (function,
+    file, line)."""
+    if len(frames) < len(chain):
+        return False
+    tail = frames[len(frames) - len(chain):]
+    return all(f.get("kind") == "python" and f["function"] == c["function"]
+               and f.get("file") == c["file"] and f.get("line") == c["line"]
+               for f, c in zip(tail, chain))
+
+
+def task_label(frames, i):
+    """The name of the task boundary right outside frames[i], or None."""
+    if i < 1 or frames[i - 1].get("kind") != "task":
+        return None
+    return frames[i - 1]["function"]
+
+
+def label_errors(what, labels, want):
+    """labels: {task label right outside `what`: samples}. With names
+    (3.8+) all must be `want`; without, all must be one label."""
+    total = sum(labels.values())
+    wrong = dict((k, v) for k, v in labels.items() if k is None or (want is not None and k != want))
+    if want is None and len(labels) > 1:
+        wrong = labels
+    if not wrong:
+        return []
+    return ["%s: %d of its %d samples are not directly under %s; task labels seen there: %s"
+            % (what, sum(wrong.values()), total,
+               "<task %s>" % want if want else "one and the same task boundary",
+               ", ".join("%s %d" % ("<task %s>" % k if k else "(no task boundary)", v)
+                         for k, v in sorted(labels.items(), key=lambda kv: -kv[1])))]
+
+
+def sample_async(interp, tool, tg, gt, names):
+    """async mode: the sleeper's chain, ending at the exact await line,
+    under its task, with await samples about every tick; the burner's CPU
+    samples in burn_cpu() under its task.  Then (names[1]) whether the run
+    kept up with the rate asked."""
+    name = names[0]
+    argv, doc, errs, err, t0, t1 = sample_profile(tool, tg.pid, gt, "async", [], tag="async",
+                                                  rate_check=False)
+    if doc is None:
+        if errs and "exited 6" in errs[0] and interp.minor < TASKS_DOCUMENTED_MIN:
+            return [Result(interp.label, n, "SKIP", TASKS_UNSUPPORTED) for n in names]
+        return [result(interp, n, errs) for n in names]
+    rate = result(interp, names[1],
+                  explain(argv, sample_rate_errors(doc, SAMPLE_SECS, ASYNC_MIN_TICK_SHARE)),
+                  info=profile_info(doc))
+    stacks = profile_stacks(doc)
+    sl, bu = gt["sleeper"], gt["burner"]
+    chain = sl["chain"]
+    at = [s for s in stacks if chain_matches(s["frames"], chain)]
+    waited = sum(s["self_await"] for s in at)
+    if waited < ASYNC_AWAIT_MIN * doc["ticks"]:
+        errs.append("%d await samples end in the sleeper's chain %s (await line %d), "
+                    "expected about one a tick (%d ticks)"
+                    % (waited, " -> ".join(flabel(dict(c, kind="python")) for c in chain),
+                       sl["await_line"], doc["ticks"]))
+    sl_labels = {}
+    for s in at:
+        k = task_label(s["frames"], len(s["frames"]) - len(chain))
+        sl_labels[k] = sl_labels.get(k, 0) + s["self"]
+    errs += label_errors("the sleeper's chain", sl_labels, sl["task"])
+    burning = [s for s in stacks if s["frames"] and is_fn(s["frames"][-1], bu["function"])]
+    cpu = sum(s["self"] - s["self_await"] for s in burning)
+    if cpu < ASYNC_BURN_MIN * doc["ticks"]:
+        errs.append("%d CPU samples end in %s(), expected most ticks (%d)"
+                    % (cpu, bu["function"]["function"], doc["ticks"]))
+    bu_labels = {}
+    for s in burning:
+        k = [i for i, f in enumerate(s["frames"]) if is_fn(f, bu["coroutine"])]
+        lab = task_label(s["frames"], k[-1]) if k else "(burner() not in the stack)"
+        bu_labels[lab] = bu_labels.get(lab, 0) + s["self"]
+    errs += label_errors("burner() (running burn_cpu())", bu_labels, bu["task"])
+    if set(sl_labels) & set(bu_labels) - set([None]):
+        errs.append("the sleeper and the burner appear under the same task label(s) %s"
+                    % sorted(set(sl_labels) & set(bu_labels) - set([None])))
+    if not doc["cpu_samples"] or not doc["await_samples"]:
+        errs.append("cpu_samples %d, await_samples %d: both must be counted"
+                    % (doc["cpu_samples"], doc["await_samples"]))
+    errs = explain(argv, errs, stacks, 10)
+    return [result(interp, name, errs, info="await at line %d: %d, burn_cpu: %d; %s"
+                   % (sl["await_line"], waited, cpu, profile_info(doc))), rate]
+
+
+def stopped_run_errors(doc, gt):
+    """What a run that ended early must still have written: samples in the
+    target's own functions."""
+    stacks = profile_stacks(doc)
+    want = [gt["hot"], gt["cold"]] if "hot" in gt else [gt["burner"]["function"]]
+    return ["no samples in %s()" % f["function"] for f in want if not samples_in(stacks, f)]
+
+
+def sample_sigint(interp, tool, tg, gt, name, mode):
+    """SIGINT after SAMPLE_STOP_AFTER seconds (no -d): exit 0, everything
+    written, a note on stderr, the target untouched."""
+    path = sample_out("sigint")
+    argv = [tool.path, "sample", "-m", mode, "-r", str(SAMPLE_RATE), "-f", "json", "-o", path,
+            str(tg.pid)]
+    p = spawn(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        time.sleep(SAMPLE_STOP_AFTER)
+        if p.poll() is not None:
+            out, err = p.communicate()
+            return result(interp, name, ["%s exited %s before the SIGINT; stderr: %s"
+                                         % (" ".join(argv), p.returncode, short(err))])
+        os.kill(p.pid, signal.SIGINT)
+        try:
+            out, err = p.communicate(timeout=15)
+            rc = p.returncode
+        except subprocess.TimeoutExpired:
+            kill(p)
+            out, err = p.communicate()
+            rc = None
+        doc, errs = read_profile(argv, rc, err, 15, path, tg.pid, gt, mode)
+        if doc is not None:
+            errs += stopped_run_errors(doc, gt)
+            if b"interrupt" not in err:
+                errs.append("stderr does not say sampling was interrupted: %s" % short(err, 300))
+        if not alive(tg.pid):
+            errs.append("the target died:\n" + tg.log_tail())
+        if doc is not None:
+            errs = explain(argv, errs)
+        return result(interp, name, errs, info=profile_info(doc) if doc else "")
+    finally:
+        kill(p)
+        remove(path)
+
+
+def sample_target_exits(interp, tool, tg, gt, name, mode):
+    """The target exits SAMPLE_EXIT_AFTER seconds into a long -d: exit 0
+    soon after, everything written."""
+    secs = 30
+    path = sample_out("exit")
+    try:
+        argv, rc, out, err, took = tool_run(tool, ["sample", "-m", mode, "-r", str(SAMPLE_RATE),
+                                                   "-d", str(secs), "-f", "json", "-o", path,
+                                                   str(tg.pid)], timeout=SAMPLE_TIMEOUT)
+        doc, errs = read_profile(argv, rc, err, took, path, tg.pid, gt, mode)
+        try:
+            tg.proc.wait(timeout=10)    # it may still be on its way out
+        except subprocess.TimeoutExpired:
+            errs.append("the target did not exit by itself (exit-after=%g)" % SAMPLE_EXIT_AFTER)
+        if tg.proc.returncode not in (None, 0):
+            errs.append("the target exited %s:\n%s" % (tg.proc.returncode, tg.log_tail()))
+        if rc is not None and took > SAMPLE_EXIT_AFTER + 10:
+            errs.append("took %.1fs: did not notice the target exit %gs into -d %d"
+                        % (took, SAMPLE_EXIT_AFTER, secs))
+        if doc is not None:
+            errs += stopped_run_errors(doc, gt)
+            if b"exited" not in err:
+                errs.append("stderr does not say the target exited: %s" % short(err, 300))
+        if doc is not None:
+            errs = explain(argv, errs)
+        return result(interp, name, errs, info=("%s; %.1fs" % (profile_info(doc), took))
+                      if doc else "")
+    finally:
+        remove(path)
+
+
+def sample_launch(interp, tool, opts, name):
+    """`pystack-dump sample -- PYTHON sample_split.py GT exit-after=...`:
+    the program it launched is the one profiled (its ground truth's pid)."""
+    tg = Target(interp, "sample_split", args=["exit-after=%g" % SAMPLE_EXIT_AFTER])
+    os.makedirs(tg.out_host)
+    path = sample_out("launch")
+    try:
+        if opts.gt_only:
+            argv = tg.command()
+            rc, out, err, took = run(argv, GT_TIMEOUT, env=TARGET_ENV, cwd="/")
+            ok = rc == 0 and os.path.exists(tg.gt_host)
+            return Result(interp.label, name, "PASS" if ok else "FAIL", "ground truth only"
+                          if ok else "%s: exit %s, %s" % (" ".join(argv), rc, short(out + err)))
+        argv, rc, out, err, took = tool_run(tool, ["sample", "-r", str(SAMPLE_RATE), "-d", "30",
+                                                   "-f", "json", "-o", path, "--"]
+                                            + tg.command(), timeout=SAMPLE_TIMEOUT,
+                                            env=TARGET_ENV)
+        try:
+            with open(tg.gt_host) as f:
+                gt = json.load(f)
+        except (OSError, ValueError) as e:
+            return result(interp, name, ["%s: the launched target wrote no ground truth (%s); "
+                                         "rc %s; stderr: %s" % (" ".join(argv), e, rc,
+                                                                short(err))])
+        doc, errs = read_profile(argv, rc, err, took, path, gt["pid"], gt, "wall")
+        errs += base_gt_sanity(gt, interp)
+        if doc is not None:
+            errs += stopped_run_errors(doc, gt)
+        if rc is not None and took > SAMPLE_EXIT_AFTER + 15:
+            errs.append("took %.1fs for a program that runs %gs" % (took, SAMPLE_EXIT_AFTER))
+        if doc is not None:
+            errs = explain(argv, errs)
+        return result(interp, name, errs, info=profile_info(doc) if doc else "")
+    finally:
+        remove(path)
+        shutil.rmtree(tg.out_host, ignore_errors=True)
+
+
+def _json_consumer(want):
+    def check(path, gt):
+        with open(path, "rb") as f:
+            data = f.read()
+        doc, e = parse_json_out(data)
+        if e:
+            return [e]
+        errs = want(doc)
+        if gt["hot"]["function"].encode() not in data:
+            errs.append("%s not named anywhere in it" % gt["hot"]["function"])
+        return errs
+    return check
+
+
+def _script_consumer(script, *extra):
+    def check(path, gt):
+        exe = os.path.join(REPO, "tests", script)
+        if not os.path.isfile(exe):
+            return ["tests/%s is not there (the consumer check for this format)" % script]
+        argv = [sys.executable, exe, path, "--expect", gt["hot"]["function"]] + list(extra)
+        rc, out, err, secs = run(argv, 180)
+        vlog("%s -> %s in %.1fs" % (" ".join(argv), rc, secs))
+        if rc != 0:
+            return ["%s exited %s: %s" % (" ".join(argv), rc, short(out + err, 1500))]
+        return []
+    return check
+
+
+# format -> (options, output file suffix (None: stdout), check(path, gt) -> errors)
+SAMPLE_FORMATS = {
+    "table": (["-f", "table"], None, None),
+    "collapsed": ([], None, None),               # stdout is a pipe: collapsed
+    "json": ([], ".json", _json_consumer(
+        lambda d: [] if d.get("format") == PROFILE_FORMAT else
+        ["format %r, expected %r" % (d.get("format"), PROFILE_FORMAT)])),
+    "speedscope": ([], ".speedscope.json", _json_consumer(
+        lambda d: [] if "speedscope" in str(d.get("$schema")) else
+        ["$schema %r does not name speedscope" % (d.get("$schema"),)])),
+    "gecko": ([], ".gecko.json", _json_consumer(
+        lambda d: [] if isinstance(d.get("meta"), dict) and isinstance(d.get("threads"), list)
+        else ["no meta object / threads list (Firefox Profiler's processed format)"])),
+    "pprof": ([], ".pb.gz", _script_consumer("check_pprof.py")),
+    "flamegraph": ([], ".html", _script_consumer("check_flamegraph.py", "--screenshot",
+                                                 FLAMEGRAPH_SCREENSHOT)),
+}
+
+
+def sample_formats(interp, tool, tg, gt, names):
+    """Each format once, checked by a consumer that is not ours; the output
+    file's extension picks the format."""
+    res = []
+    for n in names:
+        fmt = n.split(":", 1)[1]
+        opts_, suffix, check = SAMPLE_FORMATS[fmt]
+        path = sample_out("fmt", suffix) if suffix else None
+        try:
+            argv, rc, out, err, took = tool_run(
+                tool, ["sample", "-r", str(SAMPLE_RATE), "-n", str(SAMPLE_FORMAT_TICKS)] + opts_
+                + (["-o", path] if path else []) + [str(tg.pid)], timeout=SAMPLE_TIMEOUT)
+            cmd = " ".join(argv)
+            if rc != 0:
+                res.append(result(interp, n, ["%s: exited %s; stderr: %s" % (cmd, rc, short(err))]))
+                continue
+            text = out.decode("utf-8", "replace")
+            if fmt == "table":
+                errs = [] if all(f["function"] in text for f in (gt["hot"], gt["cold"])) else \
+                    ["%s: the table does not name %s and %s: %s"
+                     % (cmd, gt["hot"]["function"], gt["cold"]["function"], short(out, 1500))]
+            elif fmt == "collapsed":
+                e, _ = collapsed_errors(text, gt, True, SAMPLE_FORMAT_TICKS)
+                errs = ["%s: %s" % (cmd, x) for x in e]
+            elif not os.path.isfile(path):
+                errs = ["%s: exited 0 but wrote no %s" % (cmd, path)]
+            else:
+                errs = ["%s: %s" % (cmd, x) for x in check(path, gt)]
+            info = ("screenshot " + FLAMEGRAPH_SCREENSHOT) if fmt == "flamegraph" and not errs \
+                else ("%d bytes" % os.path.getsize(path) if path and os.path.isfile(path) else "")
+            res.append(result(interp, n, errs, info=info))
+        finally:
+            if path:
+                remove(path)
+    return res
+
+
+# --------------------------------------------------------------------------
 # snapshot fixtures: decoded on every machine, made with --regen-fixtures
 
 def fixture_paths():
@@ -2288,35 +3184,43 @@ def general_tests(tool, sid_dir):
     expect("usage: bad pid", [tool.path, "--json", "not-a-pid"], (2,))
     expect("usage: unknown option", [tool.path, "--no-such-option", "1"], (2,))
     expect("no such process", [tool.path, "--json", str(free_pid())], (3,))
+    expect("sample: usage, no pid", [tool.path, "sample"], (2,))
+    expect("sample: usage, bad rate", [tool.path, "sample", "-r", "fast", "1"], (2,))
+    expect("sample: usage, bad mode", [tool.path, "sample", "-m", "nope", "1"], (2,))
+    expect("sample: no such process", [tool.path, "sample", "-d", "1", str(free_pid())], (3,))
     sleeper = spawn(["sleep", "1000"], stdout=subprocess.DEVNULL)
     try:
         time.sleep(0.1)
         expect("not a Python process", [tool.path, "--json", str(sleeper.pid)], (5,))
+        expect("sample: not a Python process", [tool.path, "sample", "-d", "1",
+                                                str(sleeper.pid)], (5,))
     finally:
         kill(sleeper)
     # permission denied: an unprivileged user may not read a root process
     py = spawn([sys.executable, "-c", "import time; time.sleep(1000)"], stdout=subprocess.DEVNULL)
     try:
         time.sleep(0.3)
-        if os.geteuid() != 0:
-            res.append(Result(g, "permission denied", "SKIP", "needs root to switch user"))
-        else:
+        for test, args in (("permission denied", ["--json"]),
+                           ("sample: permission denied", ["sample", "-d", "1"])):
+            if os.geteuid() != 0:
+                res.append(Result(g, test, "SKIP", "needs root to switch user"))
+                continue
             argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-                    tool.path, "--json", str(py.pid)]
+                    tool.path] + args + [str(py.pid)]
             rc, out, err, secs = run(argv, TOOL_TIMEOUT)
             if rc == 4:
-                res.append(Result(g, "permission denied", "PASS"))
+                res.append(Result(g, test, "PASS"))
             elif rc in (126, 127):
-                res.append(Result(g, "permission denied", "FAIL",
+                res.append(Result(g, test, "FAIL",
                                   "user nobody cannot execute %s (rc %d); stderr: %s"
                                   % (tool.path, rc, short(err))))
             else:
-                res.append(Result(g, "permission denied", "FAIL",
+                res.append(Result(g, test, "FAIL",
                                   "%s: expected exit 4, got %s; stderr: %s"
                                   % (" ".join(argv), rc, short(err, 300))))
     finally:
         kill(py)
-    res.append(unsupported_version_test(tool))
+    res += unsupported_version_tests(tool)
     res.append(exited_mid_read_test(tool))
     try:
         res += bad_input_tests(tool, sid_dir)
@@ -2508,25 +3412,31 @@ def python_core_tests(tool, check, sid_dir):
     return res
 
 
-def unsupported_version_test(tool):
+def unsupported_version_tests(tool):
     """Python 2.7 is found (it has _PyThreadState_Current) but must be
-    named as unsupported, exit 6."""
-    name = "unsupported version (Python 2.7)"
+    named as unsupported, exit 6, by the dump and by sample."""
+    tests = (("unsupported version (Python 2.7)", []),
+             ("sample: unsupported version (Python 2.7)", ["sample", "-d", "1"]))
     root = pyenv_root()
     py2 = sorted(glob.glob(os.path.join(root, "versions", "2.7*", "bin", "python2.7"))) if root else []
     if not py2:
-        return Result("general", name, "SKIP", "interpreter missing: no pyenv python2.7")
+        return [Result("general", name, "SKIP", "interpreter missing: no pyenv python2.7")
+                for name, _ in tests]
+    res = []
     p = spawn([py2[0], "-c", "import time; time.sleep(1000)"], stdout=subprocess.DEVNULL)
     try:
         time.sleep(0.3)
-        rc, out, err, secs = run([tool.path, str(p.pid)], TOOL_TIMEOUT)
+        for name, args in tests:
+            rc, out, err, secs = run([tool.path] + args + [str(p.pid)], TOOL_TIMEOUT)
+            msg = err.decode("utf-8", "replace")
+            if rc == 6 and "unsupported Python 2.7" in msg:
+                res.append(Result("general", name, "PASS"))
+            else:
+                res.append(Result("general", name, "FAIL", "expected exit 6 naming Python 2.7, "
+                                  "got %s: %s" % (rc, short(err, 300))))
     finally:
         kill(p)
-    msg = err.decode("utf-8", "replace")
-    if rc == 6 and "unsupported Python 2.7" in msg:
-        return Result("general", name, "PASS")
-    return Result("general", name, "FAIL", "expected exit 6 naming Python 2.7, got %s: %s"
-                  % (rc, short(err, 300)))
+    return res
 
 
 def exited_mid_read_test(tool):
@@ -2598,6 +3508,9 @@ def main():
                          "pyenv-3.12, sid-3.15d, deb-3.11d; a minor version such as 3.11 "
                          "(all its builds) or 3.11d (its debug builds); a source "
                          "pyenv/deb/sid; debug/release; general; fixtures; unit")
+    ap.add_argument("--kind", action="append", default=[],
+                    help="run only the per-interpreter jobs of these kinds (comma separated, "
+                         "repeatable; a prefix: sample, tasks, dump, gcore, kcore, ...)")
     ap.add_argument("-j", "--jobs", type=int, default=3, help="targets run in parallel (default 3)")
     ap.add_argument("-v", "--verbose", action="store_true")
     ap.add_argument("--gt-only", action="store_true",
@@ -2673,7 +3586,10 @@ def main():
                 for i in interps:
                     if i.chroot:
                         i.missing = err
-        jobs = [(i, k, t) for i in interps for k, t in interp_jobs(i, args)]
+        args.sample_formats_label = sample_formats_label(interps)
+        kinds = [k for o in args.kind for k in re.split(r"[,\s]+", o) if k]
+        jobs = [(i, k, t) for i in interps for k, t in interp_jobs(i, args)
+                if not kinds or any(k.startswith(p) for p in kinds)]
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as ex:
             futs = [ex.submit(run_job, i, k, t, tool, args) for i, k, t in jobs]
             for f in futs:                       # in submission order
@@ -2702,7 +3618,8 @@ def main():
         why = []
         for needle, short_why in (("interpreter missing", "interpreter missing"),
                                   (TASKS_UNSUPPORTED, "tasks: not supported yet"),
-                                  ("cannot run on", "tasks: target cannot run")):
+                                  ("cannot run on", "tasks: target cannot run"),
+                                  (SAMPLE_NO_ASYNC, "sample async: 3.7+")):
             if any(r.status == "SKIP" and needle in r.detail for r in rs):
                 why.append(short_why)
         skip_why = "  (%s)" % "; ".join(why) if why else ""

@@ -28,8 +28,9 @@
 #define MAX_INTERPS 4096
 #define MAX_THREADS 65536
 /* Nodes closer than this are read as one range: less than a page, so
- * the bytes between two readable nodes are mapped too. */
-#define MERGE_GAP 1024
+ * no page lies wholly between two readable nodes, and the bytes between
+ * them are mapped too.  Copying them costs less than another range. */
+#define MERGE_GAP 4095
 #define NODE_MAX  256
 /*
  * 3.12+ stacks end in shim frames: one on the thread's C stack (owned by
@@ -678,6 +679,13 @@ enum pyd_err pyd_sampler_open(struct pyd_session *s, enum pyd_sample_mode mode,
 	sp->prof = prof;
 	sp->mode = mode;
 	enum pyd_err err = refresh(sp, true);
+	/* Async mode needs the task decoder: say so now, not every round. */
+	struct pyd_task_graph g;
+	if (!err && mode == PYD_SAMPLE_ASYNC &&
+	    pyd_dump_tasks(s, &g) == PYD_E_UNSUPPORTED)
+		err = PYD_E_UNSUPPORTED;
+	else if (!err && mode == PYD_SAMPLE_ASYNC)
+		pyd_task_graph_free(&g);
 	if (err) {
 		pyd_sampler_close(sp);
 		return err;

@@ -209,8 +209,7 @@ static int64_t intern_task(struct pp *e, const char *name)
 		e->failed = true;
 		return 0;
 	}
-	snprintf(s, n, "<task %s>", name);
-	int64_t i = intern(&e->st, s);
+	int64_t i = intern(&e->st, pyd_task_label(name, s, n));
 	free(s);
 	return i;
 }

@@ -10,12 +10,20 @@
 #include "../pyd_profile.h"
 #include "report.h"
 
+/* Tasks without a name (3.7) are already called "<task 0x...>". */
+const char *pyd_task_label(const char *name, char *buf, size_t bufsz)
+{
+	snprintf(buf, bufsz, strncmp(name, "<task ", 6) ? "<task %s>" : "%s",
+		 name);
+	return buf;
+}
+
 const char *pyd_prof_frame_label(const struct pyd_prof_frame *f, char *buf,
                                  size_t bufsz)
 {
 	const char *name = f->qualname ? f->qualname : f->function;
 	if (f->kind == PYD_PF_TASK)
-		snprintf(buf, bufsz, "<task %s>", name);
+		pyd_task_label(name, buf, bufsz);
 	else if (f->line > 0)
 		snprintf(buf, bufsz, "%s (%s:%d)", name, f->file, f->line);
 	else

@@ -62,6 +62,8 @@ const char *pyd_task_state_name(enum pyd_task_state st);
 struct pyd_profile;
 struct pyd_prof_frame;
 
+/* A task boundary as shown: "<task NAME>", into buf. */
+const char *pyd_task_label(const char *name, char *buf, size_t bufsz);
 /* How a frame is shown: "qualname (file:line)", "qualname (file)" when
  * lines are off, "<task NAME>" for a task boundary.  Into buf. */
 const char *pyd_prof_frame_label(const struct pyd_prof_frame *f, char *buf,

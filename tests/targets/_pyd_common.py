@@ -212,12 +212,7 @@ def _comparable(threads):
 def checkpoint(timeout=60.0):
     """Wait for all workers, record ground truth, write it, return."""
     path = _out_path()
-    with _registry_lock:
-        _tids[threading.main_thread().ident] = native_tid()
-    deadline = time.time() + timeout
-    for name, ev in sorted(_expected.items()):
-        if not ev.wait(max(0.0, deadline - time.time())):
-            fail("worker %r never became ready" % (name,))
+    wait_workers(timeout)
     caller = sys._getframe(1)
     time.sleep(0.2)
 
@@ -244,21 +239,69 @@ def checkpoint(timeout=60.0):
         fail("expected %d threads, sys._current_frames() has %d"
              % (len(_expected) + 1, len(threads)))
 
+    doc = base_truth()
+    doc["threads"] = threads
+    write_json(path, doc)
+    del caller
+
+
+def wait_workers(timeout=60.0):
+    """Record the main thread's native id and wait until every worker has
+    called ready()."""
+    with _registry_lock:
+        _tids[threading.main_thread().ident] = native_tid()
+    deadline = time.time() + timeout
+    for name, ev in sorted(_expected.items()):
+        if not ev.wait(max(0.0, deadline - time.time())):
+            fail("worker %r never became ready" % (name,))
+
+
+def base_truth():
+    """The fields every ground truth starts with."""
     vi = sys.version_info
-    doc = {
+    with _registry_lock:
+        main_tid = _tids.get(threading.main_thread().ident)
+    return {
         "target": os.path.splitext(os.path.basename(sys.argv[0]))[0],
         "pid": os.getpid(),
         "python_version": "%d.%d.%d" % (vi[0], vi[1], vi[2]),
         "sys_version": sys.version,
         "debug_build": hasattr(sys, "gettotalrefcount"),
         "executable": sys.executable,
-        "main_tid": _tids[threading.main_thread().ident],
-        "threads": threads,
+        "main_tid": main_tid if main_tid is not None else native_tid(),
     }
+
+
+def write_json(path, doc):
+    """Write doc as JSON to path atomically (tmp + rename)."""
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
         json.dump(doc, f, ensure_ascii=True, indent=1, sort_keys=True)
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
-    del caller
+
+
+def thread_table():
+    """{worker name: native tid} of the spawned workers and "main"."""
+    names = dict((t.ident, t.name) for t in threading.enumerate())
+    main_ident = threading.main_thread().ident
+    with _registry_lock:
+        return dict(("main" if ident == main_ident else names.get(ident, "?"), tid)
+                    for ident, tid in _tids.items())
+
+
+def code_info(fn):
+    """function / qualname / file / first line of a function's code."""
+    code = fn.__code__
+    return {"function": code.co_name, "qualname": getattr(code, "co_qualname", None),
+            "file": code.co_filename, "firstline": code.co_firstlineno}
+
+
+def options():
+    """key=value words after the ground-truth path: {key: value}."""
+    out = {}
+    for a in sys.argv[2:]:
+        k, _, v = a.partition("=")
+        out[k] = v
+    return out

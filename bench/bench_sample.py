@@ -1,0 +1,333 @@
+#!/usr/bin/env python3
+"""Sampling benchmark: `pystack-dump sample --rate max` vs CPython 3.15's
+Tachyon (`python3.15 -m profiling.sampling attach -r 1000k`).
+
+Both sample the same target, a busy loop at the bottom of a 31-frame stack
+(bench/targets.py spin 31) under Debian sid's python3.15, in interleaved
+rounds so machine noise hits both alike.  Reported: each run's achieved
+rate (Tachyon's own figure, and the counts in its collapsed output over
+the duration; ours from our summary), the median ratio, and whether both
+saw the same dominant stack (as a list of function names).  Then our
+--rate max rate on every other interpreter the tests know, our peak RSS
+after 10 M samples, reads per sample, and the syscalls per sample of a
+short run under `strace -c -f`.  Prints markdown tables.
+
+Usage: bench/bench_sample.py [--build build] [--rounds 3] [--secs 5]
+           [--other-secs 3] [--rss-samples 10000000] [--skip-rss] [--skip-others]
+"""
+import argparse
+import json
+import os
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+
+from common import (HERE, ROOT, SID, copy_to_sid, peak_rss_kib, setup_sid, start_ready,
+                    start_target, stop, tool_path)
+
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+from run_tests import discover  # noqa: E402  (the interpreters the tests use)
+
+DEPTH = 31
+ANCHOR_PY = "/usr/bin/python3.15"
+ANCHOR_LABEL = "sid-3.15"
+
+
+LAST_CPU = [0.0]                        # CPU seconds (user + sys) of the last run()
+
+
+def run(cmd, what):
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    res = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    LAST_CPU[0] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if res.returncode != 0:
+        sys.exit("%s failed (exit %d): %s\n%s%s" % (what, res.returncode, " ".join(cmd),
+                                                   res.stdout.decode(errors="replace"),
+                                                   res.stderr.decode(errors="replace")))
+    return res.stdout.decode(errors="replace"), res.stderr.decode(errors="replace")
+
+
+def collapsed_counts(path, name_of):
+    """{tuple of function names, outermost first: count}."""
+    out = {}
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            stack, _, count = line.rstrip("\n").rpartition(" ")
+            if not stack:
+                continue
+            names = tuple(n for n in (name_of(lab) for lab in stack.split(";")) if n)
+            out[names] = out.get(names, 0) + int(count)
+    return out
+
+
+def tachyon_name(label):
+    # "tid:123" (the thread), then "file:function:line" per frame
+    if label.startswith("tid:"):
+        return None
+    parts = label.rsplit(":", 2)
+    return parts[1] if len(parts) == 3 else label
+
+
+def our_name(label):
+    # "qualname (file:line)"; "Thread TID (NAME)" only with --threads
+    if label.startswith("Thread "):
+        return None
+    return label.split(" (", 1)[0]
+
+
+def dominant(counts):
+    return max(counts.items(), key=lambda kv: kv[1])[0] if counts else ()
+
+
+def tachyon(pid, secs):
+    out_in = "/tmp/pyd-bench-tachyon.collapsed"
+    host = os.path.join(SID, out_in.lstrip("/"))
+    if os.path.exists(host):
+        os.unlink(host)
+    out, err = run(["chroot", SID, ANCHOR_PY, "-m", "profiling.sampling", "attach", "-r", "1000k",
+                    "-d", str(secs), "--collapsed", "-o", out_in, str(pid)], "Tachyon")
+    text = out + err
+    m = re.search(r"Captured (\d+) samples in ([\d.]+) seconds", text)
+    r = re.search(r"Sample rate: ([\d.]+) samples/sec", text)
+    cpu = LAST_CPU[0]
+    counts = collapsed_counts(host, tachyon_name)
+    os.unlink(host)
+    total = sum(counts.values())
+    return {"rate": float(r.group(1)) if r else None, "cpu": cpu,
+            "samples": int(m.group(1)) if m else None,
+            "secs": float(m.group(2)) if m else secs,
+            "counted": total, "counted_rate": total / secs,
+            "dominant": dominant(counts), "stats": " / ".join(
+                l.strip() for l in text.splitlines() if re.match(r"(Captured|Sample rate|Error "
+                                                                 r"rate|Warning)", l))}
+
+
+def ours_json(tool, pid, args):
+    """Our run with -f json: the document (counts, duration, reads) and stderr."""
+    fd, path = tempfile.mkstemp(suffix=".json", prefix="pyd-bench-")
+    os.close(fd)
+    try:
+        out, err = run([tool, "sample"] + args + ["-f", "json", "-o", path, str(pid)],
+                       "pystack-dump sample")
+        with open(path) as f:
+            return json.load(f), err
+    finally:
+        os.unlink(path)
+
+
+def ours_collapsed(tool, pid, secs):
+    fd, path = tempfile.mkstemp(suffix=".collapsed", prefix="pyd-bench-")
+    os.close(fd)
+    try:
+        out, err = run([tool, "sample", "--rate", "max", "-d", str(secs), "-f", "collapsed",
+                        "-o", path, str(pid)], "pystack-dump sample")
+        cpu = LAST_CPU[0]
+        counts = collapsed_counts(path, our_name)
+    finally:
+        os.unlink(path)
+    total = sum(counts.values())
+    return {"counted": total, "counted_rate": total / secs, "dominant": dominant(counts), "cpu": cpu,
+            "summary": summary_figures(err), "stderr": err.strip()}
+
+
+def summary_figures(err):
+    """What our stderr summary says: {samples, rate, reads per sample} where
+    it can be read."""
+    fig = {}
+    # "... 117673 samples in 117673 rounds (58514 rounds/s), 0 errors (0.00%),
+    # 0 missed ticks, 1.00 reads per round."
+    for key, pat in (("samples", r"(\d+) samples in"),
+                     ("rate", r"\(([\d.]+) rounds/s\)"),
+                     ("reads", r"([\d.]+) reads per round")):
+        m = re.search(pat, err)
+        if m:
+            fig[key] = float(m.group(1).replace(",", ""))
+    return fig
+
+
+def fmt_rate(r):
+    return "-" if r is None else "{:,.0f}".format(r)
+
+
+def names(stack):
+    if not stack:
+        return "(none)"
+    out, prev, n = [], None, 0
+    for s in list(stack) + [None]:
+        if s == prev:
+            n += 1
+            continue
+        if prev is not None:
+            out.append(prev + ("×%d" % n if n > 1 else ""))
+        prev, n = s, 1
+    return " > ".join(out)
+
+
+def side_by_side(tool, rounds, secs):
+    target = start_target("spin", DEPTH, ANCHOR_PY)
+    rows = []
+    try:
+        for i in range(rounds):
+            rows.append(("Tachyon", i + 1, tachyon(target.pid, secs)))
+            rows.append(("pystack-dump", i + 1, ours_collapsed(tool, target.pid, secs)))
+    finally:
+        stop(target)
+    print("## Side by side: sid python3.15, %d-frame busy stack, %d interleaved rounds of %d s"
+          % (DEPTH, rounds, secs))
+    print()
+    print("| round | tool | samples (in collapsed output) | rate from counts (/s) "
+          "| rate the tool reports (/s) | CPU s (user+sys) | samples per CPU s "
+          "| tool's own stats |")
+    print("|---|---|---|---|---|---|---|---|")
+    for tool_name, i, r in rows:
+        own = r.get("rate") if tool_name == "Tachyon" else r["summary"].get("rate")
+        stats = r["stats"] if tool_name == "Tachyon" else " ".join(r["stderr"].split())[:300]
+        print("| %d | %s | %s | %s | %s | %.2f | %s | %s |"
+              % (i, tool_name, "{:,}".format(r["counted"]), fmt_rate(r["counted_rate"]),
+                 fmt_rate(own), r["cpu"], fmt_rate(r["counted"] / max(r["cpu"], 1e-9)),
+                 stats.replace("|", "/")))
+    t = statistics.median(r["counted_rate"] for n, _, r in rows if n == "Tachyon")
+    o = statistics.median(r["counted_rate"] for n, _, r in rows if n == "pystack-dump")
+    paired = statistics.median(rows[k + 1][2]["counted_rate"] / rows[k][2]["counted_rate"]
+                               for k in range(0, len(rows), 2))
+    eff = statistics.median((rows[k + 1][2]["counted"] / max(rows[k + 1][2]["cpu"], 1e-9))
+                            / (rows[k][2]["counted"] / max(rows[k][2]["cpu"], 1e-9))
+                            for k in range(0, len(rows), 2))
+    print()
+    print("Median rate from counts: pystack-dump %s/s, Tachyon %s/s: **%.2fx** (goal: >= 2x); "
+          "median of the per-round ratios %.2fx; samples per CPU second, median per-round "
+          "ratio %.2fx" % (fmt_rate(o), fmt_rate(t), o / t if t else float("nan"), paired, eff))
+    doms = set((n, r["dominant"]) for n, _, r in rows)
+    tdom = [d for n, d in doms if n == "Tachyon"]
+    odom = [d for n, d in doms if n == "pystack-dump"]
+    same = len(set(tdom)) == 1 and set(tdom) == set(odom)
+    print("Dominant stack (function names, outermost first): Tachyon %s; pystack-dump %s: %s"
+          % ("; ".join(names(d) for d in tdom), "; ".join(names(d) for d in odom),
+             "**same**" if same else "**DIFFERENT**"))
+    print()
+    return o, t, same
+
+
+def other_interpreters(tool, secs):
+    print("## pystack-dump sample --rate max on every interpreter (spin %d, %d s each)"
+          % (DEPTH, secs))
+    print()
+    print("| interpreter | samples | duration (s) | samples/s | errors | reads/sample | goal >= 100k |")
+    print("|---|---|---|---|---|---|---|")
+    script_sid = copy_to_sid("targets.py", "pyd-bench-targets.py")
+    script_host = os.path.join(HERE, "targets.py")
+    rates = {}
+    for interp in discover(SID):
+        if interp.missing:
+            print("| %s | missing: %s | | | | | |" % (interp.label, interp.missing))
+            continue
+        script = script_sid if interp.chroot else script_host
+        target = start_ready(interp.argv([script, "spin", str(DEPTH)]))
+        try:
+            doc, err = ours_json(tool, target.pid, ["--rate", "max", "-d", str(secs)])
+        finally:
+            stop(target)
+        rate = doc["samples"] / doc["duration_s"]
+        rates[interp.label] = rate
+        print("| %s | %s | %.2f | %s | %d | %.2f | %s |"
+              % (interp.label, "{:,}".format(doc["samples"]), doc["duration_s"], fmt_rate(rate),
+                 doc["errors"], doc["reads"] / max(1, doc["samples"]),
+                 "yes" if rate >= 100000 else "**no**"))
+    print()
+    return rates
+
+
+def rss_and_syscalls(tool, n, skip_rss):
+    target = start_target("spin", DEPTH, ANCHOR_PY)
+    try:
+        print("## Memory and system calls (sid python3.15, spin %d)" % DEPTH)
+        print()
+        if not skip_rss:
+            fd, path = tempfile.mkstemp(suffix=".collapsed", prefix="pyd-bench-")
+            os.close(fd)
+            try:
+                kib = peak_rss_kib([tool, "sample", "--rate", "max", "-n", str(n), "-q",
+                                    "-f", "collapsed", "-o", path, str(target.pid)])
+                with open(path) as f:
+                    got = sum(int(l.rsplit(" ", 1)[1]) for l in f if l.strip())
+            finally:
+                os.unlink(path)
+            print("Peak RSS after -n %s (%s samples in the output): **%.1f MB** (goal < 30 MB)"
+                  % ("{:,}".format(n), "{:,}".format(got), kib / 1024.0))
+            print()
+        doc, err = ours_json(tool, target.pid, ["--rate", "max", "-d", "2"])
+        print("Reads per sample (2 s at --rate max, from the json): %.3f (%d reads, %d samples)"
+              % (doc["reads"] / max(1, doc["samples"]), doc["reads"], doc["samples"]))
+        print()
+        fd, trace = tempfile.mkstemp(suffix=".strace", prefix="pyd-bench-")
+        os.close(fd)
+        fd, path = tempfile.mkstemp(suffix=".json", prefix="pyd-bench-")
+        os.close(fd)
+        try:
+            run(["strace", "-c", "-f", "-o", trace, tool, "sample", "--rate", "max", "-d", "1",
+                 "-q", "-f", "json", "-o", path, str(target.pid)], "strace")
+            with open(path) as f:
+                sdoc = json.load(f)
+            calls = strace_calls(trace)
+        finally:
+            os.unlink(trace)
+            os.unlink(path)
+        samples = max(1, sdoc["samples"])
+        print("`strace -c -f`, 1 s at --rate max (%s samples under strace):"
+              % "{:,}".format(sdoc["samples"]))
+        print()
+        print("| syscall | calls | per sample |")
+        print("|---|---|---|")
+        for name, c in sorted(calls.items(), key=lambda kv: -kv[1])[:12]:
+            print("| %s | %s | %.3f |" % (name, "{:,}".format(c), c / samples))
+        total = sum(calls.values())
+        print("| **total** | %s | **%.3f** |" % ("{:,}".format(total), total / samples))
+        print()
+    finally:
+        stop(target)
+
+
+def strace_calls(path):
+    """{syscall: calls} from an `strace -c` summary."""
+    calls = {}
+    with open(path) as f:
+        for line in f:
+            p = line.split()
+            # % time, seconds, usecs/call, calls, [errors], syscall
+            if len(p) >= 5 and re.match(r"^[\d.]+$", p[0]) and p[-1] != "total":
+                try:
+                    calls[p[-1]] = int(p[3])
+                except ValueError:
+                    pass
+    return calls
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--secs", type=int, default=5)
+    ap.add_argument("--other-secs", type=int, default=3)
+    ap.add_argument("--rss-samples", type=int, default=10000000)
+    ap.add_argument("--skip-rss", action="store_true")
+    ap.add_argument("--skip-others", action="store_true")
+    args = ap.parse_args()
+    tool = tool_path(args.build)
+    setup_sid()
+    print("Machine: %d CPUs, load average %.2f %.2f %.2f at the start (other processes "
+          "compete with both tools alike)" % ((os.cpu_count() or 0,) + os.getloadavg()))
+    print()
+    o, t, same = side_by_side(tool, args.rounds, args.secs)
+    if not args.skip_others:
+        other_interpreters(tool, args.other_secs)
+    rss_and_syscalls(tool, args.rss_samples, args.skip_rss)
+    return 0 if same and o >= 2 * t else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

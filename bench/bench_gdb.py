@@ -37,7 +37,7 @@ def find_python(minor):
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--build", default=os.path.join(ROOT, "build-gdb"))
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--python", default="3.12")
     args = ap.parse_args()

@@ -318,7 +318,7 @@ def prepare_sid(interps):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--build", default=os.path.join(R.REPO, "build-gdb"))
+    ap.add_argument("--build", default=os.path.join(R.REPO, "build"))
     ap.add_argument("-j", type=int, default=2)
     ap.add_argument("-v", action="store_true")
     ap.add_argument("filters", nargs="*")

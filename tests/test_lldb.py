@@ -354,7 +354,7 @@ def sync_chroot_targets(sid_dir):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--build", default=os.path.join(rt.REPO, "build-lldb"))
+    ap.add_argument("--build", default=os.path.join(rt.REPO, "build"))
     ap.add_argument("--only", default="", help="comma-separated labels or versions")
     ap.add_argument("-j", type=int, default=2)
     ap.add_argument("-v", action="store_true")

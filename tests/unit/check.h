@@ -17,6 +17,21 @@ static int check_failures, check_count;
 		}                                                             \
 	} while (0)
 
+/* Write len bytes to dir/name (dir NULL: name is the path), checked. */
+static inline void check_save(const char *dir, const char *name,
+			      const void *data, size_t len)
+{
+	char path[4096];
+	snprintf(path, sizeof path, "%s%s%s", dir ? dir : "", dir ? "/" : "",
+		 name);
+	FILE *f = fopen(path, "wb");
+	CHECK_EQ(f != NULL, 1);
+	if (!f)
+		return;
+	CHECK_EQ(fwrite(data, 1, len, f), len);
+	CHECK_EQ(fclose(f), 0);
+}
+
 static inline int check_done(const char *name)
 {
 	printf("%s: %d checks, %d failed\n", name, check_count, check_failures);

@@ -267,16 +267,6 @@ static void check_profile(const struct decoded *d)
 	CHECK_EQ(d->awaiting_sum, 4);
 }
 
-static void save(const struct pyd_buf *b, const char *path)
-{
-	FILE *f = fopen(path, "wb");
-	CHECK_EQ(f != NULL, 1);
-	if (!f)
-		return;
-	CHECK_EQ(fwrite(b->data, 1, b->len, f), b->len);
-	CHECK_EQ(fclose(f), 0);
-}
-
 int main(int argc, char **argv)
 {
 	static uint8_t raw[1 << 16];
@@ -289,7 +279,7 @@ int main(int argc, char **argv)
 	pyd_report_prof_pprof(&b, p);
 	CHECK_EQ(b.failed, 0);
 	if (argc > 1)
-		save(&b, argv[1]);
+		check_save(NULL, argv[1], b.data, b.len);
 	size_t n = gunzip(&b, raw, sizeof raw);
 	CHECK_EQ(n > 0, 1);
 	read_profile(&d, raw, n);

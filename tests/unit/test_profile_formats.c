@@ -155,18 +155,6 @@ static struct pyd_profile *make_profile(void)
 	return p;
 }
 
-static void save(const char *dir, const char *name, const struct pyd_buf *b)
-{
-	char path[4096];
-	snprintf(path, sizeof path, "%s/%s", dir, name);
-	FILE *f = fopen(path, "wb");
-	CHECK_EQ(f != NULL, 1);
-	if (!f)
-		return;
-	CHECK_EQ(fwrite(b->data, 1, b->len, f), b->len);
-	CHECK_EQ(fclose(f), 0);
-}
-
 static void test_flamegraph(const struct pyd_profile *p, const char *dir)
 {
 	static const char open[] =
@@ -194,7 +182,7 @@ static void test_flamegraph(const struct pyd_profile *p, const char *dir)
 	             !strstr(b.data, "https://") && !strstr(b.data, " src="),
 	         1);
 	if (dir)
-		save(dir, "profile.html", &b);
+		check_save(dir, "profile.html", b.data, b.len);
 	pyd_buf_free(&b);
 }
 
@@ -213,7 +201,7 @@ static void test_speedscope(const struct pyd_profile *p, const char *dir)
 	         1);
 	CHECK_EQ(count(b.data, "\"name\": \"<task Task-2>\""), 1);
 	if (dir)
-		save(dir, "profile.speedscope.json", &b);
+		check_save(dir, "profile.speedscope.json", b.data, b.len);
 	pyd_buf_free(&b);
 }
 
@@ -230,7 +218,7 @@ static void test_gecko(const struct pyd_profile *p, const char *dir)
 	CHECK_EQ(count(b.data, "\"weight\": [1,2]"), 1);
 	CHECK_EQ(count(b.data, "\"category\": [2,1,1,3]"), 1);
 	if (dir)
-		save(dir, "profile.gecko.json", &b);
+		check_save(dir, "profile.gecko.json", b.data, b.len);
 	pyd_buf_free(&b);
 }
 
@@ -247,7 +235,7 @@ int main(int argc, char **argv)
 	if (p && dir) {
 		struct pyd_buf b = {0};
 		pyd_report_prof_json(&b, p);
-		save(dir, "profile.json", &b);
+		check_save(dir, "profile.json", b.data, b.len);
 		pyd_buf_free(&b);
 	}
 	pyd_profile_free(p);

@@ -129,7 +129,7 @@ static int parse_value(int c, const char *arg, struct sample_opts *o)
 			                 arg);
 		return 0;
 	case 'n':
-		if (!parse_double(arg, &v) || v != floor(v))
+		if (!parse_double(arg, &v) || v > 1e18 || v != (double)(uint64_t)v)
 			return bad_usage("--samples wants a count, not '%s'",
 			                 arg);
 		o->max_rounds = (uint64_t)v;

@@ -2179,6 +2179,11 @@ CPU_BUSY_MIN = 0.90                     # cpu mode: the busy thread's share of s
 IDLE_MAX = 0.05                         # cpu mode: a sleeping thread's share of samples
 GIL_HOLDER_MIN = 0.50                   # gil mode: the holder's share of samples
 GIL_IN_HOLD_MIN = 0.80                  # gil mode: of the holder's samples, in hold_gil()
+# gil mode: a sleeping thread's share.  Not 0: the GIL's "locked" flag is
+# set before "last_holder" changes, so a read in between can name a thread
+# that no longer holds it (seen once: 1 of 1,922 samples for the sleeping
+# main thread, sid 3.14d on a loaded machine).
+GIL_IDLE_MAX = 0.01
 ASYNC_AWAIT_MIN = 0.5                   # async mode: the sleeper's await samples / ticks
 # async mode decodes the whole task graph every round (a few hundred reads):
 # a few hundred rounds a second, so at -r 1000 it must keep a tenth of them.
@@ -2744,8 +2749,9 @@ def sample_gil(interp, tool, tg, gt, name):
         errs.append("only %d samples in %d ticks, but some thread always holds the GIL"
                     % (total, ticks))
     for n in gt["idle"]:
-        if shares[n]:
-            errs.append("thread %r, asleep without the GIL, has %d samples" % (n, shares[n]))
+        if shares[n] > GIL_IDLE_MAX * max(1, total):
+            errs.append("thread %r, asleep without the GIL, has %d of %d samples"
+                        % (n, shares[n], total))
     h = gt["holder"]
     if shares[h] < GIL_HOLDER_MIN * total:
         errs.append("holder %r: %d of %d samples (less than %d%%), but it holds the GIL "

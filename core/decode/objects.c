@@ -17,6 +17,7 @@
  * object (at tp_basicsize), used while their `valid` byte is set.  Values
  * without a dict take their keys from the type's ht_cached_keys.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,6 +66,15 @@ bool pyd_str_eq(struct pyd_session *s, uint64_t addr, const char *key)
 	return eq;
 }
 
+static void read_type_name(struct pyd_session *s, uint64_t name, char *out,
+			   size_t outsz);
+
+/*
+ * Task decoders ask for the same few types' names all the time.  tp_name
+ * points at immutable text (static types' .rodata, heap types' name), so
+ * a name read once holds for as long as the type keeps that pointer:
+ * checking it costs one read instead of two or three.
+ */
 void pyd_type_name(struct pyd_session *s, uint64_t type, char *out,
 		   size_t outsz)
 {
@@ -74,6 +84,20 @@ void pyd_type_name(struct pyd_session *s, uint64_t type, char *out,
 	    pyd_read_ptr(s, type + (uint64_t)s->layout.object.tp_name, &name) ||
 	    !name)
 		return;
+	struct pyd_type_slot *e =
+		&s->types[(type * 0x9E3779B97F4A7C15ULL) >> 56];
+	if (e->type != type || e->tp_name != name) {
+		read_type_name(s, name, e->name, sizeof e->name);
+		e->type = type;
+		e->tp_name = name;
+	}
+	snprintf(out, outsz, "%s", e->name);
+}
+
+static void read_type_name(struct pyd_session *s, uint64_t name, char *out,
+			   size_t outsz)
+{
+	out[0] = 0;
 	/* Read byte runs up to the end of the page, so that a name at the
 	 * end of a mapping still reads. */
 	size_t n = 0;
@@ -208,16 +232,14 @@ enum pyd_err pyd_dict_items(struct pyd_session *s, uint64_t dict,
 }
 
 /*
- * The value of key among the (key, value) pairs kv of the dict (or split
- * keys table) at owner.  Comparing a key costs a read, so where a key was
- * found is remembered: while the same key object sits at the same place
- * of the same table (the table holds a reference, so it is still that
- * string), the answer needs no reads.  A sampler asks for the same few
- * keys every round.
+ * Comparing a key costs a read, so where a key was found is remembered:
+ * while the same key object sits at the same place of the same table
+ * (the table holds a reference, so it is still that string), the answer
+ * needs no reads.  A sampler asks for the same few keys every round.
  */
-static enum pyd_err find_key(struct pyd_session *s, uint64_t owner,
-			     const uint64_t *kv, size_t n, const char *key,
-			     uint64_t *val)
+enum pyd_err pyd_kv_find(struct pyd_session *s, uint64_t owner,
+			 const uint64_t *kv, size_t n, const char *key,
+			 uint64_t *val)
 {
 	size_t len = strlen(key);
 	uint64_t h = owner * 0x9E3779B97F4A7C15ULL;
@@ -251,7 +273,7 @@ enum pyd_err pyd_dict_get(struct pyd_session *s, uint64_t dict,
 	*val = 0;
 	enum pyd_err err = pyd_dict_items(s, dict, &kv, &n);
 	if (!err)
-		err = find_key(s, dict, kv, n, key, val);
+		err = pyd_kv_find(s, dict, kv, n, key, val);
 	free(kv);
 	return err;
 }
@@ -269,7 +291,7 @@ static enum pyd_err values_get(struct pyd_session *s, uint64_t type,
 		return err;
 	if ((err = keys_items(s, keys, values, &kv, &n)))
 		return err;
-	err = find_key(s, keys, kv, n, key, val);
+	err = pyd_kv_find(s, keys, kv, n, key, val);
 	free(kv);
 	return err;
 }

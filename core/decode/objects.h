@@ -45,6 +45,12 @@ enum pyd_err pyd_obj_attr(struct pyd_session *s, uint64_t obj,
 enum pyd_err pyd_dict_items(struct pyd_session *s, uint64_t dict,
 			    uint64_t **kv, size_t *n);
 
+/* The value of str key among the n pairs kv of the dict (or split keys
+ * table) at owner, as pyd_dict_items gives them; *val = 0 if absent. */
+enum pyd_err pyd_kv_find(struct pyd_session *s, uint64_t owner,
+			 const uint64_t *kv, size_t n, const char *key,
+			 uint64_t *val);
+
 /* The keys of a set (or frozenset); malloc'd. */
 enum pyd_err pyd_set_items(struct pyd_session *s, uint64_t set,
 			   uint64_t **keys, size_t *n);

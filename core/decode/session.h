@@ -29,7 +29,7 @@ struct pyd_line_slot {
 	int line;
 };
 
-/* Where a dict lookup found its key (objects.c's find_key). */
+/* Where a dict lookup found its key (objects.c's pyd_kv_find). */
 #define PYD_KEY_CACHE 64
 
 struct pyd_key_slot {
@@ -37,6 +37,14 @@ struct pyd_key_slot {
 	uint64_t key;   /* the key object found */
 	size_t index;   /* its place among the table's live entries */
 	char name[40];
+};
+
+/* Type names already read (objects.c's pyd_type_name). */
+#define PYD_TYPE_CACHE 256 /* 1 << 8: the hash's top 8 bits index it */
+
+struct pyd_type_slot {
+	uint64_t type, tp_name;
+	char name[64];
 };
 
 struct pyd_session {
@@ -55,6 +63,7 @@ struct pyd_session {
 	size_t nretired;
 	struct pyd_line_slot lines[PYD_LINE_CACHE];
 	struct pyd_key_slot keys[PYD_KEY_CACHE];
+	struct pyd_type_slot types[PYD_TYPE_CACHE];
 };
 
 enum pyd_err pyd_read_ptr(struct pyd_session *s, uint64_t addr, uint64_t *out);

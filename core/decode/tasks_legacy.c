@@ -298,23 +298,16 @@ static enum pyd_err old_list_module(struct tctx *c, uint64_t interp,
 	size_t n;
 	if ((err = pyd_dict_items(c->s, md, &kv, &n)))
 		return err;
-	uint64_t all = 0, sched = 0, eager = 0, current = 0;
-	for (size_t i = 0; i < n; i++) {
-		uint64_t k = kv[2 * i], v = kv[2 * i + 1];
-		if (pyd_str_eq(c->s, k, "_PyTask")) {
-			if (c->npytask_types < sizeof c->pytask_types /
-						       sizeof *c->pytask_types)
-				c->pytask_types[c->npytask_types++] = v;
-		} else if (pyd_str_eq(c->s, k, "_all_tasks"))
-			all = v;
-		else if (pyd_str_eq(c->s, k, "_scheduled_tasks"))
-			sched = v;
-		else if (pyd_str_eq(c->s, k, "_eager_tasks"))
-			eager = v;
-		else if (pyd_str_eq(c->s, k, "_current_tasks"))
-			current = v;
-	}
+	uint64_t all, sched, eager, current, pytask;
+	pyd_kv_find(c->s, md, kv, n, "_all_tasks", &all);
+	pyd_kv_find(c->s, md, kv, n, "_scheduled_tasks", &sched);
+	pyd_kv_find(c->s, md, kv, n, "_eager_tasks", &eager);
+	pyd_kv_find(c->s, md, kv, n, "_current_tasks", &current);
+	pyd_kv_find(c->s, md, kv, n, "_PyTask", &pytask);
 	free(kv);
+	if (pytask && c->npytask_types < sizeof c->pytask_types /
+						 sizeof *c->pytask_types)
+		c->pytask_types[c->npytask_types++] = pytask;
 	size_t first = c->nraw;
 	/* The running tasks first: a task in two places is listed once. */
 	if (current && !pyd_dict_items(c->s, current, &kv, &n)) {

@@ -14,7 +14,7 @@ For every interpreter tests/run_tests.py finds, on tests/targets/threads.py:
                (1 s at 1000 Hz, plus 1.5 s), leaves the inferior stopped
                with all its threads (info threads), and SIGINT never
                reaches it (it is alive and running after gdb detaches);
-  * tasks:     3.14+, asyncio_graph.py: `py-tasks` and `py-tasks -t` equal
+  * tasks:     3.7+, asyncio_graph.py: `py-tasks` and `py-tasks -t` equal
                pystack-dump --tasks [--table].
 Then the bad cases: no inferior, a non-Python inferior, an unsupported
 Python (2.7 if pyenv has it), the command file and the reader loaded twice.
@@ -234,7 +234,8 @@ def check_sample(ctx, res, interp):
 
 
 def check_tasks(ctx, res, interp):
-    if interp.minor < (3, 14):
+    if interp.minor < (3, 7):
+        res.add(interp.label, "tasks", None, "the asyncio target needs asyncio.run (3.7+)")
         return
     with R.Target(interp, "asyncio_graph") as t:
         t.wait_ground_truth()

@@ -21,6 +21,7 @@
 
 extern "C" {
 #include "../cli/source.h"
+#include "../core/memsrc/coredump.h"
 #include "../core/memsrc/live.h"
 #include "../core/pyd.h"
 #include "../core/pyd_commands.h"
@@ -52,10 +53,21 @@ struct lldb_source {
 	std::vector<pyd_mapping> maps;
 	std::vector<std::string> paths;
 	bool maps_read = false;
+	/* A core's own file mappings (NT_FILE), which name the files that
+	 * lldb's memory regions of a core do not. */
+	pyd_core *corefile = nullptr;
 	pyd_memsrc src{};
 
 	lldb_source(lldb::SBTarget t, lldb::SBProcess p);
+	~lldb_source()
+	{
+		pyd_core_close(corefile);
+	}
+	lldb_source(const lldb_source &) = delete;
+	lldb_source &operator=(const lldb_source &) = delete;
 };
+
+std::string core_path(lldb::SBProcess &process);
 
 enum pyd_err src_read(void *ctx, uint64_t addr, void *buf, size_t len)
 {
@@ -122,11 +134,30 @@ enum pyd_err src_threads(void *ctx, const pyd_os_thread **out, size_t *n)
 	return PYD_OK;
 }
 
+/* A core's mappings as the core itself lists them, with the files'
+ * names: how the _asyncio module (3.14) is found when lldb did not load
+ * it (a chroot's, or a core from elsewhere).  false if it cannot be read. */
+bool core_mappings(lldb_source *s, const pyd_mapping **out, size_t *n)
+{
+	char detail[256];
+	pyd_core_opts opts{};
+	std::string path = core_path(s->process);
+	if (!s->corefile && !path.empty() &&
+	    pyd_core_open(path.c_str(), &opts, &s->corefile, detail,
+	                  sizeof detail) != PYD_OK)
+		s->corefile = nullptr;
+	const pyd_memsrc *c =
+	    s->corefile ? pyd_core_memsrc(s->corefile) : nullptr;
+	return c && c->mappings(c->ctx, out, n) == PYD_OK;
+}
+
 /* lldb's memory regions, for the 3.13+ cookie scan and the _asyncio
  * module's block: there are no file offsets or inodes in them. */
 enum pyd_err src_mappings(void *ctx, const pyd_mapping **out, size_t *n)
 {
 	auto *s = static_cast<lldb_source *>(ctx);
+	if (s->core && core_mappings(s, out, n))
+		return PYD_OK;
 	if (!s->maps_read) {
 		s->maps_read = true;
 		lldb::SBMemoryRegionInfoList regions =

@@ -14,7 +14,8 @@ For every interpreter tests/run_tests.py finds, on tests/targets/threads.py:
                (1 s at 1000 Hz, plus 1.5 s), leaves the inferior stopped
                with all its threads (info threads), and SIGINT never
                reaches it (it is alive and running after gdb detaches);
-  * tasks:     3.7+, asyncio_graph.py: `py-tasks` and `py-tasks -t` equal
+  * tasks:     3.7+, asyncio_graph.py: `py-tasks` and `py-tasks -t` (and
+               `py-tasks` on a gcore core of it) equal
                pystack-dump --tasks [--table].
 Then the bad cases: no inferior, a non-Python inferior, an unsupported
 Python (2.7 if pyenv has it), the command file and the reader loaded twice.
@@ -245,6 +246,26 @@ def check_tasks(ctx, res, interp):
         rc3, table, _ = cli(ctx, ["--tasks", "--table", str(t.pid)])
         same(res, interp.label, "tasks", parts.get(0, ""), tree)
         same(res, interp.label, "tasks-t", parts.get(1, ""), table)
+        check_core_tasks(ctx, res, interp, t)
+
+
+def check_core_tasks(ctx, res, interp, t):
+    """py-tasks on a gcore core of the asyncio target equals
+    pystack-dump --tasks --core on the same core."""
+    prefix = os.path.join(ctx.tmp, "core-tasks-" + interp.label)
+    rc, out, err, _ = R.run(["gcore", "-o", prefix, str(t.pid)], 120)
+    core = "%s.%d" % (prefix, t.pid)
+    if rc != 0 or not os.path.exists(core):
+        return res.add(interp.label, "core-tasks", False, "gcore failed: " + text(err)[-300:])
+    try:
+        exe = os.path.realpath(interp.host_path(interp.exe))
+        rc, parts, raw = gdb(ctx, ["-c", core, exe], ["py-tasks"])
+        rc2, want, err = cli(ctx, ["--tasks", "--core", core])
+        if not want:
+            return res.add(interp.label, "core-tasks", False, "pystack-dump failed: " + err)
+        same(res, interp.label, "core-tasks", parts.get(0, ""), want)
+    finally:
+        os.unlink(core)
 
 
 def run_interp(ctx, res, interp):

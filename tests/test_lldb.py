@@ -11,7 +11,8 @@ driving the plugin (`lldb-16 -b -o 'plugin load ...'`):
     thread's part of it);
   * the same on a gcore core of it (`lldb-16 -b -c CORE EXE`) against
     `pystack-dump --core CORE`;
-  * py-tasks and py-tasks -t on tests/targets/asyncio_graph.py against
+  * py-tasks and py-tasks -t on tests/targets/asyncio_graph.py (and
+    py-tasks on a gcore core of it) against
     `pystack-dump --tasks [--table] PID` (SKIP where pystack-dump has no
     task graph for the version);
   * py-bt -n: the same Python frames, under an evaluation-loop frame;
@@ -170,7 +171,7 @@ def test_bt(interp, build, plugin, scratch):
         os.unlink(core)
 
 
-def test_tasks(interp, build, plugin):
+def test_tasks(interp, build, plugin, scratch):
     label = interp.label
     if interp.minor < (3, 7):
         report("SKIP", label, "py-tasks", "the asyncio target needs asyncio.run (3.7+)")
@@ -187,6 +188,18 @@ def test_tasks(interp, build, plugin):
         got = sections(out)
         check_same(label, "py-tasks", tree, got.get("py-tasks", err))
         check_same(label, "py-tasks -t", table, got.get("py-tasks -t", err))
+        core = os.path.join(scratch, "core-tasks.%s" % label)
+        r = subprocess.run(["gdb", "-batch", "-nx", "-p", str(t.pid), "-ex",
+                            "gcore " + core], capture_output=True, timeout=120)
+        if r.returncode or not os.path.exists(core):
+            report("FAIL", label, "py-tasks (core)", "gcore failed")
+            return
+    try:
+        rc, want, err = cli(build, ["--tasks", "--core", core])
+        rc, out, err2 = lldb(plugin, ["py-tasks"], ["-c", core, exe_of(interp)])
+        check_same(label, "py-tasks (core)", want, sections(out).get("py-tasks", err2))
+    finally:
+        os.unlink(core)
 
 
 STAMP = "platform shell date +%s.%N"
@@ -234,7 +247,7 @@ def test_sample(interp, build, plugin):
 
 def test_interp(interp, build, plugin, scratch):
     for test in (lambda: test_bt(interp, build, plugin, scratch),
-                 lambda: test_tasks(interp, build, plugin),
+                 lambda: test_tasks(interp, build, plugin, scratch),
                  lambda: test_sample(interp, build, plugin)):
         try:
             test()

@@ -978,6 +978,20 @@ static bool module_mapped(struct pyd_session *s)
 	return false;
 }
 
+/* Does the source name the files it maps?  Only then does an _asyncio
+ * module missing from them say anything. */
+static bool files_named(struct pyd_session *s)
+{
+	const struct pyd_mapping *maps;
+	size_t n;
+	if (!s->src->mappings || s->src->mappings(s->src->ctx, &maps, &n))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (maps[i].path)
+			return true;
+	return false;
+}
+
 void tasks_ctx_free(struct tctx *c)
 {
 	if (c->ab)
@@ -1081,7 +1095,7 @@ enum pyd_err pyd_dump_tasks(struct pyd_session *s, struct pyd_task_graph *g)
 		 * was resolved from it) and no _asyncio module mapped, the
 		 * target never imported asyncio: it has no tasks.  Else the
 		 * module's file could not be read (a core without it). */
-		if (s->rt.py_version_addr && !module_mapped(s))
+		if (s->rt.py_version_addr && files_named(s) && !module_mapped(s))
 			return PYD_OK;
 		return PYD_E_READ;
 	}

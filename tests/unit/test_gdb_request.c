@@ -128,7 +128,10 @@ static void test_damaged_requests(const char *text, size_t len)
 int main(int argc, char **argv)
 {
 	size_t len = 0;
-	char *text = argc > 1 ? slurp(argv[1], &len) : NULL;
+	/* meson gives the fixture's path; from the repository, it is here. */
+	const char *path =
+	    argc > 1 ? argv[1] : "tests/fixtures/gdb-request.txt";
+	char *text = slurp(path, &len);
 	CHECK_EQ(text != NULL, true);
 	if (text) {
 		test_real_request(text, len);

@@ -366,10 +366,13 @@ static enum pyd_err launch(struct run *r, char *detail, size_t detailsz)
 	r->child = pid;
 	r->o->pid = pid;
 	enum pyd_err err = PYD_E_NOTPYTHON;
-	int64_t give_up = now_ns() + 10000000000LL;
+	int64_t start = now_ns(), give_up = start + 10000000000LL;
 	while (!stop_signal && !child_gone(r) && now_ns() < give_up) {
 		err = attach(r, detail, detailsz);
-		if (!err || err == PYD_E_UNSUPPORTED || err == PYD_E_PERM)
+		/* While the child is in execve the kernel refuses to let it be
+		 * read (EPERM): a refusal that lasts a second is a real one. */
+		if (!err || err == PYD_E_UNSUPPORTED ||
+		    (err == PYD_E_PERM && now_ns() - start > 1000000000LL))
 			return err;
 		detach(r);
 		usleep(2000);

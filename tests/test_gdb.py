@@ -154,14 +154,23 @@ def check_native(res, interp, got, main):
     res.add(interp.label, "live-n", True)
 
 
-def check_core(ctx, res, interp, t):
-    prefix = os.path.join(ctx.tmp, "core-" + interp.label)
+def gcore(ctx, res, interp, t, check):
+    """A gcore core of target t and the interpreter's executable, or
+    (None, None) with CHECK failed."""
+    prefix = os.path.join(ctx.tmp, "%s-%s" % (check, interp.label))
     rc, out, err, _ = R.run(["gcore", "-o", prefix, str(t.pid)], 120)
     core = "%s.%d" % (prefix, t.pid)
     if rc != 0 or not os.path.exists(core):
-        return res.add(interp.label, "core", False, "gcore failed: " + text(err)[-300:])
+        res.add(interp.label, check, False, "gcore failed: " + text(err)[-300:])
+        return None, None
+    return core, os.path.realpath(interp.host_path(interp.exe))
+
+
+def check_core(ctx, res, interp, t):
+    core, exe = gcore(ctx, res, interp, t, "core")
+    if not core:
+        return
     try:
-        exe = os.path.realpath(interp.host_path(interp.exe))
         rc, parts, raw = gdb(ctx, ["-c", core, exe], ["py-bt all", "py-sample 10"])
         rc2, want, err = cli(ctx, ["--core", core])
         # A partial report (some stacks incomplete) must match too.
@@ -252,13 +261,10 @@ def check_tasks(ctx, res, interp):
 def check_core_tasks(ctx, res, interp, t):
     """py-tasks on a gcore core of the asyncio target equals
     pystack-dump --tasks --core on the same core."""
-    prefix = os.path.join(ctx.tmp, "core-tasks-" + interp.label)
-    rc, out, err, _ = R.run(["gcore", "-o", prefix, str(t.pid)], 120)
-    core = "%s.%d" % (prefix, t.pid)
-    if rc != 0 or not os.path.exists(core):
-        return res.add(interp.label, "core-tasks", False, "gcore failed: " + text(err)[-300:])
+    core, exe = gcore(ctx, res, interp, t, "core-tasks")
+    if not core:
+        return
     try:
-        exe = os.path.realpath(interp.host_path(interp.exe))
         rc, parts, raw = gdb(ctx, ["-c", core, exe], ["py-tasks"])
         rc2, want, err = cli(ctx, ["--tasks", "--core", core])
         if not want:

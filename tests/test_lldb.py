@@ -133,6 +133,17 @@ def exe_of(interp):
     return interp.host_path(interp.exe)
 
 
+def gcore(t, core, label, what):
+    """Write a core of target t to CORE with gdb's gcore; CORE, or None
+    with WHAT failed."""
+    r = subprocess.run(["gdb", "-batch", "-nx", "-p", str(t.pid), "-ex", "gcore " + core],
+                       capture_output=True, timeout=120)
+    if r.returncode or not os.path.exists(core):
+        report("FAIL", label, what, "gcore failed")
+        return None
+    return core
+
+
 def test_bt(interp, build, plugin, scratch):
     label = interp.label
     with rt.Target(interp, "threads", env_extra=rt.GCORE_TARGET_ENV) as t:
@@ -151,11 +162,8 @@ def test_bt(interp, build, plugin, scratch):
         check_native(interp, selected_part(want, t.pid), got.get("py-bt -n", err))
         if not rt.alive(t.pid) or rt.tracer_pid(t.pid):
             report("FAIL", label, "detach", "target gone or still traced")
-        core = os.path.join(scratch, "core.%s" % label)
-        r = subprocess.run(["gdb", "-batch", "-nx", "-p", str(t.pid), "-ex",
-                            "gcore " + core], capture_output=True, timeout=120)
-        if r.returncode or not os.path.exists(core):
-            report("FAIL", label, "py-bt (core)", "gcore failed")
+        core = gcore(t, os.path.join(scratch, "core.%s" % label), label, "py-bt (core)")
+        if not core:
             return
     try:
         # 9: gcore could not read some thread stacks (gdb 13 on sid: guard
@@ -188,11 +196,9 @@ def test_tasks(interp, build, plugin, scratch):
         got = sections(out)
         check_same(label, "py-tasks", tree, got.get("py-tasks", err))
         check_same(label, "py-tasks -t", table, got.get("py-tasks -t", err))
-        core = os.path.join(scratch, "core-tasks.%s" % label)
-        r = subprocess.run(["gdb", "-batch", "-nx", "-p", str(t.pid), "-ex",
-                            "gcore " + core], capture_output=True, timeout=120)
-        if r.returncode or not os.path.exists(core):
-            report("FAIL", label, "py-tasks (core)", "gcore failed")
+        core = gcore(t, os.path.join(scratch, "core-tasks.%s" % label), label,
+                     "py-tasks (core)")
+        if not core:
             return
     try:
         rc, want, err = cli(build, ["--tasks", "--core", core])

@@ -148,6 +148,9 @@ struct pyd_task_graph {
  * without the module's file).
  */
 enum pyd_err pyd_dump_tasks(struct pyd_session *s, struct pyd_task_graph *g);
+/* Whether this CPython's task graphs can be decoded at all, without
+ * decoding one (pyd_dump_tasks says PYD_E_UNSUPPORTED where not). */
+bool pyd_tasks_supported(const struct pyd_session *s);
 void pyd_task_graph_free(struct pyd_task_graph *g);
 
 #endif

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "../pyd_profile.h"
+#include "grow.h"
 
 #define DEFAULT_MAX_NODES (1u << 20)
 #define PCACHE_SIZE       8192 /* a power of two */
@@ -25,7 +26,9 @@ struct pcache_entry {
 
 /* A thread's previous path, outermost first. */
 struct last_path {
-	uint32_t *frames, *nodes;
+	struct path_step {
+		uint32_t frame, node;
+	} * v;
 	size_t n, cap;
 };
 
@@ -40,8 +43,6 @@ struct pyd_profile_priv {
 	struct last_path *last; /* per thread */
 	struct pcache_entry pcache[PCACHE_SIZE];
 	size_t max_nodes;
-	uint32_t *ids; /* scratch: the frames of the sample being added */
-	size_t ids_cap;
 };
 
 static uint64_t mix(uint64_t h, uint64_t v)
@@ -288,15 +289,12 @@ void pyd_profile_free(struct pyd_profile *p)
 	struct pyd_profile_priv *q = p->priv;
 	for (size_t i = 0; i < q->strs_cap; i++)
 		free(q->strs[i]);
-	for (size_t i = 0; i < p->nthreads; i++) {
-		free(q->last[i].frames);
-		free(q->last[i].nodes);
-	}
+	for (size_t i = 0; i < p->nthreads; i++)
+		free(q->last[i].v);
 	free(q->strs);
 	free(q->frame_tab);
 	free(q->child_tab);
 	free(q->last);
-	free(q->ids);
 	free(q);
 	free(p->frames);
 	free(p->nodes);
@@ -342,33 +340,6 @@ static size_t thread_index(struct pyd_profile *p, int64_t tid, const char *name)
 	return p->nthreads++;
 }
 
-static bool reserve(uint32_t **v, size_t *cap, size_t n)
-{
-	if (n <= *cap)
-		return true;
-	size_t ncap = *cap ? *cap : 64;
-	while (ncap < n)
-		ncap *= 2;
-	uint32_t *t = realloc(*v, ncap * sizeof *t);
-	if (!t)
-		return false;
-	*v = t;
-	*cap = ncap;
-	return true;
-}
-
-static bool reserve_path(struct last_path *l, size_t n)
-{
-	size_t cap = l->cap;
-	if (!reserve(&l->frames, &cap, n))
-		return false;
-	cap = l->cap;
-	if (!reserve(&l->nodes, &cap, n))
-		return false;
-	l->cap = cap;
-	return true;
-}
-
 enum pyd_err pyd_profile_add(struct pyd_profile *p, int64_t tid,
                              const char *thread_name,
                              const struct pyd_frame *frames, size_t n,
@@ -376,10 +347,10 @@ enum pyd_err pyd_profile_add(struct pyd_profile *p, int64_t tid,
 {
 	struct pyd_profile_priv *q = p->priv;
 	size_t ti = thread_index(p, tid, thread_name);
-	if (ti == SIZE_MAX || !reserve(&q->ids, &q->ids_cap, n))
+	if (ti == SIZE_MAX)
 		return PYD_E_NOMEM;
 	struct last_path *last = &q->last[ti];
-	if (!reserve_path(last, n))
+	if (!pyd_grow((void **)&last->v, &last->cap, n, sizeof *last->v))
 		return PYD_E_NOMEM;
 	uint32_t node = p->threads[ti].node;
 	size_t d = 0;
@@ -388,16 +359,15 @@ enum pyd_err pyd_profile_add(struct pyd_profile *p, int64_t tid,
 		uint32_t f = frame_of(p, &frames[i]);
 		if (f == PYD_PROF_NONE)
 			return PYD_E_NOMEM;
-		if (d < last->n && last->frames[d] == f) {
-			node = last->nodes[d];
+		if (d < last->n && last->v[d].frame == f) {
+			node = last->v[d].node;
 			continue;
 		}
 		last->n = d;
 		node = child(p, node, f);
 		if (node == PYD_PROF_NONE)
 			return PYD_E_NOMEM;
-		last->frames[d] = f;
-		last->nodes[d] = node;
+		last->v[d] = (struct path_step){f, node};
 	}
 	last->n = d;
 	p->nodes[node].self++;

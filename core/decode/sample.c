@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "../pyd_profile.h"
+#include "grow.h"
 #include "session.h"
 #include "thread_names.h"
 #include "unicode.h"
@@ -90,6 +91,7 @@ struct pyd_sampler {
 	size_t nin;
 	bool stale;        /* thread list must be read again */
 	int64_t refreshed; /* CLOCK_MONOTONIC ns of the last refresh */
+	int64_t now;       /* ... and of this round's start */
 	struct pyd_iov *iov;
 	size_t niov, iov_cap;
 	struct pred **sorted; /* the batch's nodes by address */
@@ -235,7 +237,7 @@ static enum pyd_err refresh(struct pyd_sampler *sp, bool names)
 	sp->stale = err != PYD_OK;
 	sp->plan_valid = false;
 	if (names)
-		sp->refreshed = now_ns();
+		sp->refreshed = sp->now;
 	return err;
 }
 
@@ -263,21 +265,6 @@ static bool push_iov(struct pyd_sampler *sp, uint64_t addr, void *buf,
 	return true;
 }
 
-static bool grow(void **v, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return true;
-	size_t ncap = *cap ? *cap : 64;
-	while (ncap < need)
-		ncap *= 2;
-	void *p = realloc(*v, ncap * elem);
-	if (!p)
-		return false;
-	*v = p;
-	*cap = ncap;
-	return true;
-}
-
 /* The predicted nodes of the threads in the batch, by address. */
 static size_t sort_preds(struct pyd_sampler *sp)
 {
@@ -285,7 +272,8 @@ static size_t sort_preds(struct pyd_sampler *sp)
 	for (size_t i = 0; i < sp->nth; i++)
 		if (sp->th[i].in_batch)
 			n += sp->th[i].npred;
-	if (!grow((void **)&sp->sorted, &sp->sorted_cap, n, sizeof *sp->sorted))
+	if (!pyd_grow((void **)&sp->sorted, &sp->sorted_cap, n,
+	              sizeof *sp->sorted))
 		return SIZE_MAX;
 	n = 0;
 	for (size_t i = 0; i < sp->nth; i++)
@@ -335,7 +323,7 @@ static enum pyd_err plan_batch(struct pyd_sampler *sp)
 	size_t n = sort_preds(sp);
 	bool ok = n != SIZE_MAX;
 	size_t bytes = ok ? plan_ranges(sp, n, NULL, &ok) : 0;
-	if (!ok || !grow((void **)&sp->buf, &sp->buf_cap, bytes, 1))
+	if (!ok || !pyd_grow((void **)&sp->buf, &sp->buf_cap, bytes, 1))
 		return PYD_E_NOMEM;
 	const struct py_layout *L = &sp->s->layout;
 	sp->niov = 0;
@@ -394,8 +382,7 @@ static enum pyd_err read_batch(struct pyd_sampler *sp)
 	enum pyd_err err = PYD_OK;
 	if (!sp->plan_valid && (err = plan_batch(sp)))
 		return err;
-	int64_t now = now_ns();
-	bool heads = now - sp->heads_read >= HEADS_NS;
+	bool heads = sp->now - sp->heads_read >= HEADS_NS;
 	size_t done = 0;
 	err = pyd_readv(sp->s->src, sp->iov, heads ? sp->niov : sp->nranges,
 	                &done);
@@ -406,7 +393,7 @@ static enum pyd_err read_batch(struct pyd_sampler *sp)
 	for (size_t i = 0; i < sp->nsorted; i++)
 		sp->sorted[i]->loaded = sp->sorted[i]->range < done;
 	if (heads && done == sp->niov) {
-		sp->heads_read = now;
+		sp->heads_read = sp->now;
 		if (heads_changed(sp)) {
 			sp->stale = true;
 			return PYD_E_TORN;
@@ -452,7 +439,8 @@ static void predict(struct pyd_sampler *sp, struct sthread *t, size_t index,
 	sp->plan_valid = false;
 	if (index >= t->cap) {
 		size_t cap = t->cap;
-		if (!grow((void **)&t->pred, &cap, index + 1, sizeof *t->pred))
+		if (!pyd_grow((void **)&t->pred, &cap, index + 1,
+		              sizeof *t->pred))
 			return; /* no prediction: the next round reads more */
 		t->cap = cap;
 	}
@@ -609,7 +597,7 @@ static const struct pyd_task *find_task(const struct pyd_task_graph *g,
 static bool push_frame(struct pyd_frame_buf *b, struct pyd_frame f)
 {
 	if (b->n == b->cap &&
-	    !grow((void **)&b->v, &b->cap, b->n + 1, sizeof *b->v))
+	    !pyd_grow((void **)&b->v, &b->cap, b->n + 1, sizeof *b->v))
 		return false;
 	b->v[b->n++] = f;
 	return true;
@@ -678,14 +666,11 @@ enum pyd_err pyd_sampler_open(struct pyd_session *s, enum pyd_sample_mode mode,
 	sp->s = s;
 	sp->prof = prof;
 	sp->mode = mode;
+	sp->now = now_ns();
 	enum pyd_err err = refresh(sp, true);
 	/* Async mode needs the task decoder: say so now, not every round. */
-	struct pyd_task_graph g;
-	if (!err && mode == PYD_SAMPLE_ASYNC &&
-	    pyd_dump_tasks(s, &g) == PYD_E_UNSUPPORTED)
+	if (!err && mode == PYD_SAMPLE_ASYNC && !pyd_tasks_supported(s))
 		err = PYD_E_UNSUPPORTED;
-	else if (!err && mode == PYD_SAMPLE_ASYNC)
-		pyd_task_graph_free(&g);
 	if (err) {
 		pyd_sampler_close(sp);
 		return err;
@@ -710,7 +695,9 @@ void pyd_sampler_close(struct pyd_sampler *sp)
 enum pyd_err pyd_sample(struct pyd_sampler *sp, unsigned *nstacks)
 {
 	*nstacks = 0;
-	bool periodic = now_ns() - sp->refreshed > REFRESH_NS;
+	/* The round's one look at the clock, for what is due now and then. */
+	sp->now = now_ns();
+	bool periodic = sp->now - sp->refreshed > REFRESH_NS;
 	if (periodic)
 		pyd_code_cache_revalidate(sp->s);
 	if (periodic || sp->stale) {
@@ -741,13 +728,13 @@ static void pace(int64_t *next, int64_t interval, uint64_t *missed)
 }
 
 static enum pyd_sample_end loop(struct pyd_sampler *sp,
-				const struct pyd_sample_loop *l,
-				struct pyd_prof_meta *m, int64_t start)
+                                const struct pyd_sample_loop *l,
+                                struct pyd_prof_meta *m, int64_t start)
 {
 	int64_t next = start;
 	int64_t end = l->max_seconds > 0
-			      ? start + (int64_t)(l->max_seconds * 1e9)
-			      : INT64_MAX;
+	                  ? start + (int64_t)(l->max_seconds * 1e9)
+	                  : INT64_MAX;
 	int64_t interval = l->rate > 0 ? (int64_t)(1e9 / l->rate) : 0;
 	for (;;) {
 		if (l->stop && l->stop(l->ctx))
@@ -774,8 +761,8 @@ static enum pyd_sample_end loop(struct pyd_sampler *sp,
 }
 
 enum pyd_sample_end pyd_sample_loop(struct pyd_sampler *sp,
-				    const struct pyd_sample_loop *l,
-				    struct pyd_prof_meta *m)
+                                    const struct pyd_sample_loop *l,
+                                    struct pyd_prof_meta *m)
 {
 	int64_t start = now_ns();
 	enum pyd_sample_end e = loop(sp, l, m, start);
@@ -787,11 +774,11 @@ enum pyd_sample_end pyd_sample_loop(struct pyd_sampler *sp,
 const char *pyd_sample_end_text(enum pyd_sample_end e)
 {
 	static const char *const text[] = {
-		[PYD_END_ROUNDS] = "samples taken",
-		[PYD_END_TIME] = "duration reached",
-		[PYD_END_STOPPED] = "interrupted",
-		[PYD_END_EXITED] = "the target exited",
-		[PYD_END_NOMEM] = "out of memory",
+	    [PYD_END_ROUNDS] = "samples taken",
+	    [PYD_END_TIME] = "duration reached",
+	    [PYD_END_STOPPED] = "interrupted",
+	    [PYD_END_EXITED] = "the target exited",
+	    [PYD_END_NOMEM] = "out of memory",
 	};
 	return (unsigned)e <= PYD_END_NOMEM ? text[e] : "stopped";
 }

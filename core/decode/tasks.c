@@ -1077,13 +1077,19 @@ static enum pyd_err decode_all(struct tctx *c, struct pyd_task_graph *g)
 	return err;
 }
 
+bool pyd_tasks_supported(const struct pyd_session *s)
+{
+	return s->rt.runtime_addr && (py_layout_has_old_tasks(&s->layout) ||
+				      py_layout_has_tasks(&s->layout));
+}
+
 enum pyd_err pyd_dump_tasks(struct pyd_session *s, struct pyd_task_graph *g)
 {
 	memset(g, 0, sizeof *g);
-	if (py_layout_has_old_tasks(&s->layout) && s->rt.runtime_addr)
-		return tasks_dump_legacy(s, g);
-	if (!py_layout_has_tasks(&s->layout) || !s->rt.runtime_addr)
+	if (!pyd_tasks_supported(s))
 		return PYD_E_UNSUPPORTED;
+	if (py_layout_has_old_tasks(&s->layout))
+		return tasks_dump_legacy(s, g);
 	/* No binaries to find the section in (a core from 3.14+ found by
 	 * its cookie), or the _asyncio module's file is out of reach (lldb
 	 * does not load a chroot's modules): look for the block itself. */

@@ -52,7 +52,7 @@ static const char usage_text[] =
 	"                   target resumes even if pystack-dump is killed\n"
 	"      --no-source  do not print source lines under each frame\n"
 	"      --tasks      print the asyncio task graph instead of the thread\n"
-	"                   stacks (CPython 3.14+): each task that nobody\n"
+	"                   stacks (CPython 3.7+): each task that nobody\n"
 	"                   awaits, its coroutine stack (outermost first), and\n"
 	"                   under it the tasks it awaits; await cycles are\n"
 	"                   reported. With --json: docs/tasks-json.md\n"
@@ -371,7 +371,7 @@ static int report_tasks_error(enum pyd_err err, const struct options *o,
 	if (err == PYD_E_UNSUPPORTED)
 		fprintf(stderr,
 			"pystack-dump: asyncio task graphs for Python %s are "
-			"not supported yet (CPython 3.14 and later are).\n",
+			"not supported yet (CPython 3.7 and later are).\n",
 			pyd_session_version(s));
 	else if (err == PYD_E_READ && !rt->asyncio_debug_addr)
 		fprintf(stderr,

@@ -12,7 +12,8 @@
 #include "pyd_profile.h"
 #include "report/report.h"
 
-/* --format, else (with -o) the file's name, else the table. */
+/* --format (pyd_cmd_parse made sure it is one), else (with -o) the file's
+ * name, else the table. */
 static enum pyd_prof_format pick_format(const struct pyd_cmd *c)
 {
 	if (c->format)
@@ -108,13 +109,6 @@ enum pyd_err pyd_cmd_sample(const struct pyd_cmd *c,
                             struct pyd_buf *report, struct pyd_buf *msg)
 {
 	enum pyd_prof_format f = pick_format(c);
-	if (f == PYD_FMT_UNKNOWN) {
-		pyd_buf_printf(msg,
-		               "py-sample: unknown format '%s'. Try: help "
-		               "py-sample\n",
-		               c->format);
-		return PYD_E_USAGE;
-	}
 	char detail[256] = "";
 	struct pyd_session *s = NULL;
 	enum pyd_err err =

@@ -109,6 +109,9 @@ static bool parse_sample(struct pyd_cmd *c, char **w, size_t n, char *err,
 			if (!(c->format = value(w, n, &i)))
 				return fail(err, errsz, name,
 				            "missing value for", opt);
+			if (pyd_prof_format_named(c->format) == PYD_FMT_UNKNOWN)
+				return fail(err, errsz, name, "unknown format",
+				            c->format);
 		} else if (!strcmp(opt, "-o") || !strcmp(opt, "--output")) {
 			if (!(c->output = value(w, n, &i)))
 				return fail(err, errsz, name,
@@ -254,8 +257,8 @@ static enum pyd_err run_bt(const struct pyd_cmd *c,
 	} else if (c->json) {
 		pyd_report_json(out, &d, &ro);
 	} else if (c->native && t->nnative) {
-		pyd_report_text_native(out, &d, &ro, t->selected_tid,
-				       t->native, t->nnative);
+		pyd_report_text_native(out, &d, &ro, t->selected_tid, t->native,
+		                       t->nnative);
 	} else {
 		pyd_report_text(out, &d, &ro);
 	}
@@ -298,8 +301,11 @@ enum pyd_err pyd_cmd_run(const struct pyd_cmd *c,
 	struct pyd_runtime rt;
 	struct pyd_session *s = NULL;
 	char detail[256] = "";
-	enum pyd_err err =
-	    t->rt ? (rt = *t->rt, PYD_OK) : find_runtime(t->src, &rt);
+	enum pyd_err err = PYD_OK;
+	if (t->rt)
+		rt = *t->rt;
+	else
+		err = find_runtime(t->src, &rt);
 	if (!err)
 		err = pyd_session_open(t->src, &rt, &s, detail, sizeof detail);
 	if (err) {

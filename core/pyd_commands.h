@@ -84,7 +84,8 @@ struct pyd_cmd_resume {
 };
 
 /*
- * Run py-sample: t->src must read the process while it runs (the live
+ * Run py-sample, c as pyd_cmd_parse made it (its format is known to be
+ * one of ours): t->src must read the process while it runs (the live
  * source, not the debugger) and t->rt say where its runtime is.  Opens
  * the sampler, resumes the inferior, takes c->samples rounds at c->rate
  * within c->samples / c->rate plus half a second, stops it again and

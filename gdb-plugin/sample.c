@@ -31,10 +31,6 @@ static const char script_body[] =
     "else sed 's/^/py-sample: /' \"$b.log\"; fi; } >\"$b.txt.tmp\"\n"
     "rm -f \"$b.log\"; mv \"$b.txt.tmp\" \"$b.txt\"\n";
 
-static const char *const formats[] = {
-    "table", "collapsed", "flamegraph", "speedscope", "gecko", "pprof", "json",
-};
-
 /* s in single quotes, for the shell. */
 static void quoted(FILE *f, const char *s)
 {
@@ -46,14 +42,6 @@ static void quoted(FILE *f, const char *s)
 			fputc(*s, f);
 	}
 	fputc('\'', f);
-}
-
-static bool known_format(const char *fmt)
-{
-	for (size_t i = 0; i < sizeof formats / sizeof *formats; i++)
-		if (!strcmp(fmt, formats[i]))
-			return true;
-	return false;
 }
 
 /* Why this target cannot be sampled, or NULL. */
@@ -161,13 +149,6 @@ void gdb_sample_start(struct gdb_src *g, const struct pyd_cmd *c,
 	char path[4200];
 	if (why) {
 		pyd_buf_printf(out, "%s\n", why);
-		return;
-	}
-	if (c->format && !known_format(c->format)) {
-		pyd_buf_printf(out,
-		               "py-sample: unknown format '%s'. Try: help "
-		               "py-sample\n",
-		               c->format);
 		return;
 	}
 	if (!check_python(g, out))

@@ -552,20 +552,26 @@ def check_schema(doc):
             errs.append("%s.frames missing or not a list" % w)
             continue
         for j, fr in enumerate(frames):
-            fw = "%s.frames[%d]" % (w, j)
-            if not isinstance(fr, dict):
-                errs.append("%s not an object" % fw)
-                continue
-            if not isinstance(fr.get("function"), str):
-                errs.append("%s.function not a string" % fw)
-            if not (fr.get("qualname") is None or isinstance(fr.get("qualname"), str)):
-                errs.append("%s.qualname not str|null" % fw)
-            if not isinstance(fr.get("file"), str):
-                errs.append("%s.file not a string" % fw)
-            if not _is_int(fr.get("line")):
-                errs.append("%s.line not an int" % fw)
+            errs += frame_schema_errors("%s.frames[%d]" % (w, j), fr)
         if len(errs) > 20:
             return errs[:20] + ["..."]
+    return errs
+
+
+def frame_schema_errors(fw, fr):
+    """What is wrong with fr as a {function, qualname, file, line} frame
+    (of the dump and the task graph JSON alike), fw naming it."""
+    if not isinstance(fr, dict):
+        return ["%s not an object" % fw]
+    errs = []
+    if not isinstance(fr.get("function"), str):
+        errs.append("%s.function not a string" % fw)
+    if not (fr.get("qualname") is None or isinstance(fr.get("qualname"), str)):
+        errs.append("%s.qualname not str|null" % fw)
+    if not isinstance(fr.get("file"), str):
+        errs.append("%s.file not a string" % fw)
+    if not _is_int(fr.get("line")):
+        errs.append("%s.line not an int" % fw)
     return errs
 
 
@@ -1692,11 +1698,7 @@ def check_tasks_schema(doc):
             errs.append("%s.coroutine_stack missing or not a list" % w)
             continue
         for j, fr in enumerate(frames):
-            fw = "%s.coroutine_stack[%d]" % (w, j)
-            if not (isinstance(fr, dict) and isinstance(fr.get("function"), str)
-                    and (fr.get("qualname") is None or isinstance(fr.get("qualname"), str))
-                    and isinstance(fr.get("file"), str) and _is_int(fr.get("line"))):
-                errs.append("%s is not {function, qualname, file, line}: %r" % (fw, fr))
+            errs += frame_schema_errors("%s.coroutine_stack[%d]" % (w, j), fr)
         if len(errs) > 20:
             return errs[:20] + ["..."]
     return errs

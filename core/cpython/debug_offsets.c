@@ -20,8 +20,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "layout.h"
+#include "../memsrc/memsrc.h"
 #include "debug_offsets.h"
+#include "layout.h"
 
 #define COOKIE "xdebugpy"
 #define HEADER_SIZE 24 /* cookie[8], version, free_threaded */
@@ -301,13 +302,6 @@ static const struct block_format *format_for(int minor)
 	return NULL;
 }
 
-static uint64_t load_u64(const uint8_t *p)
-{
-	uint64_t v;
-	memcpy(&v, p, sizeof(v)); /* the block need not be aligned for us */
-	return v;
-}
-
 /* Read a member by name; false if this version does not publish it (or,
  * defensively, if it lies past the bytes we were given). */
 static bool get(const struct block *b, const char *name, uint64_t *v)
@@ -318,7 +312,7 @@ static bool get(const struct block *b, const char *name, uint64_t *v)
 		size_t at = HEADER_SIZE + i * FIELD_SIZE;
 		if (at > b->len || b->len - at < FIELD_SIZE)
 			return false;
-		*v = load_u64(b->raw + at);
+		*v = pyd_u64_at(b->raw, at);
 		return true;
 	}
 	return false;
@@ -475,10 +469,10 @@ static int parse_header(const uint8_t *raw, size_t len, uint64_t *version_hex,
 {
 	if (len < HEADER_SIZE || memcmp(raw, COOKIE, 8) != 0)
 		return -1;
-	uint64_t version = load_u64(raw + 8);
+	uint64_t version = pyd_u64_at(raw, 8);
 	if (version_hex)
 		*version_hex = version;
-	if (load_u64(raw + 16) != 0)
+	if (pyd_u64_at(raw, 16) != 0)
 		return -1; /* free-threaded: different object and GIL layout */
 	/* PY_VERSION_HEX: major<<24 | minor<<16 | micro<<8 | level<<4 | serial.
 	 * Alpha (0xA) and beta (0xB) releases still reshuffle the block, so

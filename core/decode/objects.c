@@ -29,13 +29,6 @@
 
 #define OT(s) (&(s)->layout.old_tasks)
 
-static uint64_t u64(const uint8_t *p, int32_t off)
-{
-	uint64_t v;
-	memcpy(&v, p + off, sizeof v);
-	return v;
-}
-
 static enum pyd_err rd(struct pyd_session *s, uint64_t addr, void *buf,
 		       size_t len)
 {
@@ -135,10 +128,10 @@ static enum pyd_err keys_view(struct pyd_session *s, uint64_t keys,
 	enum pyd_err err = rd(s, keys, hdr, (size_t)o->dk_indices);
 	if (err)
 		return err;
-	int64_t nent = (int64_t)u64(hdr, o->dk_nentries);
+	int64_t nent = (int64_t)pyd_u64_at(hdr, o->dk_nentries);
 	uint64_t index_bytes;
 	if (o->dk_size != PYD_NO_FIELD) {
-		int64_t size = (int64_t)u64(hdr, o->dk_size);
+		int64_t size = (int64_t)pyd_u64_at(hdr, o->dk_size);
 		if (size <= 0 || size > (1LL << 30) || (size & (size - 1)))
 			return PYD_E_READ;
 		unsigned w = size <= 0xff ? 1 : size <= 0xffff ? 2 : 4;
@@ -190,8 +183,8 @@ static enum pyd_err keys_items(struct pyd_session *s, uint64_t keys,
 		goto done;
 	for (size_t i = 0; i < v.nentries; i++) {
 		const uint8_t *e = ents + i * v.entry_size;
-		uint64_t key = u64(e, (int32_t)v.key_off);
-		uint64_t val = values ? vals[i] : u64(e, (int32_t)v.key_off + 8);
+		uint64_t key = pyd_u64_at(e, (int32_t)v.key_off);
+		uint64_t val = values ? vals[i] : pyd_u64_at(e, (int32_t)v.key_off + 8);
 		if (!key || !val)
 			continue;
 		out[2 * *n] = key;
@@ -226,8 +219,8 @@ enum pyd_err pyd_dict_items(struct pyd_session *s, uint64_t dict,
 	enum pyd_err err = rd(s, dict, hdr, (size_t)o->ma_values + 8);
 	if (err)
 		return err;
-	uint64_t keys = u64(hdr, o->ma_keys);
-	uint64_t values = u64(hdr, o->ma_values);
+	uint64_t keys = pyd_u64_at(hdr, o->ma_keys);
+	uint64_t values = pyd_u64_at(hdr, o->ma_values);
 	return keys_items(s, keys, values_array(s, values), kv, n);
 }
 
@@ -378,9 +371,9 @@ enum pyd_err pyd_set_items(struct pyd_session *s, uint64_t set,
 	enum pyd_err err = rd(s, set, hdr, sizeof hdr);
 	if (err)
 		return err;
-	int64_t used = (int64_t)u64(hdr, SET_USED);
-	int64_t mask = (int64_t)u64(hdr, SET_MASK);
-	uint64_t table = u64(hdr, SET_TABLE);
+	int64_t used = (int64_t)pyd_u64_at(hdr, SET_USED);
+	int64_t mask = (int64_t)pyd_u64_at(hdr, SET_MASK);
+	uint64_t table = pyd_u64_at(hdr, SET_TABLE);
 	if (mask < 0 || (uint64_t)mask + 1 > PYD_MAX_ITEMS ||
 	    ((uint64_t)mask & ((uint64_t)mask + 1)) || used < 0 || used > mask + 1)
 		return PYD_E_READ;
@@ -400,8 +393,8 @@ enum pyd_err pyd_set_items(struct pyd_session *s, uint64_t set,
 	/* setentry {key, hash}: NULL key free, hash -1 the dummy of a
 	 * deleted entry. */
 	for (size_t i = 0; i < slots && *n < (size_t)used; i++) {
-		uint64_t key = u64(t, (int32_t)(i * 16));
-		int64_t hash = (int64_t)u64(t, (int32_t)(i * 16 + 8));
+		uint64_t key = pyd_u64_at(t, (int32_t)(i * 16));
+		int64_t hash = (int64_t)pyd_u64_at(t, (int32_t)(i * 16 + 8));
 		if (key && hash != -1)
 			out[(*n)++] = key;
 	}

@@ -358,17 +358,12 @@ static enum pyd_err plan_batch(struct pyd_sampler *sp)
 /* Did a thread start or end since the list was read? */
 static bool heads_changed(const struct pyd_sampler *sp)
 {
-	uint64_t v;
-	for (size_t i = 0; i < sp->nin; i++) {
-		memcpy(&v, sp->in[i].head_buf, 8);
-		if (v != sp->in[i].head)
+	for (size_t i = 0; i < sp->nin; i++)
+		if (pyd_u64_at(sp->in[i].head_buf, 0) != sp->in[i].head)
 			return true;
-	}
-	for (size_t i = 0; i < sp->nth; i++) {
-		memcpy(&v, sp->th[i].next_buf, 8);
-		if (v != sp->th[i].next)
+	for (size_t i = 0; i < sp->nth; i++)
+		if (pyd_u64_at(sp->th[i].next_buf, 0) != sp->th[i].next)
 			return true;
-	}
 	return false;
 }
 

@@ -27,13 +27,6 @@ enum pyd_err pyd_read_i32(struct pyd_session *s, uint64_t addr, int32_t *out)
 	return pyd_read(s->src, addr, out, sizeof *out);
 }
 
-static uint64_t get_u64(const uint8_t *buf, int32_t off)
-{
-	uint64_t v;
-	memcpy(&v, buf + off, sizeof v);
-	return v;
-}
-
 char *pyd_read_str(struct pyd_session *s, uint64_t addr)
 {
 	const struct py_layout *L = &s->layout;
@@ -41,7 +34,7 @@ char *pyd_read_str(struct pyd_session *s, uint64_t addr)
 	if (!addr || (size_t)L->unicode.compact_size + 8 > sizeof head ||
 	    pyd_read(s->src, addr, head, (size_t)L->unicode.compact_size + 8))
 		return NULL;
-	int64_t len = (int64_t)get_u64(head, L->unicode.length);
+	int64_t len = (int64_t)pyd_u64_at(head, L->unicode.length);
 	uint32_t state;
 	memcpy(&state, head + L->unicode.state, sizeof state);
 	struct pyd_str_state st = pyd_str_state_decode(state);
@@ -52,7 +45,7 @@ char *pyd_read_str(struct pyd_session *s, uint64_t addr)
 		data = addr + (uint64_t)(st.ascii ? L->unicode.ascii_size
 						  : L->unicode.compact_size);
 	else
-		data = get_u64(head, L->unicode.legacy_data);
+		data = pyd_u64_at(head, L->unicode.legacy_data);
 	size_t n = len > PYD_MAX_STR_CHARS ? PYD_MAX_STR_CHARS : (size_t)len;
 	uint8_t *raw = malloc(n * st.kind + 1);
 	char *out = malloc(n * 4 + 4);
@@ -155,13 +148,13 @@ static struct pyd_code *code_read(struct pyd_session *s, uint64_t addr)
 	int32_t first;
 	memcpy(&first, buf + L->code.firstlineno, sizeof first);
 	c->firstlineno = first;
-	c->name_ptr = get_u64(buf, L->code.name);
-	c->file_ptr = get_u64(buf, L->code.filename);
+	c->name_ptr = pyd_u64_at(buf, L->code.name);
+	c->file_ptr = pyd_u64_at(buf, L->code.filename);
 	c->name = pyd_read_str(s, c->name_ptr);
 	c->file = pyd_read_str(s, c->file_ptr);
 	if (L->code.qualname != PYD_NO_FIELD)
-		c->qualname = pyd_read_str(s, get_u64(buf, L->code.qualname));
-	c->linetable = read_bytes(s, get_u64(buf, L->code.linetable),
+		c->qualname = pyd_read_str(s, pyd_u64_at(buf, L->code.qualname));
+	c->linetable = read_bytes(s, pyd_u64_at(buf, L->code.linetable),
 				  &c->linetable_len);
 	if (!c->name || !c->file) {
 		code_free(c);

@@ -46,13 +46,6 @@ static size_t frame_len(const struct py_layout *L)
 	return (size_t)hi;
 }
 
-static uint64_t u64_at(const uint8_t *b, int32_t off)
-{
-	uint64_t v;
-	memcpy(&v, b + off, 8);
-	return v;
-}
-
 /* <= 3.10: a PyFrameObject; its f_back is next. */
 static enum pyd_err frame_object(struct pyd_session *s, const uint8_t *buf,
 				 struct pyd_frame_buf *out, uint64_t *next)
@@ -60,9 +53,9 @@ static enum pyd_err frame_object(struct pyd_session *s, const uint8_t *buf,
 	const struct py_layout *L = &s->layout;
 	int32_t lasti;
 	memcpy(&lasti, buf + L->frame_object.f_lasti, 4);
-	*next = u64_at(buf, L->frame_object.f_back);
+	*next = pyd_u64_at(buf, L->frame_object.f_back);
 	const struct pyd_code *c =
-		pyd_code_get(s, u64_at(buf, L->frame_object.f_code));
+		pyd_code_get(s, pyd_u64_at(buf, L->frame_object.f_code));
 	if (!c)
 		return PYD_E_READ;
 	/* 3.10 counts f_lasti in 2-byte code units. */
@@ -79,9 +72,9 @@ static enum pyd_err interp_frame(struct pyd_session *s, const uint8_t *buf,
 				 struct pyd_frame_buf *out, uint64_t *next)
 {
 	const struct py_layout *L = &s->layout;
-	uint64_t code = u64_at(buf, L->iframe.code) & ~L->code_tag_mask;
+	uint64_t code = pyd_u64_at(buf, L->iframe.code) & ~L->code_tag_mask;
 	int owner = buf[L->iframe.owner];
-	*next = u64_at(buf, L->iframe.previous);
+	*next = pyd_u64_at(buf, L->iframe.previous);
 	/* C-stack shims and interpreter base frames run no Python; a shim
 	 * (3.12+) sits right behind the frame that C code entered. */
 	if (L->owner_first_shim != PYD_NO_FIELD &&
@@ -91,7 +84,7 @@ static enum pyd_err interp_frame(struct pyd_session *s, const uint8_t *buf,
 		return PYD_OK;
 	}
 	enum pyd_err err = pyd_frame_push_iframe(s, out, code,
-						 u64_at(buf, L->iframe.instr));
+						 pyd_u64_at(buf, L->iframe.instr));
 	if (!err && L->iframe.is_entry != PYD_NO_FIELD)
 		out->v[out->n - 1].entry = buf[L->iframe.is_entry] != 0;
 	return err;
@@ -108,14 +101,14 @@ enum pyd_err pyd_walk_thread(struct pyd_session *s, uint64_t tstate,
 				  8, &err);
 	if (!b)
 		return err;
-	uint64_t f = u64_at(b, 0);
+	uint64_t f = pyd_u64_at(b, 0);
 	size_t idx = 1;
 	if (L->frame_model == PY_FRAMES_CFRAME && f) {
 		b = r->get(r->ctx, idx++, f + (uint64_t)L->cframe.current_frame,
 			   8, &err);
 		if (!b)
 			return err;
-		f = u64_at(b, 0);
+		f = pyd_u64_at(b, 0);
 	}
 	*top = f;
 	size_t flen = frame_len(L);
@@ -234,10 +227,10 @@ uint64_t pyd_gil_decode(const struct pyd_session *s, const uint8_t *buf)
 {
 	const struct py_layout *L = &s->layout;
 	if (L->gil_model != PY_GIL_INTERP_STATE)
-		return u64_at(buf, 0);
+		return pyd_u64_at(buf, 0);
 	int32_t base = gil_base(L), locked;
 	memcpy(&locked, buf + L->gil.locked - base, 4);
-	return locked ? u64_at(buf, L->gil.last_holder - base) : 0;
+	return locked ? pyd_u64_at(buf, L->gil.last_holder - base) : 0;
 }
 
 static uint64_t gil_holder(struct pyd_session *s, uint64_t interp)

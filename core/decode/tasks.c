@@ -59,19 +59,19 @@ int pyd_asyncio_offsets_parse(const uint8_t *raw, size_t len,
 	if (!raw || !out || len < PYD_ASYNCIO_OFFSETS_SIZE)
 		return -1;
 	struct pyd_asyncio_offsets o = {
-		.task_size = u64at(raw, 0),
-		.task_name = u64at(raw, 8),
-		.task_awaited_by = u64at(raw, 16),
-		.task_is_task = u64at(raw, 24),
-		.task_awaited_by_is_set = u64at(raw, 32),
-		.task_coro = u64at(raw, 40),
-		.task_node = u64at(raw, 48),
-		.interp_size = u64at(raw, 56),
-		.interp_tasks_head = u64at(raw, 64),
-		.tstate_size = u64at(raw, 72),
-		.tstate_running_loop = u64at(raw, 80),
-		.tstate_running_task = u64at(raw, 88),
-		.tstate_tasks_head = u64at(raw, 96),
+		.task_size = pyd_u64_at(raw, 0),
+		.task_name = pyd_u64_at(raw, 8),
+		.task_awaited_by = pyd_u64_at(raw, 16),
+		.task_is_task = pyd_u64_at(raw, 24),
+		.task_awaited_by_is_set = pyd_u64_at(raw, 32),
+		.task_coro = pyd_u64_at(raw, 40),
+		.task_node = pyd_u64_at(raw, 48),
+		.interp_size = pyd_u64_at(raw, 56),
+		.interp_tasks_head = pyd_u64_at(raw, 64),
+		.tstate_size = pyd_u64_at(raw, 72),
+		.tstate_running_loop = pyd_u64_at(raw, 80),
+		.tstate_running_task = pyd_u64_at(raw, 88),
+		.tstate_tasks_head = pyd_u64_at(raw, 96),
 	};
 	uint64_t ts = o.task_size;
 	/* Members of a Task lie past its PyObject header. */
@@ -205,19 +205,19 @@ static const struct type_entry *type_info(struct tctx *c, uint64_t type)
 		need = (size_t)L->object.tp_name + 24;
 	if (need > sizeof buf || tasks_rd(c, type, buf, need))
 		return &unknown;
-	struct type_entry t = {type, u64at(buf, (uint64_t)L->object.tp_flags),
+	struct type_entry t = {type, pyd_u64_at(buf, (uint64_t)L->object.tp_flags),
 			       KIND_OTHER};
 	/* Generators, coroutines and async generators end in their frame:
 	 * tp_basicsize is offsetof(gi_iframe.localsplus), one PyObject *
 	 * per item.  Their names live in .rodata, which a core without its
 	 * binaries lacks: then the shape alone decides. */
-	uint64_t basic = u64at(buf, (uint64_t)L->object.tp_name + 8);
-	uint64_t item = u64at(buf, (uint64_t)L->object.tp_name + 16);
+	uint64_t basic = pyd_u64_at(buf, (uint64_t)L->object.tp_name + 8);
+	uint64_t item = pyd_u64_at(buf, (uint64_t)L->object.tp_name + 16);
 	bool gen_shape = basic == (uint64_t)(L->gen.gi_iframe +
 					     L->iframe.localsplus) &&
 			 item == 8;
 	char name[MAX_TYPE_NAME + 1];
-	if (!read_cstr(c, u64at(buf, (uint64_t)L->object.tp_name), name,
+	if (!read_cstr(c, pyd_u64_at(buf, (uint64_t)L->object.tp_name), name,
 		       sizeof name))
 		t.kind = gen_shape ? KIND_GEN : KIND_OTHER;
 	else if (strcmp(name, "async_generator_asend") == 0 ||
@@ -288,10 +288,10 @@ static enum pyd_err add_raw(struct tctx *c, uint64_t id, const uint8_t *obj,
 	struct raw_task *r = &c->raw[c->nraw];
 	*r = (struct raw_task){
 		.id = id,
-		.type = u64at(obj, (uint64_t)c->L->object.ob_type),
-		.name = u64at(obj, o->task_name),
-		.awaited_by = u64at(obj, o->task_awaited_by),
-		.coro = u64at(obj, o->task_coro),
+		.type = pyd_u64_at(obj, (uint64_t)c->L->object.ob_type),
+		.name = pyd_u64_at(obj, o->task_name),
+		.awaited_by = pyd_u64_at(obj, o->task_awaited_by),
+		.coro = pyd_u64_at(obj, o->task_coro),
 		.awaited_by_is_set = obj[o->task_awaited_by_is_set] != 0,
 		.state = -1,
 		.tid = t ? t->tid : 0,
@@ -307,7 +307,7 @@ static enum pyd_err add_raw(struct tctx *c, uint64_t id, const uint8_t *obj,
 	const struct py_old_tasks *ot = &c->L->old_tasks;
 	if (py_layout_has_py_tasks(c->L) && ot->task_fut_waiter >= 16 &&
 	    (uint64_t)ot->task_fut_waiter + 8 <= o->task_size)
-		r->waiter = u64at(obj, (uint64_t)ot->task_fut_waiter);
+		r->waiter = pyd_u64_at(obj, (uint64_t)ot->task_fut_waiter);
 	size_t slot = tasks_hslot(c, id);
 	c->hkeys[slot] = id;
 	c->hvals[slot] = (uint32_t)c->nraw++;
@@ -338,7 +338,7 @@ static enum pyd_err walk_list(struct tctx *c, uint64_t head,
 			return PYD_E_TORN;
 		if ((err = add_raw(c, id, obj, t)))
 			break;
-		next = u64at(obj, o->task_node + (uint64_t)c->L->llist.next);
+		next = pyd_u64_at(obj, o->task_node + (uint64_t)c->L->llist.next);
 	}
 	return err;
 }
@@ -481,7 +481,7 @@ static char *short_ascii(const struct py_layout *L, const uint8_t *buf,
 		return NULL;
 	memcpy(&state, buf + L->unicode.state, sizeof state);
 	struct pyd_str_state st = pyd_str_state_decode(state);
-	int64_t len = (int64_t)u64at(buf, (uint64_t)L->unicode.length);
+	int64_t len = (int64_t)pyd_u64_at(buf, (uint64_t)L->unicode.length);
 	if (!st.compact || !st.ascii || st.kind != 1 || len < 0 ||
 	    (uint64_t)len > got - (size_t)L->unicode.ascii_size)
 		return NULL;
@@ -515,7 +515,7 @@ static char *task_name(struct tctx *c, uint64_t obj)
 	if (!got)
 		return NULL;
 	const struct type_entry *t =
-		type_info(c, u64at(buf, (uint64_t)L->object.ob_type));
+		type_info(c, pyd_u64_at(buf, (uint64_t)L->object.ob_type));
 	if (t->flags & TPFLAGS_UNICODE_SUBCLASS) {
 		char *s = short_ascii(L, buf, got);
 		return s ? s : pyd_read_str(c->s, obj);
@@ -524,7 +524,7 @@ static char *task_name(struct tctx *c, uint64_t obj)
 		return NULL;
 	/* 3.12+ compact int: lv_tag = ndigits << 3 | sign (0 positive,
 	 * 1 zero, 2 negative); 30-bit digits. */
-	uint64_t tag = u64at(buf, (uint64_t)L->pylong.lv_tag);
+	uint64_t tag = pyd_u64_at(buf, (uint64_t)L->pylong.lv_tag);
 	uint64_t ndigits = tag >> 3, v = 0;
 	if (ndigits > MAX_NAME_DIGITS || (tag & 3) == 3)
 		return NULL;
@@ -574,14 +574,14 @@ static enum pyd_err coro_chain(struct tctx *c, uint64_t coro,
 		if (!got)
 			return PYD_E_READ;
 		const struct type_entry *t =
-			type_info(c, u64at(obj, (uint64_t)L->object.ob_type));
+			type_info(c, pyd_u64_at(obj, (uint64_t)L->object.ob_type));
 		if (t->kind == KIND_AWAITER) {
 			/* PyAsyncGenASend / AThrow: the async generator is
 			 * the first member after the object header. */
 			uint64_t hdr = (uint64_t)L->object.ob_type + 8;
 			if (got < hdr + 8)
 				return PYD_E_READ;
-			coro = u64at(obj, hdr);
+			coro = pyd_u64_at(obj, hdr);
 			continue;
 		}
 		if (t->kind != KIND_GEN)
@@ -595,22 +595,22 @@ static enum pyd_err coro_chain(struct tctx *c, uint64_t coro,
 		const uint8_t *f = obj + L->gen.gi_iframe;
 		if (f[L->iframe.owner] != FRAME_OWNED_BY_GENERATOR)
 			return PYD_E_READ;
-		uint64_t code = u64at(f, (uint64_t)L->iframe.code) & ~tag;
-		if (!push_frame(out, c, code, u64at(f, (uint64_t)L->iframe.instr)))
+		uint64_t code = pyd_u64_at(f, (uint64_t)L->iframe.code) & ~tag;
+		if (!push_frame(out, c, code, pyd_u64_at(f, (uint64_t)L->iframe.instr)))
 			return PYD_E_READ;
 		/* Running (its frames are on some thread's stack), suspended
 		 * at a plain yield, or not started: it awaits nothing. */
 		if (state < L->frame_state.yield_from ||
 		    state >= L->frame_state.executing)
 			return PYD_OK;
-		uint64_t sp = u64at(f, (uint64_t)L->iframe.stackpointer);
+		uint64_t sp = pyd_u64_at(f, (uint64_t)L->iframe.stackpointer);
 		uint64_t base = coro + head;
 		uint64_t at = sp - 8 * (uint64_t)L->awaited_slot;
 		if (sp < base + 8 * (uint64_t)L->awaited_slot || sp - base > (1u << 24))
 			return PYD_E_READ;
 		uint64_t ref;
 		if (at + 8 <= coro + got)
-			ref = u64at(obj, at - coro);
+			ref = pyd_u64_at(obj, at - coro);
 		else if (tasks_rd(c, at, &ref, sizeof ref))
 			return PYD_E_READ;
 		coro = ref & ~tag;
@@ -638,14 +638,14 @@ static enum pyd_err running_stack(struct tctx *c, uint64_t tstate,
 	for (size_t steps = 0; !err && f && steps < PYD_MAX_FRAMES; steps++) {
 		if ((err = tasks_rd(c, f, buf, need)))
 			break;
-		uint64_t prev = u64at(buf, (uint64_t)L->iframe.previous);
+		uint64_t prev = pyd_u64_at(buf, (uint64_t)L->iframe.previous);
 		int owner = buf[L->iframe.owner];
 		bool shim = L->owner_first_shim != PYD_NO_FIELD &&
 			    owner >= L->owner_first_shim;
 		if (!shim &&
 		    !push_frame(out, c,
-				u64at(buf, (uint64_t)L->iframe.code) & ~L->code_tag_mask,
-				u64at(buf, (uint64_t)L->iframe.instr)))
+				pyd_u64_at(buf, (uint64_t)L->iframe.code) & ~L->code_tag_mask,
+				pyd_u64_at(buf, (uint64_t)L->iframe.instr)))
 			return PYD_E_READ;
 		if (f == target) {
 			*found = true;
@@ -708,9 +708,9 @@ static enum pyd_err read_awaiters(struct tctx *c, const struct raw_task *r,
 	enum pyd_err err = tasks_rd(c, r->awaited_by, hdr, (size_t)hi + 8);
 	if (err)
 		return err;
-	int64_t used = (int64_t)u64at(hdr, (uint64_t)L->set.used);
-	int64_t mask = (int64_t)u64at(hdr, (uint64_t)L->set.mask);
-	uint64_t table = u64at(hdr, (uint64_t)L->set.table);
+	int64_t used = (int64_t)pyd_u64_at(hdr, (uint64_t)L->set.used);
+	int64_t mask = (int64_t)pyd_u64_at(hdr, (uint64_t)L->set.mask);
+	uint64_t table = pyd_u64_at(hdr, (uint64_t)L->set.table);
 	if (mask < 0 || (uint64_t)mask + 1 > MAX_SET_SLOTS ||
 	    ((uint64_t)mask & ((uint64_t)mask + 1)) != 0 || used < 0 ||
 	    used > mask + 1)
@@ -726,8 +726,8 @@ static enum pyd_err read_awaiters(struct tctx *c, const struct raw_task *r,
 	/* setentry {key, hash}: NULL key is free, hash -1 a deleted entry
 	 * (no live object hashes to -1). */
 	for (size_t i = 0; i < slots && out->n < (size_t)used; i++) {
-		uint64_t key = u64at(t, i * 16);
-		int64_t hash = (int64_t)u64at(t, i * 16 + 8);
+		uint64_t key = pyd_u64_at(t, i * 16);
+		int64_t hash = (int64_t)pyd_u64_at(t, i * 16 + 8);
 		if (key && hash != -1 && !id_push(out, key)) {
 			free(t);
 			return PYD_E_NOMEM;
@@ -748,7 +748,7 @@ static long awaiter_index(struct tctx *c, uint64_t id, enum pyd_err *err)
 	uint8_t obj[MAX_TASK_SIZE];
 	const struct pyd_asyncio_offsets *o = &c->ao;
 	if (tasks_rd(c, id, obj, o->task_size) ||
-	    !is_task_type(c, u64at(obj, (uint64_t)c->L->object.ob_type)) ||
+	    !is_task_type(c, pyd_u64_at(obj, (uint64_t)c->L->object.ob_type)) ||
 	    !obj[o->task_is_task])
 		return -1;
 	enum pyd_err e = add_raw(c, id, obj, NULL);
@@ -838,7 +838,7 @@ static enum pyd_err decode_task(struct tctx *c, size_t i, struct pyd_task *t,
 		if (tasks_rd(c, r->id, obj, c->ao.task_size))
 			break;
 		(*retries)++;
-		coro = u64at(obj, c->ao.task_coro);
+		coro = pyd_u64_at(obj, c->ao.task_coro);
 		if (c->ao.task_state >= 0) {
 			int32_t st;
 			memcpy(&st, obj + c->ao.task_state, sizeof st);

@@ -98,13 +98,6 @@ int pyd_asyncio_offsets_parse(const uint8_t *raw, size_t len,
 #define FUT_CANCELLED 1
 #define FUT_FINISHED 2
 
-static inline uint64_t u64at(const uint8_t *p, uint64_t off)
-{
-	uint64_t v;
-	memcpy(&v, p + off, sizeof v);
-	return v;
-}
-
 /* ---- decoding context ------------------------------------------------ */
 
 enum obj_kind {

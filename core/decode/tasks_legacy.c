@@ -195,12 +195,12 @@ static enum pyd_err old_add(struct tctx *c, uint64_t id)
 	} else
 		c->raw[c->nraw] = (struct raw_task){
 			.id = id,
-			.type = u64at(obj, (uint64_t)c->L->object.ob_type),
+			.type = pyd_u64_at(obj, (uint64_t)c->L->object.ob_type),
 			.name = o->task_name >= 0
-					? u64at(obj, (uint64_t)o->task_name) : 0,
-			.coro = u64at(obj, (uint64_t)o->task_coro),
-			.waiter = u64at(obj, (uint64_t)o->task_fut_waiter),
-			.loop = u64at(obj, (uint64_t)o->fut_loop),
+					? pyd_u64_at(obj, (uint64_t)o->task_name) : 0,
+			.coro = pyd_u64_at(obj, (uint64_t)o->task_coro),
+			.waiter = pyd_u64_at(obj, (uint64_t)o->task_fut_waiter),
+			.loop = pyd_u64_at(obj, (uint64_t)o->fut_loop),
 		};
 	c->raw[c->nraw].state = st;
 	size_t slot = tasks_hslot(c, id);
@@ -356,7 +356,7 @@ static enum pyd_err old_frame_object(struct tctx *c, uint64_t f,
 	*next = 0;
 	if (tasks_rd(c, f, buf, 128))
 		return PYD_E_READ;
-	uint64_t code = u64at(buf, (uint64_t)L->frame_object.f_code);
+	uint64_t code = pyd_u64_at(buf, (uint64_t)L->frame_object.f_code);
 	int32_t lasti;
 	memcpy(&lasti, buf + L->frame_object.f_lasti, sizeof lasti);
 	bool units = L->line_model == PY_LINES_310;
@@ -367,7 +367,7 @@ static enum pyd_err old_frame_object(struct tctx *c, uint64_t f,
 		return PYD_OK; /* not started */
 	uint64_t top; /* address of the top stack slot */
 	if (o->f_stacktop != PYD_NO_FIELD) {
-		uint64_t st = u64at(buf, (uint64_t)o->f_stacktop);
+		uint64_t st = pyd_u64_at(buf, (uint64_t)o->f_stacktop);
 		if (!st)
 			return PYD_OK; /* running or finished */
 		top = st - 8;
@@ -377,7 +377,7 @@ static enum pyd_err old_frame_object(struct tctx *c, uint64_t f,
 		memcpy(&depth, buf + o->f_stackdepth, sizeof depth);
 		if (state != o->fs_suspended || depth < 1 || depth > (1 << 20))
 			return PYD_OK;
-		top = u64at(buf, (uint64_t)o->f_valuestack) + 8 * (uint64_t)(depth - 1);
+		top = pyd_u64_at(buf, (uint64_t)o->f_valuestack) + 8 * (uint64_t)(depth - 1);
 	}
 	/* In `await` / `yield from` when the next opcode is YIELD_FROM. */
 	uint64_t co_code;
@@ -406,8 +406,8 @@ static enum pyd_err old_gen_iframe(struct tctx *c, uint64_t gen,
 	if (state < o->fs_created || state > o->fs_executing)
 		return PYD_OK; /* finished: no frame */
 	const uint8_t *f = buf + o->gi_iframe;
-	uint64_t code = u64at(f, (uint64_t)L->iframe.code);
-	uint64_t instr = u64at(f, (uint64_t)L->iframe.instr);
+	uint64_t code = pyd_u64_at(f, (uint64_t)L->iframe.code);
+	uint64_t instr = pyd_u64_at(f, (uint64_t)L->iframe.instr);
 	if (!old_push(out, c, code, pyd_iframe_offset(L, code, instr)))
 		return PYD_E_READ;
 	if (state == o->fs_created || state == o->fs_executing)
@@ -502,16 +502,16 @@ static enum pyd_err old_running_stack(struct tctx *c, uint64_t tstate,
 			break;
 		if (L->frame_model == PY_FRAMES_OBJECT) {
 			int32_t lasti;
-			code = u64at(buf, (uint64_t)L->frame_object.f_code);
-			prev = u64at(buf, (uint64_t)L->frame_object.f_back);
+			code = pyd_u64_at(buf, (uint64_t)L->frame_object.f_code);
+			prev = pyd_u64_at(buf, (uint64_t)L->frame_object.f_back);
 			memcpy(&lasti, buf + L->frame_object.f_lasti, sizeof lasti);
 			off = L->line_model == PY_LINES_310 && lasti >= 0
 				      ? 2 * (int64_t)lasti : lasti;
 		} else {
-			code = u64at(buf, (uint64_t)L->iframe.code);
-			prev = u64at(buf, (uint64_t)L->iframe.previous);
+			code = pyd_u64_at(buf, (uint64_t)L->iframe.code);
+			prev = pyd_u64_at(buf, (uint64_t)L->iframe.previous);
 			off = pyd_iframe_offset(L, code,
-						u64at(buf, (uint64_t)L->iframe.instr));
+						pyd_u64_at(buf, (uint64_t)L->iframe.instr));
 			shim = L->owner_first_shim != PYD_NO_FIELD &&
 			       buf[L->iframe.owner] >= L->owner_first_shim;
 		}

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "../pyd_error.h"
 
@@ -78,6 +79,15 @@ static inline enum pyd_err pyd_read(const struct pyd_memsrc *src,
 				    uint64_t addr, void *buf, size_t len)
 {
 	return src->read(src->ctx, addr, buf, len);
+}
+
+/* The 64-bit little-endian word at buf + off of bytes copied out of the
+ * target: memcpy, since target structs need not be aligned in our copy. */
+static inline uint64_t pyd_u64_at(const void *buf, uint64_t off)
+{
+	uint64_t v;
+	memcpy(&v, (const uint8_t *)buf + off, sizeof v);
+	return v;
 }
 
 static inline enum pyd_err pyd_readv(const struct pyd_memsrc *src,

@@ -37,154 +37,134 @@
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
-static const char *const fields_313[] = {
-	"runtime_state.size", "runtime_state.finalizing",
-	"runtime_state.interpreters_head",
-	"interpreter_state.size", "interpreter_state.id",
-	"interpreter_state.next", "interpreter_state.threads_head",
-	"interpreter_state.gc", "interpreter_state.imports_modules",
-	"interpreter_state.sysdict", "interpreter_state.builtins",
-	"interpreter_state.ceval_gil", "interpreter_state.gil_runtime_state",
-	"interpreter_state.gil_runtime_state_enabled",
-	"interpreter_state.gil_runtime_state_locked",
-	"interpreter_state.gil_runtime_state_holder",
-	"thread_state.size", "thread_state.prev", "thread_state.next",
-	"thread_state.interp", "thread_state.current_frame",
-	"thread_state.thread_id", "thread_state.native_thread_id",
-	"thread_state.datastack_chunk", "thread_state.status",
-	"interpreter_frame.size", "interpreter_frame.previous",
-	"interpreter_frame.executable", "interpreter_frame.instr_ptr",
-	"interpreter_frame.localsplus", "interpreter_frame.owner",
-	"code_object.size", "code_object.filename", "code_object.name",
-	"code_object.qualname", "code_object.linetable",
-	"code_object.firstlineno", "code_object.argcount",
-	"code_object.localsplusnames", "code_object.localspluskinds",
-	"code_object.co_code_adaptive",
-	"pyobject.size", "pyobject.ob_type",
-	"type_object.size", "type_object.tp_name", "type_object.tp_repr",
-	"type_object.tp_flags",
-	"tuple_object.size", "tuple_object.ob_item", "tuple_object.ob_size",
-	"list_object.size", "list_object.ob_item", "list_object.ob_size",
-	"dict_object.size", "dict_object.ma_keys", "dict_object.ma_values",
-	"float_object.size", "float_object.ob_fval",
-	"long_object.size", "long_object.lv_tag", "long_object.ob_digit",
-	"bytes_object.size", "bytes_object.ob_size", "bytes_object.ob_sval",
-	"unicode_object.size", "unicode_object.state", "unicode_object.length",
-	"unicode_object.asciiobject_size",
-	"gc.size", "gc.collecting",
+/*
+ * Every _Py_DebugOffsets member, in block order, with the first minor
+ * version that publishes it (copied from `ptype /o struct _Py_DebugOffsets`
+ * of the real sid builds, which match Include/internal/
+ * pycore_debug_offsets.h of 3.14/3.15 and pycore_runtime.h of 3.13).
+ * CPython only ever inserts members, so a version's block holds, in this
+ * order, exactly the members whose version has come: one list for every
+ * version, as CPython's own test_external_inspection reads it.
+ */
+#define DEBUG_OFFSETS_MEMBERS(X) \
+	X(13, runtime_state, size) \
+	X(13, runtime_state, finalizing) \
+	X(13, runtime_state, interpreters_head) \
+	X(13, interpreter_state, size) \
+	X(13, interpreter_state, id) \
+	X(13, interpreter_state, next) \
+	X(13, interpreter_state, threads_head) \
+	X(14, interpreter_state, threads_main) \
+	X(13, interpreter_state, gc) \
+	X(13, interpreter_state, imports_modules) \
+	X(13, interpreter_state, sysdict) \
+	X(13, interpreter_state, builtins) \
+	X(13, interpreter_state, ceval_gil) \
+	X(13, interpreter_state, gil_runtime_state) \
+	X(13, interpreter_state, gil_runtime_state_enabled) \
+	X(13, interpreter_state, gil_runtime_state_locked) \
+	X(13, interpreter_state, gil_runtime_state_holder) \
+	X(14, interpreter_state, code_object_generation) \
+	X(14, interpreter_state, tlbc_generation) \
+	X(13, thread_state, size) \
+	X(13, thread_state, prev) \
+	X(13, thread_state, next) \
+	X(13, thread_state, interp) \
+	X(13, thread_state, current_frame) \
+	X(15, thread_state, base_frame) \
+	X(15, thread_state, last_profiled_frame) \
+	X(15, thread_state, last_profiled_frame_seq) \
+	X(13, thread_state, thread_id) \
+	X(13, thread_state, native_thread_id) \
+	X(13, thread_state, datastack_chunk) \
+	X(13, thread_state, status) \
+	X(15, thread_state, holds_gil) \
+	X(15, thread_state, gil_requested) \
+	X(15, thread_state, current_exception) \
+	X(15, thread_state, exc_state) \
+	X(15, err_stackitem, exc_value) \
+	X(13, interpreter_frame, size) \
+	X(13, interpreter_frame, previous) \
+	X(13, interpreter_frame, executable) \
+	X(13, interpreter_frame, instr_ptr) \
+	X(13, interpreter_frame, localsplus) \
+	X(13, interpreter_frame, owner) \
+	X(14, interpreter_frame, stackpointer) \
+	X(14, interpreter_frame, tlbc_index) \
+	X(13, code_object, size) \
+	X(13, code_object, filename) \
+	X(13, code_object, name) \
+	X(13, code_object, qualname) \
+	X(13, code_object, linetable) \
+	X(13, code_object, firstlineno) \
+	X(13, code_object, argcount) \
+	X(13, code_object, localsplusnames) \
+	X(13, code_object, localspluskinds) \
+	X(13, code_object, co_code_adaptive) \
+	X(14, code_object, co_tlbc) \
+	X(13, pyobject, size) \
+	X(13, pyobject, ob_type) \
+	X(13, type_object, size) \
+	X(13, type_object, tp_name) \
+	X(13, type_object, tp_repr) \
+	X(13, type_object, tp_flags) \
+	X(15, type_object, tp_basicsize) \
+	X(15, type_object, tp_dictoffset) \
+	X(15, heap_type_object, size) \
+	X(15, heap_type_object, ht_cached_keys) \
+	X(13, tuple_object, size) \
+	X(13, tuple_object, ob_item) \
+	X(13, tuple_object, ob_size) \
+	X(13, list_object, size) \
+	X(13, list_object, ob_item) \
+	X(13, list_object, ob_size) \
+	X(14, set_object, size) \
+	X(14, set_object, used) \
+	X(14, set_object, table) \
+	X(14, set_object, mask) \
+	X(13, dict_object, size) \
+	X(13, dict_object, ma_keys) \
+	X(13, dict_object, ma_values) \
+	X(13, float_object, size) \
+	X(13, float_object, ob_fval) \
+	X(13, long_object, size) \
+	X(13, long_object, lv_tag) \
+	X(13, long_object, ob_digit) \
+	X(13, bytes_object, size) \
+	X(13, bytes_object, ob_size) \
+	X(13, bytes_object, ob_sval) \
+	X(13, unicode_object, size) \
+	X(13, unicode_object, state) \
+	X(13, unicode_object, length) \
+	X(13, unicode_object, asciiobject_size) \
+	X(15, unicode_object, compactunicodeobject_size) \
+	X(13, gc, size) \
+	X(13, gc, collecting) \
+	X(15, gc, frame) \
+	X(15, gc, generation_stats_size) \
+	X(15, gc, generation_stats) \
+	X(14, gen_object, size) \
+	X(14, gen_object, gi_name) \
+	X(14, gen_object, gi_iframe) \
+	X(14, gen_object, gi_frame_state) \
+	X(14, llist_node, next) \
+	X(14, llist_node, prev) \
+	X(14, debugger_support, eval_breaker) \
+	X(14, debugger_support, remote_debugger_support) \
+	X(14, debugger_support, remote_debugging_enabled) \
+	X(14, debugger_support, debugger_pending_call) \
+	X(14, debugger_support, debugger_script_path) \
+	X(14, debugger_support, debugger_script_path_size)
+
+struct member {
+	const char *name;
+	int since; /* minor version */
 };
 
-static const char *const fields_314[] = {
-	"runtime_state.size", "runtime_state.finalizing",
-	"runtime_state.interpreters_head",
-	"interpreter_state.size", "interpreter_state.id",
-	"interpreter_state.next", "interpreter_state.threads_head",
-	"interpreter_state.threads_main", "interpreter_state.gc",
-	"interpreter_state.imports_modules", "interpreter_state.sysdict",
-	"interpreter_state.builtins", "interpreter_state.ceval_gil",
-	"interpreter_state.gil_runtime_state",
-	"interpreter_state.gil_runtime_state_enabled",
-	"interpreter_state.gil_runtime_state_locked",
-	"interpreter_state.gil_runtime_state_holder",
-	"interpreter_state.code_object_generation",
-	"interpreter_state.tlbc_generation",
-	"thread_state.size", "thread_state.prev", "thread_state.next",
-	"thread_state.interp", "thread_state.current_frame",
-	"thread_state.thread_id", "thread_state.native_thread_id",
-	"thread_state.datastack_chunk", "thread_state.status",
-	"interpreter_frame.size", "interpreter_frame.previous",
-	"interpreter_frame.executable", "interpreter_frame.instr_ptr",
-	"interpreter_frame.localsplus", "interpreter_frame.owner",
-	"interpreter_frame.stackpointer", "interpreter_frame.tlbc_index",
-	"code_object.size", "code_object.filename", "code_object.name",
-	"code_object.qualname", "code_object.linetable",
-	"code_object.firstlineno", "code_object.argcount",
-	"code_object.localsplusnames", "code_object.localspluskinds",
-	"code_object.co_code_adaptive", "code_object.co_tlbc",
-	"pyobject.size", "pyobject.ob_type",
-	"type_object.size", "type_object.tp_name", "type_object.tp_repr",
-	"type_object.tp_flags",
-	"tuple_object.size", "tuple_object.ob_item", "tuple_object.ob_size",
-	"list_object.size", "list_object.ob_item", "list_object.ob_size",
-	"set_object.size", "set_object.used", "set_object.table",
-	"set_object.mask",
-	"dict_object.size", "dict_object.ma_keys", "dict_object.ma_values",
-	"float_object.size", "float_object.ob_fval",
-	"long_object.size", "long_object.lv_tag", "long_object.ob_digit",
-	"bytes_object.size", "bytes_object.ob_size", "bytes_object.ob_sval",
-	"unicode_object.size", "unicode_object.state", "unicode_object.length",
-	"unicode_object.asciiobject_size",
-	"gc.size", "gc.collecting",
-	"gen_object.size", "gen_object.gi_name", "gen_object.gi_iframe",
-	"gen_object.gi_frame_state",
-	"llist_node.next", "llist_node.prev",
-	"debugger_support.eval_breaker",
-	"debugger_support.remote_debugger_support",
-	"debugger_support.remote_debugging_enabled",
-	"debugger_support.debugger_pending_call",
-	"debugger_support.debugger_script_path",
-	"debugger_support.debugger_script_path_size",
-};
-
-static const char *const fields_315[] = {
-	"runtime_state.size", "runtime_state.finalizing",
-	"runtime_state.interpreters_head",
-	"interpreter_state.size", "interpreter_state.id",
-	"interpreter_state.next", "interpreter_state.threads_head",
-	"interpreter_state.threads_main", "interpreter_state.gc",
-	"interpreter_state.imports_modules", "interpreter_state.sysdict",
-	"interpreter_state.builtins", "interpreter_state.ceval_gil",
-	"interpreter_state.gil_runtime_state",
-	"interpreter_state.gil_runtime_state_enabled",
-	"interpreter_state.gil_runtime_state_locked",
-	"interpreter_state.gil_runtime_state_holder",
-	"interpreter_state.code_object_generation",
-	"interpreter_state.tlbc_generation",
-	"thread_state.size", "thread_state.prev", "thread_state.next",
-	"thread_state.interp", "thread_state.current_frame",
-	"thread_state.base_frame", "thread_state.last_profiled_frame",
-	"thread_state.last_profiled_frame_seq", "thread_state.thread_id",
-	"thread_state.native_thread_id", "thread_state.datastack_chunk",
-	"thread_state.status", "thread_state.holds_gil",
-	"thread_state.gil_requested", "thread_state.current_exception",
-	"thread_state.exc_state",
-	"err_stackitem.exc_value",
-	"interpreter_frame.size", "interpreter_frame.previous",
-	"interpreter_frame.executable", "interpreter_frame.instr_ptr",
-	"interpreter_frame.localsplus", "interpreter_frame.owner",
-	"interpreter_frame.stackpointer", "interpreter_frame.tlbc_index",
-	"code_object.size", "code_object.filename", "code_object.name",
-	"code_object.qualname", "code_object.linetable",
-	"code_object.firstlineno", "code_object.argcount",
-	"code_object.localsplusnames", "code_object.localspluskinds",
-	"code_object.co_code_adaptive", "code_object.co_tlbc",
-	"pyobject.size", "pyobject.ob_type",
-	"type_object.size", "type_object.tp_name", "type_object.tp_repr",
-	"type_object.tp_flags", "type_object.tp_basicsize",
-	"type_object.tp_dictoffset",
-	"heap_type_object.size", "heap_type_object.ht_cached_keys",
-	"tuple_object.size", "tuple_object.ob_item", "tuple_object.ob_size",
-	"list_object.size", "list_object.ob_item", "list_object.ob_size",
-	"set_object.size", "set_object.used", "set_object.table",
-	"set_object.mask",
-	"dict_object.size", "dict_object.ma_keys", "dict_object.ma_values",
-	"float_object.size", "float_object.ob_fval",
-	"long_object.size", "long_object.lv_tag", "long_object.ob_digit",
-	"bytes_object.size", "bytes_object.ob_size", "bytes_object.ob_sval",
-	"unicode_object.size", "unicode_object.state", "unicode_object.length",
-	"unicode_object.asciiobject_size",
-	"unicode_object.compactunicodeobject_size",
-	"gc.size", "gc.collecting", "gc.frame", "gc.generation_stats_size",
-	"gc.generation_stats",
-	"gen_object.size", "gen_object.gi_name", "gen_object.gi_iframe",
-	"gen_object.gi_frame_state",
-	"llist_node.next", "llist_node.prev",
-	"debugger_support.eval_breaker",
-	"debugger_support.remote_debugger_support",
-	"debugger_support.remote_debugging_enabled",
-	"debugger_support.debugger_pending_call",
-	"debugger_support.debugger_script_path",
-	"debugger_support.debugger_script_path_size",
+static const struct member members[] = {
+#define MEMBER(since, group, field) { #group "." #field, since },
+	DEBUG_OFFSETS_MEMBERS(MEMBER)
+#undef MEMBER
 };
 
 /*
@@ -197,17 +177,15 @@ static const char *const fields_315[] = {
  */
 struct block_format {
 	int minor;
-	const char *const *names;
-	size_t count;
 	bool has_frame_states;
 	int8_t created, yield_from, executing;
 	int awaited_slot;
 };
 
 static const struct block_format formats[] = {
-	{ 13, fields_313, COUNT(fields_313), false, 0, 0, 0, 0 },
-	{ 14, fields_314, COUNT(fields_314), true, -3, -1, 0, 1 },
-	{ 15, fields_315, COUNT(fields_315), true, 0, 2, 4, 2 },
+	{ 13, false, 0, 0, 0, 0 },
+	{ 14, true, -3, -1, 0, 1 },
+	{ 15, true, 0, 2, 4, 2 },
 };
 
 /*
@@ -302,13 +280,38 @@ static const struct block_format *format_for(int minor)
 	return NULL;
 }
 
+size_t py_debug_offsets_members(int minor, const char **names, size_t max)
+{
+	size_t n = 0;
+	if (!format_for(minor))
+		return 0;
+	for (size_t m = 0; m < COUNT(members); m++) {
+		if (members[m].since > minor)
+			continue;
+		if (n < max)
+			names[n] = members[m].name;
+		n++;
+	}
+	return n;
+}
+
+static size_t member_count(int minor)
+{
+	return py_debug_offsets_members(minor, NULL, 0);
+}
+
 /* Read a member by name; false if this version does not publish it (or,
  * defensively, if it lies past the bytes we were given). */
 static bool get(const struct block *b, const char *name, uint64_t *v)
 {
-	for (size_t i = 0; i < b->fmt->count; i++) {
-		if (strcmp(b->fmt->names[i], name) != 0)
+	size_t i = 0;
+	for (size_t m = 0; m < COUNT(members); m++) {
+		if (members[m].since > b->fmt->minor)
 			continue;
+		if (strcmp(members[m].name, name) != 0) {
+			i++;
+			continue;
+		}
 		size_t at = HEADER_SIZE + i * FIELD_SIZE;
 		if (at > b->len || b->len - at < FIELD_SIZE)
 			return false;
@@ -493,7 +496,7 @@ int py_layout_from_debug_offsets(const uint8_t *raw, size_t len,
 		return -1;
 	struct block b = { raw, len, format_for(minor) };
 	/* Unknown minor (3.12 has no block; 3.16+ unknown member order). */
-	if (!b.fmt || len - HEADER_SIZE < b.fmt->count * FIELD_SIZE)
+	if (!b.fmt || len - HEADER_SIZE < member_count(minor) * FIELD_SIZE)
 		return -1;
 	const struct py_layout *base = py_layout_builtin(3, minor, debug_build);
 	if (!base)
@@ -510,7 +513,7 @@ int py_layout_from_debug_offsets(const uint8_t *raw, size_t len,
 	if (apply_published(&b, &l) || apply_gil(&b, &l) ||
 	    !get(&b, "pyobject.size", &head) || head > MAX_OFFSET ||
 	    !consistent(&l, (int32_t)head,
-			HEADER_SIZE + b.fmt->count * FIELD_SIZE))
+			HEADER_SIZE + member_count(minor) * FIELD_SIZE))
 		return -1;
 	*out = l;
 	return 0;

@@ -31,6 +31,13 @@
  * success.  *version_hex gets PY_VERSION_HEX from the block whenever the
  * cookie matched, so a caller can say which version it failed on.
  */
+/*
+ * The members of minor version 3.minor's block, in block order, into
+ * names (up to max of them); returns how many there are, 0 for a version
+ * whose block we do not know.
+ */
+size_t py_debug_offsets_members(int minor, const char **names, size_t max);
+
 int py_layout_from_debug_offsets(const uint8_t *raw, size_t len,
 				 bool debug_build, struct py_layout *out,
 				 uint64_t *version_hex);

@@ -25,9 +25,8 @@
 #include "session.h"
 #include "thread_names.h"
 #include "unicode.h"
+#include "walk.h"
 
-#define MAX_INTERPS 4096
-#define MAX_THREADS 65536
 /* Nodes closer than this are read as one range: less than a page, so
  * no page lies wholly between two readable nodes, and the bytes between
  * them are mapped too.  Copying them costs less than another range. */
@@ -135,6 +134,7 @@ static void keep_thread(struct sthread *t, struct sthread *old, size_t nold)
 		t->npred = old[i].npred;
 		t->cap = old[i].cap;
 		old[i].pred = NULL;
+		old[i].npred = old[i].cap = 0;
 		return;
 	}
 }
@@ -174,35 +174,35 @@ static void name_threads(struct pyd_sampler *sp, size_t first, uint64_t interp)
 static enum pyd_err add_interp(struct pyd_sampler *sp, uint64_t interp,
                                struct sthread *old, size_t nold, bool names)
 {
-	const struct py_layout *L = &sp->s->layout;
 	struct sinterp *in = &sp->in[sp->nin];
 	memset(in, 0, sizeof *in);
 	in->addr = interp;
 	if (!pyd_gil_probe(sp->s, interp, &in->gil_addr, &in->gil_len) ||
 	    in->gil_len > sizeof in->gil_buf)
 		in->gil_addr = 0;
-	enum pyd_err err = pyd_read_ptr(
-	    sp->s, interp + (uint64_t)L->interp.tstate_head, &in->head);
 	size_t first = sp->nth;
-	for (uint64_t ts = in->head; !err && ts && sp->nth < MAX_THREADS;) {
+	struct pyd_walk w;
+	uint64_t ts;
+	for (pyd_walk_threads(&w, sp->s, interp); pyd_walk_next(&w, &ts);) {
 		void *p = realloc(sp->th, (sp->nth + 1) * sizeof *sp->th);
-		if (!p)
+		if (!p) {
+			pyd_walk_end(&w);
 			return PYD_E_NOMEM;
+		}
 		sp->th = p;
 		struct sthread *t = &sp->th[sp->nth++];
 		memset(t, 0, sizeof *t);
 		t->tstate = ts;
+		t->next = w.link;
 		t->interp = sp->nin;
 		t->tid = pyd_thread_tid(sp->s, ts);
 		keep_thread(t, old, nold);
-		err = pyd_read_ptr(sp->s, ts + (uint64_t)L->tstate.next,
-		                   &t->next);
-		ts = t->next;
 	}
+	in->head = w.head;
 	sp->nin++;
-	if (!err && names)
+	if (!w.err && names)
 		name_threads(sp, first, interp);
-	return err;
+	return w.err;
 }
 
 /* Read the interpreters and threads again; thread names (which cost
@@ -214,21 +214,22 @@ static enum pyd_err refresh(struct pyd_sampler *sp, bool names)
 	sp->th = NULL;
 	sp->nth = 0;
 	sp->nin = 0;
+	struct pyd_walk w;
 	uint64_t interp;
-	enum pyd_err err = pyd_first_interp(sp->s, &interp);
-	while (!err && interp && sp->nin < MAX_INTERPS) {
+	enum pyd_err err = PYD_OK;
+	for (pyd_walk_interps(&w, sp->s); pyd_walk_next(&w, &interp);) {
 		void *p = realloc(sp->in, (sp->nin + 1) * sizeof *sp->in);
-		if (!p) {
+		if (!p)
 			err = PYD_E_NOMEM;
+		else
+			sp->in = p;
+		if (err || (err = add_interp(sp, interp, old, nold, names))) {
+			pyd_walk_end(&w);
 			break;
 		}
-		sp->in = p;
-		if ((err = add_interp(sp, interp, old, nold, names)))
-			break;
-		err = pyd_read_ptr(sp->s,
-		                   interp + (uint64_t)sp->s->layout.interp.next,
-		                   &interp);
 	}
+	if (!err)
+		err = w.err;
 	for (size_t i = 0; i < nold; i++)
 		free(old[i].pred);
 	free(old);

@@ -147,8 +147,6 @@ enum pyd_err pyd_walk_thread(struct pyd_session *s, uint64_t tstate,
 			     const struct pyd_node_reader *r,
 			     struct pyd_frame_buf *out, uint64_t *top);
 
-/* The first interpreter of the runtime. */
-enum pyd_err pyd_first_interp(struct pyd_session *s, uint64_t *interp);
 /* OS thread id of a thread state, 0 if unknown. */
 int64_t pyd_thread_tid(struct pyd_session *s, uint64_t tstate);
 

@@ -14,11 +14,8 @@
 #include "session.h"
 #include "thread_names.h"
 #include "unicode.h"
+#include "walk.h"
 
-/* Sub-interpreters and threads we list at most: a loop in a corrupt list
- * must end. */
-#define MAX_INTERPS 4096
-#define MAX_THREADS 65536
 /* Times we re-read a stack that changed under us. */
 #define MAX_RETRIES 8
 /* glibc x86-64: offsetof(struct pthread, tid).  Before 3.8 the thread
@@ -268,25 +265,6 @@ static const struct pyd_os_thread *find_os_thread(const struct pyd_os_thread *t,
 	return NULL;
 }
 
-enum pyd_err pyd_first_interp(struct pyd_session *s, uint64_t *interp)
-{
-	const struct py_layout *L = &s->layout;
-	*interp = 0;
-	if (s->rt.runtime_addr)
-		return pyd_read_ptr(s, s->rt.runtime_addr +
-					       (uint64_t)L->runtime.interpreters_head,
-				    interp);
-	/* 3.6: interp_head is static, so only in .symtab; a thread that
-	 * holds the GIL also leads to its interpreter. */
-	if (s->rt.interp_head_addr)
-		return pyd_read_ptr(s, s->rt.interp_head_addr, interp);
-	uint64_t ts = 0;
-	if (s->rt.tstate_current_addr &&
-	    !pyd_read_ptr(s, s->rt.tstate_current_addr, &ts) && ts)
-		return pyd_read_ptr(s, ts + (uint64_t)L->tstate.interp, interp);
-	return PYD_E_READ;
-}
-
 struct dump_ctx {
 	struct pyd_session *s;
 	struct pyd_dump *d;
@@ -349,17 +327,18 @@ static enum pyd_err dump_interp(struct dump_ctx *c, uint64_t interp)
 	if (L->interp.id != PYD_NO_FIELD)
 		pyd_read_ptr(s, interp + (uint64_t)L->interp.id, (uint64_t *)&id);
 	uint64_t holder = gil_holder(s, interp), ts;
-	enum pyd_err err = pyd_read_ptr(s, interp + (uint64_t)L->interp.tstate_head,
-					&ts);
-	for (size_t n = 0; !err && ts && n < MAX_THREADS; n++) {
-		if ((err = add_thread(c, ts, id, holder)))
-			break;
-		err = pyd_read_ptr(s, ts + (uint64_t)L->tstate.next, &ts);
+	struct pyd_walk w;
+	for (pyd_walk_threads(&w, s, interp); pyd_walk_next(&w, &ts);) {
+		enum pyd_err err = add_thread(c, ts, id, holder);
+		if (err) {
+			pyd_walk_end(&w);
+			return err;
+		}
 	}
-	if (!err)
+	if (!w.err)
 		pyd_thread_names(s, interp, c->d->threads + first,
 				 c->d->nthreads - first);
-	return err;
+	return w.err;
 }
 
 enum pyd_err pyd_dump_stacks(struct pyd_session *s, struct pyd_dump *d)
@@ -368,15 +347,18 @@ enum pyd_err pyd_dump_stacks(struct pyd_session *s, struct pyd_dump *d)
 	struct dump_ctx c = {.s = s, .d = d};
 	if (s->src->threads)
 		s->src->threads(s->src->ctx, &c.os, &c.nos);
+	struct pyd_walk w;
 	uint64_t interp;
-	enum pyd_err err = pyd_first_interp(s, &interp);
-	while (!err && interp && d->ninterps < MAX_INTERPS) {
+	enum pyd_err err = PYD_OK;
+	for (pyd_walk_interps(&w, s); pyd_walk_next(&w, &interp);) {
 		d->ninterps++;
-		if ((err = dump_interp(&c, interp)))
+		if ((err = dump_interp(&c, interp))) {
+			pyd_walk_end(&w);
 			break;
-		err = pyd_read_ptr(s, interp + (uint64_t)s->layout.interp.next,
-				   &interp);
+		}
 	}
+	if (!err)
+		err = w.err;
 	if (!err && d->ninterps == 0)
 		err = PYD_E_NOTPYTHON;
 	reverse_threads(d->threads, d->nthreads);

@@ -1,15 +1,22 @@
 /*
- * What the pystack-dump subcommands share with the main command.
+ * What the pystack-dump commands share: usage and error messages
+ * (errors.c), and the subcommands main.c dispatches to.
  */
 #ifndef PYD_CLI_H
 #define PYD_CLI_H
 
 #include "../core/pyd_error.h"
+#include "target.h"
 
+/* "pystack-dump: " fmt (with arg), and where to get help, on stderr;
+ * returns the usage exit code. */
+int cli_usage_error(const char *fmt, const char *arg);
 /* The pid in arg, or a usage error (returned; 0 on success). */
 int cli_parse_pid(const char *arg, int *pid);
-/* Explain err about live process pid on stderr; returns the exit code. */
-int cli_report_error(enum pyd_err err, int pid, const char *detail);
+/* Explain err about the target spec names on stderr, its cause and its
+ * fix; returns the exit code. */
+int cli_report_error(enum pyd_err err, const struct target_spec *spec,
+		     const char *detail);
 /* pystack-dump sample ... (argv[0] is "sample") */
 int sample_main(int argc, char **argv);
 

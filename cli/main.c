@@ -98,42 +98,24 @@ struct options {
 	bool tasks, table; /* --tasks, --table */
 };
 
-static int usage_error(const char *fmt, const char *arg)
-{
-	fprintf(stderr, "pystack-dump: ");
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\nTry 'pystack-dump --help' for more information.\n");
-	return PYD_E_USAGE;
-}
-
-int cli_parse_pid(const char *arg, int *pid)
-{
-	char *end;
-	long v = strtol(arg, &end, 10);
-	if (*end || end == arg || v <= 0 || v > 0x7fffffff)
-		return usage_error("'%s' is not a process id", arg);
-	*pid = (int)v;
-	return 0;
-}
-
 /* Exactly one source: a PID, --core or --snapshot. */
 static int check_sources(int argc, char **argv, struct options *o)
 {
 	struct target_spec *t = &o->spec;
 	int files = !!t->core + !!t->snapshot, rest = argc - optind;
 	if (files > 1 || (files && rest > 0))
-		return usage_error("%s", "give one of PID, --core or --snapshot");
+		return cli_usage_error("%s", "give one of PID, --core or --snapshot");
 	if (!files && rest != 1)
-		return usage_error("%s", rest ? "expected exactly one PID"
+		return cli_usage_error("%s", rest ? "expected exactly one PID"
 					      : "missing PID (or --core/--snapshot)");
 	if ((t->exe || t->sysroot) && !t->core)
-		return usage_error("%s", "--exe and --sysroot go with --core");
+		return cli_usage_error("%s", "--exe and --sysroot go with --core");
 	if (o->locked && files)
-		return usage_error("%s", "--locked needs a live process");
+		return cli_usage_error("%s", "--locked needs a live process");
 	if (o->table && !o->tasks)
-		return usage_error("%s", "--table goes with --tasks");
+		return cli_usage_error("%s", "--table goes with --tasks");
 	if (o->table && o->json)
-		return usage_error("%s", "give one of --table and --json");
+		return cli_usage_error("%s", "give one of --table and --json");
 	return files ? 0 : cli_parse_pid(argv[optind], &t->pid);
 }
 
@@ -199,133 +181,11 @@ static int parse_args(int argc, char **argv, struct options *o)
 			printf("pystack-dump %s\n", PYD_VERSION);
 			exit(0);
 		default:
-			return usage_error("option '%s' is unknown or needs a value",
+			return cli_usage_error("option '%s' is unknown or needs a value",
 					   argv[optind - 1]);
 		}
 	}
 	return check_sources(argc, argv, o);
-}
-
-static int read_int_file(const char *path)
-{
-	FILE *f = fopen(path, "re");
-	int v = -1;
-	if (f) {
-		if (fscanf(f, "%d", &v) != 1)
-			v = -1;
-		fclose(f);
-	}
-	return v;
-}
-
-static void explain_perm(int pid)
-{
-	char path[64];
-	struct stat st;
-	snprintf(path, sizeof path, "/proc/%d", pid);
-	int scope = read_int_file("/proc/sys/kernel/yama/ptrace_scope");
-	fprintf(stderr,
-		"pystack-dump: permission denied reading process %d", pid);
-	if (stat(path, &st) == 0)
-		fprintf(stderr, " (owned by uid %u, you are uid %u)",
-			(unsigned)st.st_uid, (unsigned)geteuid());
-	fprintf(stderr,
-		".\nReading another process needs ptrace rights. Either:\n"
-		"  - run as root:             sudo pystack-dump %d\n"
-		"  - grant the capability:    sudo setcap cap_sys_ptrace+ep "
-		"$(command -v pystack-dump)\n",
-		pid);
-	if (scope >= 1)
-		fprintf(stderr,
-			"  - allow same-user tracing: sudo sysctl "
-			"kernel.yama.ptrace_scope=0   (it is %d now)\n",
-			scope);
-	fprintf(stderr, "In a container, start it with --cap-add=SYS_PTRACE.\n");
-}
-
-/* The one-line story of what went wrong with a file-based source. */
-static void file_error(enum pyd_err err, const struct options *o,
-		       const char *detail)
-{
-	const char *file = o->spec.core ? o->spec.core : o->spec.snapshot;
-	switch (err) {
-	case PYD_E_NOTCORE:
-		fprintf(stderr, "pystack-dump: %s is %s. Give --core an ELF core "
-				"file (from a crash, or gcore PID).\n",
-			file, detail);
-		break;
-	case PYD_E_FOREIGN:
-		fprintf(stderr, "pystack-dump: %s is %s.\n", file, detail);
-		break;
-	case PYD_E_EXEMISMATCH:
-		fprintf(stderr, "pystack-dump: %s. Pass the executable the "
-				"process ran (same build).\n",
-			detail);
-		break;
-	default:
-		fprintf(stderr, "pystack-dump: %s: %s%s%s\n", file,
-			pyd_strerror(err), *detail ? ": " : "", detail);
-		break;
-	}
-}
-
-static int report_error(enum pyd_err err, const struct options *o,
-			const char *detail)
-{
-	int pid = o->spec.pid;
-	bool file = o->spec.core || o->spec.snapshot;
-	switch (err) {
-	case PYD_E_NOPROC:
-		fprintf(stderr,
-			"pystack-dump: no process with pid %d. Check the pid "
-			"(e.g. pgrep -a python).\n",
-			pid);
-		break;
-	case PYD_E_PERM:
-		explain_perm(pid);
-		break;
-	case PYD_E_NOTPYTHON:
-		if (file && *detail)
-			fprintf(stderr, "pystack-dump: %s is not a core of CPython: "
-					"%s.\n",
-				o->spec.core, detail);
-		else
-			fprintf(stderr,
-				"pystack-dump: %s %d is not running CPython: none "
-				"of its mapped files defines _PyRuntime (or, for "
-				"3.6, _PyThreadState_Current).\nIf it embeds a "
-				"stripped, statically linked Python, this tool "
-				"cannot find it.\n",
-				file ? "the process of the core, pid" : "process",
-				pid);
-		break;
-	case PYD_E_UNSUPPORTED:
-		fprintf(stderr,
-			"pystack-dump: %s. Supported: CPython 3.6 to 3.15 "
-			"(release and debug builds) on Linux x86-64.\n",
-			*detail ? detail : "unsupported Python version");
-		break;
-	case PYD_E_EXITED:
-		fprintf(stderr,
-			"pystack-dump: process %d exited while it was being "
-			"read.\n",
-			pid);
-		break;
-	default:
-		if (file)
-			file_error(err, o, detail);
-		else
-			fprintf(stderr, "pystack-dump: process %d: %s%s%s\n", pid,
-				pyd_strerror(err), *detail ? ": " : "", detail);
-		break;
-	}
-	return err;
-}
-
-int cli_report_error(enum pyd_err err, int pid, const char *detail)
-{
-	struct options o = {.spec = {.pid = pid}};
-	return report_error(err, &o, detail);
 }
 
 /* Test hook: hold the target paused this long, so a test can kill us
@@ -380,7 +240,7 @@ static int report_tasks_error(enum pyd_err err, const struct options *o,
 			"were not found. For a core file, make the binaries "
 			"readable (--exe, --sysroot).\n");
 	else
-		return report_error(err, o, "");
+		return cli_report_error(err, &o->spec, "");
 	return err;
 }
 
@@ -459,7 +319,7 @@ static enum pyd_err print_dump(const struct options *o, const struct target *t,
 	return emit(&b);
 }
 
-static bool truncated(const struct target *t)
+static bool dump_truncated(const struct target *t)
 {
 	return t->core && pyd_core_missing_bytes(t->core) > 0;
 }
@@ -505,7 +365,7 @@ static enum pyd_err report_truncated_early(const struct options *o,
 static enum pyd_err check_incomplete(const struct target *t, size_t bad,
 				     const char *what)
 {
-	if (truncated(t))
+	if (dump_truncated(t))
 		return report_truncated(t, bad > 0);
 	if (!bad)
 		return PYD_OK;
@@ -532,7 +392,7 @@ static enum pyd_err check_tasks_complete(const struct target *t,
 	size_t bad = 0;
 	for (size_t i = 0; i < g->ntasks; i++)
 		bad += g->tasks[i].error != PYD_OK;
-	if (g->error && !truncated(t))
+	if (g->error && !dump_truncated(t))
 		fprintf(stderr, "pystack-dump: the task lists could not be read "
 				"to their end; the graph may miss tasks.%s\n",
 			t->live ? " Try --locked." : "");
@@ -582,12 +442,12 @@ int main(int argc, char **argv)
 		err = take_dump(&t, &o, &rt, &sess, &dump, &graph, &decoding,
 				detail, sizeof detail);
 	}
-	if (err && truncated(&t))
+	if (err && dump_truncated(&t))
 		err = report_truncated_early(&o, &t, sess);
 	else if (err && o.tasks && decoding)
 		report_tasks_error(err, &o, &rt, sess);
 	else if (err)
-		report_error(err, &o, detail);
+		cli_report_error(err, &o.spec, detail);
 	else if (o.tasks) {
 		if (!(err = print_tasks(&o, &t, sess, &graph)) &&
 		    !(err = o.save ? save_snapshot(&o, &t, &rt) : PYD_OK))

@@ -21,7 +21,7 @@
 #include "cli.h"
 #include "target.h"
 
-static const char usage_text[] =
+static const char usage_head[] =
     "Usage: pystack-dump sample [OPTIONS] PID\n"
     "       pystack-dump sample [OPTIONS] -- PROGRAM [ARGS...]\n"
     "\n"
@@ -41,21 +41,14 @@ static const char usage_text[] =
     "                      gil   only the thread holding the GIL\n"
     "                      async every asyncio task: running ones at their\n"
     "                            code, waiting ones at the await they sit\n"
-    "                            in, joined to the tasks awaiting them\n"
-    "  -f, --format FMT    table       functions by direct and cumulative\n"
-    "                                  samples (default on a terminal)\n"
-    "                      collapsed   flamegraph.pl/inferno/speedscope\n"
-    "                                  input (default otherwise)\n"
-    "                      flamegraph  one interactive HTML page\n"
-    "                      speedscope  speedscope.app JSON\n"
-    "                      gecko       Firefox Profiler JSON\n"
-    "                      pprof       gzipped profile.proto (pprof, go\n"
-    "                                  tool pprof)\n"
-    "                      json        the call tree "
-    "(docs/profile-formats.md)\n"
+    "                            in, joined to the tasks awaiting them\n";
+
+static const char usage_tail[] =
     "  -o, --output FILE   write there (default stdout); without -f the\n"
-    "                      name picks: .html flamegraph, .speedscope.json,\n"
-    "                      .gecko.json, .json, .pb.gz/.pprof, else collapsed\n"
+    "                      name's suffix picks the format (-o above),\n"
+    "                      else collapsed\n"
+    "      --list-formats  print each format, its -o suffixes and what it\n"
+    "                      is, one per line (tab-separated), and exit\n"
     "      --no-lines      aggregate by function, not by line\n"
     "      --threads       one tree per thread (default: threads merged)\n"
     "      --limit N       table rows (default 40; 0: all)\n"
@@ -73,6 +66,43 @@ static const char usage_text[] =
     "  pystack-dump sample -m async -d 5 1234   # where tasks await\n"
     "  pystack-dump sample -r max -f collapsed -- python3 app.py\n";
 
+/* The -f part of the help, from the table of formats: each summary line
+ * in the third column, then the suffixes that pick it. */
+static void usage(void)
+{
+	fputs(usage_head, stdout);
+	for (const struct pyd_prof_format *f = pyd_prof_formats; f->name; f++) {
+		const char *line = f->summary;
+		printf("%-22s%-12s", f == pyd_prof_formats ? "  -f, --format FMT"
+		                                           : "",
+		       f->name);
+		for (const char *nl; (nl = strchr(line, '\n')); line = nl + 1)
+			printf("%.*s\n%34s", (int)(nl - line), line, "");
+		printf("%s\n", line);
+		if (!f->suffixes[0])
+			continue;
+		printf("%34s(-o", "");
+		for (size_t i = 0; i < 3 && f->suffixes[i]; i++)
+			printf(" *%s", f->suffixes[i]);
+		printf(")\n");
+	}
+	fputs(usage_tail, stdout);
+}
+
+/* --list-formats: for scripts and the tests. */
+static void list_formats(void)
+{
+	for (const struct pyd_prof_format *f = pyd_prof_formats; f->name; f++) {
+		printf("%s\t", f->name);
+		for (size_t i = 0; i < 3 && f->suffixes[i]; i++)
+			printf("%s%s", i ? " " : "", f->suffixes[i]);
+		printf("\t");
+		for (const char *c = f->summary; *c; c++)
+			putchar(*c == '\n' ? ' ' : *c);
+		putchar('\n');
+	}
+}
+
 struct sample_opts {
 	int pid;
 	char **command;  /* launch this instead of attaching */
@@ -80,7 +110,7 @@ struct sample_opts {
 	double duration; /* 0: unbounded */
 	uint64_t max_rounds;
 	enum pyd_sample_mode mode;
-	enum pyd_prof_format format; /* PYD_FMT_UNKNOWN: not chosen */
+	const struct pyd_prof_format *format; /* NULL: not chosen */
 	const char *output;
 	bool lines, threads, quiet;
 	size_t limit;
@@ -99,6 +129,14 @@ static int bad_usage(const char *fmt, const char *arg)
 	fprintf(stderr, fmt, arg);
 	fprintf(stderr, "\nTry 'pystack-dump sample --help'.\n");
 	return PYD_E_USAGE;
+}
+
+static int unknown_format(const char *arg)
+{
+	char msg[512], names[256];
+	pyd_prof_format_list(names, sizeof names);
+	snprintf(msg, sizeof msg, "unknown format '%s' (%s)", arg, names);
+	return bad_usage("%s", msg);
 }
 
 static bool parse_double(const char *s, double *out)
@@ -140,11 +178,9 @@ static int parse_value(int c, const char *arg, struct sample_opts *o)
 		return bad_usage("unknown mode '%s' (wall, cpu, gil, async)",
 		                 arg);
 	case 'f':
-		if ((o->format = pyd_prof_format_named(arg)) != PYD_FMT_UNKNOWN)
+		if ((o->format = pyd_prof_format_named(arg)))
 			return 0;
-		return bad_usage("unknown format '%s' (table, collapsed, "
-		                 "flamegraph, speedscope, gecko, pprof, json)",
-		                 arg);
+		return unknown_format(arg);
 	case 'L':
 		if (!parse_double(arg, &v) && strcmp(arg, "0"))
 			return bad_usage("--limit wants a count, not '%s'",
@@ -156,13 +192,14 @@ static int parse_value(int c, const char *arg, struct sample_opts *o)
 }
 
 /* -f, else the output's name, else by where the output goes. */
-static enum pyd_prof_format format_for(const struct sample_opts *o)
+static const struct pyd_prof_format *format_for(const struct sample_opts *o)
 {
-	if (o->format != PYD_FMT_UNKNOWN)
+	if (o->format)
 		return o->format;
 	if (o->output)
 		return pyd_prof_format_for_file(o->output);
-	return isatty(STDOUT_FILENO) ? PYD_FMT_TABLE : PYD_FMT_COLLAPSED;
+	return pyd_prof_format_named(isatty(STDOUT_FILENO) ? "table"
+	                                                   : "collapsed");
 }
 
 static int parse_sample_args(int argc, char **argv, struct sample_opts *o)
@@ -179,10 +216,10 @@ static int parse_sample_args(int argc, char **argv, struct sample_opts *o)
 	    {"limit", required_argument, NULL, 'L'},
 	    {"quiet", no_argument, NULL, 'q'},
 	    {"help", no_argument, NULL, 'h'},
+	    {"list-formats", no_argument, NULL, 'F'},
 	    {0},
 	};
 	*o = (struct sample_opts){.rate = 1000,
-	                          .format = PYD_FMT_UNKNOWN,
 	                          .lines = true,
 	                          .limit = 40};
 	int c, rc;
@@ -203,7 +240,10 @@ static int parse_sample_args(int argc, char **argv, struct sample_opts *o)
 			o->quiet = true;
 			break;
 		case 'h':
-			fputs(usage_text, stdout);
+			usage();
+			exit(0);
+		case 'F':
+			list_formats();
 			exit(0);
 		case '?':
 			return bad_usage(
@@ -482,7 +522,7 @@ static void summary(const struct run *r)
 		        "their callers.\n");
 	if (r->o->output)
 		fprintf(stderr, "pystack-dump sample: wrote %s (%s).\n",
-		        r->o->output, pyd_prof_format_name(r->o->format));
+		        r->o->output, r->o->format->name);
 }
 
 static void fill_meta(struct run *r)
@@ -536,7 +576,7 @@ static int launch_error(struct run *r, enum pyd_err err, const char *detail)
 		        r->o->command[0], detail);
 		return err;
 	}
-	int rc = cli_report_error(err, r->o->pid, detail);
+	int rc = cli_report_error(err, &(struct target_spec){.pid = r->o->pid}, detail);
 	if (!child_gone(r)) {
 		fprintf(stderr, "pystack-dump sample: stopping %s (pid %d).\n",
 		        r->o->command[0], r->o->pid);
@@ -565,7 +605,7 @@ int sample_main(int argc, char **argv)
 		fprintf(stderr, "pystack-dump sample: %s.\n", detail);
 		rc = err;
 	} else if (err) {
-		rc = cli_report_error(err, o.pid, detail);
+		rc = cli_report_error(err, &(struct target_spec){.pid = o.pid}, detail);
 	} else {
 		fill_meta(&r);
 		sample_loop(&r);

@@ -63,11 +63,7 @@ enum pyd_err target_runtime(struct target *t, struct pyd_runtime *rt,
 		*rt = *pyd_snapshot_runtime(t->snap);
 		return PYD_OK;
 	}
-	enum pyd_err err = pyd_runtime_find_elf(t->src, rt);
-	/* The cookie scan reads megabytes the decode never needs again:
-	 * keep them out of a snapshot by scanning the unrecorded source. */
-	if (err == PYD_E_NOTPYTHON)
-		err = pyd_runtime_find_cookie(t->inner, rt);
+	enum pyd_err err = pyd_runtime_find(t->src, t->inner, rt);
 	if (err == PYD_E_NOTPYTHON && t->core)
 		snprintf(detail, detailsz,
 			 "no mapped file defines _PyRuntime and no 3.13+ debug "

@@ -14,11 +14,12 @@
 
 /* --format (pyd_cmd_parse made sure it is one), else (with -o) the file's
  * name, else the table. */
-static enum pyd_prof_format pick_format(const struct pyd_cmd *c)
+static const struct pyd_prof_format *pick_format(const struct pyd_cmd *c)
 {
 	if (c->format)
 		return pyd_prof_format_named(c->format);
-	return c->output ? pyd_prof_format_for_file(c->output) : PYD_FMT_TABLE;
+	return c->output ? pyd_prof_format_for_file(c->output)
+	                 : pyd_prof_format_named("table");
 }
 
 static bool interrupted(void *ctx)
@@ -50,7 +51,8 @@ static const char *sample_loop(const struct pyd_cmd *c,
 }
 
 static void summary(struct pyd_buf *msg, const struct pyd_prof_meta *m,
-                    const char *why, const char *output, enum pyd_prof_format f)
+                    const char *why, const char *output,
+                    const struct pyd_prof_format *f)
 {
 	pyd_buf_printf(msg,
 	               "py-sample: %s after %.2f s: %llu samples in %llu "
@@ -61,7 +63,7 @@ static void summary(struct pyd_buf *msg, const struct pyd_prof_meta *m,
 	               (unsigned long long)m->missed);
 	if (output)
 		pyd_buf_printf(msg, "py-sample: wrote %s (%s).\n", output,
-		               pyd_prof_format_name(f));
+		               f->name);
 }
 
 static enum pyd_err sample(const struct pyd_cmd *c,
@@ -69,7 +71,7 @@ static enum pyd_err sample(const struct pyd_cmd *c,
                            const struct pyd_cmd_resume *r,
                            struct pyd_session *s, struct pyd_profile *prof,
                            struct pyd_buf *report, struct pyd_buf *msg,
-                           enum pyd_prof_format f)
+                           const struct pyd_prof_format *f)
 {
 	struct pyd_sampler *sp = NULL;
 	enum pyd_sample_mode mode = PYD_SAMPLE_WALL;
@@ -108,7 +110,7 @@ enum pyd_err pyd_cmd_sample(const struct pyd_cmd *c,
                             const struct pyd_cmd_resume *r,
                             struct pyd_buf *report, struct pyd_buf *msg)
 {
-	enum pyd_prof_format f = pick_format(c);
+	const struct pyd_prof_format *f = pick_format(c);
 	char detail[256] = "";
 	struct pyd_session *s = NULL;
 	enum pyd_err err =

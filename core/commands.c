@@ -26,13 +26,13 @@ static const char help_tasks[] =
     "  -t        a table, one row per task and awaiter\n"
     "  -j        JSON, as pystack-dump --tasks --json\n";
 
-static const char help_sample[] =
+/* The list of formats comes from their table (pyd_prof_format_list). */
+static const char help_sample_fmt[] =
     "py-sample N [--rate HZ|max] [--mode wall|cpu|gil|async]\n"
     "            [--format FMT] [-o FILE]: profile the live inferior.\n"
     "Resumes it, takes N samples (default rate 1000/s), stops it again\n"
     "and prints the table of functions by direct and cumulative samples;\n"
-    "with -o FILE writes FMT (table, collapsed, flamegraph, speedscope,\n"
-    "gecko, pprof, json) there instead. Needs a live process.\n";
+    "with -o FILE writes FMT (%s) there instead. Needs a live process.\n";
 
 const char *pyd_cmd_help(const char *name)
 {
@@ -40,8 +40,13 @@ const char *pyd_cmd_help(const char *name)
 		return help_bt;
 	if (!strcmp(name, "py-tasks"))
 		return help_tasks;
-	if (!strcmp(name, "py-sample"))
-		return help_sample;
+	if (!strcmp(name, "py-sample")) {
+		static char help[sizeof help_sample_fmt + 256];
+		char names[256];
+		pyd_prof_format_list(names, sizeof names);
+		snprintf(help, sizeof help, help_sample_fmt, names);
+		return help;
+	}
 	return NULL;
 }
 
@@ -109,7 +114,7 @@ static bool parse_sample(struct pyd_cmd *c, char **w, size_t n, char *err,
 			if (!(c->format = value(w, n, &i)))
 				return fail(err, errsz, name,
 				            "missing value for", opt);
-			if (pyd_prof_format_named(c->format) == PYD_FMT_UNKNOWN)
+			if (!pyd_prof_format_named(c->format))
 				return fail(err, errsz, name, "unknown format",
 				            c->format);
 		} else if (!strcmp(opt, "-o") || !strcmp(opt, "--output")) {
@@ -162,21 +167,6 @@ bool pyd_cmd_parse(const char *name, const char *args, struct pyd_cmd *c,
 			            w[i]);
 	}
 	return true;
-}
-
-/* Where the interpreter is: symbols the debugger resolves, else the
- * mapped files, else (3.13+) the debug-offsets cookie. */
-static enum pyd_err find_runtime(const struct pyd_memsrc *src,
-                                 struct pyd_runtime *rt)
-{
-	enum pyd_err err = PYD_E_NOTPYTHON;
-	if (src->symbol)
-		err = pyd_runtime_find_symbols(src, rt);
-	if (err == PYD_E_NOTPYTHON && src->mappings)
-		err = pyd_runtime_find_elf(src, rt);
-	if (err == PYD_E_NOTPYTHON && src->mappings)
-		err = pyd_runtime_find_cookie(src, rt);
-	return err;
 }
 
 static void explain(struct pyd_buf *out, const char *name, enum pyd_err err,
@@ -305,7 +295,7 @@ enum pyd_err pyd_cmd_run(const struct pyd_cmd *c,
 	if (t->rt)
 		rt = *t->rt;
 	else
-		err = find_runtime(t->src, &rt);
+		err = pyd_runtime_find(t->src, t->src, &rt);
 	if (!err)
 		err = pyd_session_open(t->src, &rt, &s, detail, sizeof detail);
 	if (err) {

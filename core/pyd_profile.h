@@ -117,32 +117,38 @@ void pyd_profile_finish(struct pyd_profile *p);
  * 0, "all threads"); NULL if out of memory. */
 struct pyd_profile *pyd_profile_merged(const struct pyd_profile *p);
 
-/* The formats a profile is written in (core/report/). */
-enum pyd_prof_format {
-	PYD_FMT_TABLE,
-	PYD_FMT_COLLAPSED,
-	PYD_FMT_FLAMEGRAPH,
-	PYD_FMT_SPEEDSCOPE,
-	PYD_FMT_GECKO,
-	PYD_FMT_PPROF,
-	PYD_FMT_JSON,
-	PYD_FMT_UNKNOWN,
+/*
+ * The formats a profile is written in: one table (core/report/formats.c)
+ * that -f, the -o file name, every --help and the tests read.
+ */
+struct pyd_prof_format {
+	const char *name;        /* -f NAME */
+	const char *suffixes[3]; /* file names ending so pick it (-o) */
+	const char *summary;     /* for --help: lines of up to 34 columns */
+	/* Always every thread's tree, even when asked to merge them: the
+	 * format's viewers pick threads themselves. */
+	bool per_thread;
+	void (*write)(struct pyd_buf *b, const struct pyd_profile *p,
+	              size_t limit);
 };
 
-/* "table", "collapsed", ...; PYD_FMT_UNKNOWN if name is none of them. */
-enum pyd_prof_format pyd_prof_format_named(const char *name);
-/* The format a file name asks for: .html flamegraph, .speedscope.json,
- * .gecko.json, .json, .pb.gz / .pprof; collapsed otherwise. */
-enum pyd_prof_format pyd_prof_format_for_file(const char *path);
-const char *pyd_prof_format_name(enum pyd_prof_format f);
+/* Every format, in the order the help lists them; ends with a NULL name. */
+extern const struct pyd_prof_format pyd_prof_formats[];
+
+/* The format called name; NULL if none is. */
+const struct pyd_prof_format *pyd_prof_format_named(const char *name);
+/* The format a file name asks for by its longest matching suffix
+ * (x.speedscope.json is speedscope, not json); collapsed if none. */
+const struct pyd_prof_format *pyd_prof_format_for_file(const char *path);
+/* "table, collapsed, ..., json" into out: every name, for messages. */
+void pyd_prof_format_list(char *out, size_t size);
 
 /*
  * Write a finished profile as format f: one merged tree unless per_thread
- * (pprof, speedscope and gecko always get every thread: their viewers
- * pick threads themselves).  limit: table rows, 0 for all.
+ * (or f->per_thread).  limit: table rows, 0 for all.
  */
 enum pyd_err pyd_report_prof(struct pyd_buf *b, const struct pyd_profile *p,
-			     enum pyd_prof_format f, bool per_thread,
+			     const struct pyd_prof_format *f, bool per_thread,
 			     size_t limit);
 
 /*

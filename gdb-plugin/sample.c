@@ -71,9 +71,7 @@ static bool check_python(struct gdb_src *g, struct pyd_buf *out)
 	struct pyd_runtime rt;
 	struct pyd_session *s = NULL;
 	char detail[256] = "";
-	enum pyd_err err = pyd_runtime_find_elf(&g->src, &rt);
-	if (err == PYD_E_NOTPYTHON)
-		err = pyd_runtime_find_cookie(&g->src, &rt);
+	enum pyd_err err = pyd_runtime_find(&g->src, &g->src, &rt);
 	if (!err)
 		err = pyd_session_open(&g->src, &rt, &s, detail, sizeof detail);
 	pyd_session_close(s);

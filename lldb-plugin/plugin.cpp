@@ -208,7 +208,7 @@ void module_path(lldb::SBModule &mod, char *out, size_t outsz)
 }
 
 /* Before 3.11 the version is only a string in the binary's .rodata. */
-void scan_version(lldb::SBModule &mod, pyd_runtime *rt)
+void lldb_scan_version(lldb::SBModule &mod, pyd_runtime *rt)
 {
 	lldb::SBData data = mod.FindSection(".rodata").GetSectionData();
 	std::vector<char> bytes(data.GetByteSize());
@@ -236,12 +236,12 @@ uint64_t asyncio_section(lldb::SBTarget &target)
 
 /* Where the interpreter is, as lldb's symbols say; else (3.13+) its
  * debug-offsets cookie in memory. */
-bool find_runtime(lldb_source &s, pyd_runtime *rt)
+bool lldb_find_runtime(lldb_source &s, pyd_runtime *rt)
 {
 	if (pyd_runtime_find_symbols(&s.src, rt) == PYD_OK) {
 		module_path(s.python, rt->binary, sizeof rt->binary);
 		if (!rt->py_version_addr)
-			scan_version(s.python, rt);
+			lldb_scan_version(s.python, rt);
 		pyd_parse_version(rt->version, &rt->major, &rt->minor);
 	} else if (pyd_runtime_find_cookie(&s.src, rt) != PYD_OK) {
 		return false;
@@ -394,7 +394,7 @@ class bt_command : public lldb::SBCommandPluginInterface
 		source_cache *sources = source_cache_new(root[0] ? root : NULL);
 		pyd_cmd_target t{};
 		t.src = &s.src;
-		t.rt = find_runtime(s, &rt) ? &rt : nullptr;
+		t.rt = lldb_find_runtime(s, &rt) ? &rt : nullptr;
 		t.pid = (int)process.GetProcessID();
 		t.origin = origin;
 		t.source_kind = s.core ? "core" : "process";
@@ -546,7 +546,7 @@ class sample_command : public lldb::SBCommandPluginInterface
 		}
 		lldb_source s(target, process);
 		pyd_runtime rt;
-		if (!find_runtime(s, &rt)) {
+		if (!lldb_find_runtime(s, &rt)) {
 			result.SetError("py-sample: the program is not running "
 			                "CPython: no _PyRuntime among its "
 			                "symbols");

@@ -32,25 +32,16 @@ static bool order_nodes(const struct pyd_profile *p, struct order *o)
 	o->n = 0;
 	if (!o->nodes || !o->new_of || !p->nnodes)
 		return o->nodes && o->new_of;
-	uint32_t n = 0;
-	while (n != PYD_PROF_NONE) {
-		const struct pyd_prof_node *node = &p->nodes[n];
-		o->new_of[n] = o->n;
-		o->nodes[o->n++] = n;
-		uint32_t next = node->first_child;
-		while (next != PYD_PROF_NONE && !p->nodes[next].total)
-			next = p->nodes[next].next_sibling;
-		/* No child with samples: the next sibling with samples of
-		 * this node or of its nearest ancestor that has one. */
-		while (next == PYD_PROF_NONE && n != 0) {
-			next = p->nodes[n].next_sibling;
-			while (next != PYD_PROF_NONE && !p->nodes[next].total)
-				next = p->nodes[next].next_sibling;
-			if (next == PYD_PROF_NONE)
-				n = p->nodes[n].parent;
+	o->new_of[0] = 0;
+	o->nodes[o->n++] = 0;
+	/* A node without samples has none below it either. */
+	struct pyd_prof_walk w;
+	uint32_t n;
+	for (pyd_prof_walk_start(&w, p, 0); pyd_prof_walk_next(&w, &n);)
+		if (p->nodes[n].total) {
+			o->new_of[n] = o->n;
+			o->nodes[o->n++] = n;
 		}
-		n = next;
-	}
 	return true;
 }
 
@@ -174,8 +165,10 @@ static void data_json(struct pyd_buf *b, const struct pyd_profile *p,
 	PUT(b, "}}");
 }
 
-void pyd_report_prof_flamegraph(struct pyd_buf *b, const struct pyd_profile *p)
+void pyd_report_prof_flamegraph(struct pyd_buf *b, const struct pyd_profile *p,
+                                size_t limit)
 {
+	(void)limit;
 	const char *page = (const char *)flamegraph_html;
 	const char *mark = strstr(page, DATA_MARK);
 	const char *rest = mark + strlen(DATA_MARK);

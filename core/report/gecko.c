@@ -135,10 +135,11 @@ static uint32_t add_stack(struct gk *g, uint32_t node, uint32_t frame,
 static void build_thread(struct gk *g, uint32_t ti, uint32_t top)
 {
 	const struct pyd_profile *p = g->p;
-	uint32_t n = p->nodes[top].first_child;
+	struct pyd_prof_walk w;
+	uint32_t n;
 
 	g->nlframes = g->nlfuncs = g->nstacks = 0;
-	while (n != PYD_PROF_NONE) {
+	for (pyd_prof_walk_start(&w, p, top); pyd_prof_walk_next(&w, &n);) {
 		const struct pyd_prof_node *node = &p->nodes[n];
 		uint32_t f = node->frame;
 		enum category cat =
@@ -148,13 +149,6 @@ static void build_thread(struct gk *g, uint32_t ti, uint32_t top)
 		                      ? PYD_PROF_NONE
 		                      : g->stack_of[node->parent];
 		g->stack_of[n] = add_stack(g, n, lf, prefix);
-		if (node->first_child != PYD_PROF_NONE) {
-			n = node->first_child;
-			continue;
-		}
-		while (n != top && p->nodes[n].next_sibling == PYD_PROF_NONE)
-			n = p->nodes[n].parent;
-		n = n == top ? PYD_PROF_NONE : p->nodes[n].next_sibling;
 	}
 }
 
@@ -459,8 +453,10 @@ static bool gk_init(struct gk *g, const struct pyd_profile *p)
 	       g->st_prefix && g->st_node && g->stack_of && group_functions(g);
 }
 
-void pyd_report_prof_gecko(struct pyd_buf *b, const struct pyd_profile *p)
+void pyd_report_prof_gecko(struct pyd_buf *b, const struct pyd_profile *p,
+                           size_t limit)
 {
+	(void)limit;
 	double interval_ms = p->meta.interval_s > 0 ? p->meta.interval_s * 1e3
 	                     : p->meta.rate_hz > 0  ? 1e3 / p->meta.rate_hz
 	                                            : 1.0;

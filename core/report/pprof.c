@@ -394,30 +394,20 @@ static void put_thread(struct pp *e, const struct pyd_prof_thread *th)
 {
 	const struct pyd_prof_node *nodes = e->p->nodes;
 	struct pp_thread t = {thread_name(e, th), th->tid};
-	uint32_t top = th->node, n = nodes[top].first_child;
-	size_t depth = 0;
+	struct pyd_prof_walk w;
+	uint32_t n;
 
 	/* Samples of no Python frame at all (counted on top) are left out,
 	 * as in the collapsed report: pprof would count them in its totals
 	 * but show them nowhere. */
-	while (n != PYD_PROF_NONE) {
-		if (!path_reserve(e, depth)) {
+	for (pyd_prof_walk_start(&w, e->p, th->node);
+	     pyd_prof_walk_next(&w, &n);) {
+		if (!path_reserve(e, w.depth - 1)) {
 			e->failed = true;
 			return;
 		}
-		e->path[depth] = (uint64_t)nodes[n].frame + 1;
-		put_node_samples(e, &t, &nodes[n], depth + 1);
-		if (nodes[n].first_child != PYD_PROF_NONE) {
-			n = nodes[n].first_child;
-			depth++;
-			continue;
-		}
-		while (n != top && nodes[n].next_sibling == PYD_PROF_NONE) {
-			n = nodes[n].parent;
-			if (n != top)
-				depth--;
-		}
-		n = n == top ? PYD_PROF_NONE : nodes[n].next_sibling;
+		e->path[w.depth - 1] = (uint64_t)nodes[n].frame + 1;
+		put_node_samples(e, &t, &nodes[n], w.depth);
 	}
 }
 
@@ -504,8 +494,10 @@ static void gzip_into(struct pyd_buf *b, const char *data, size_t len)
 	deflateEnd(&zs);
 }
 
-void pyd_report_prof_pprof(struct pyd_buf *b, const struct pyd_profile *p)
+void pyd_report_prof_pprof(struct pyd_buf *b, const struct pyd_profile *p,
+                           size_t limit)
 {
+	(void)limit;
 	struct pp e = {.p = p};
 
 	intern(&e.st, "");

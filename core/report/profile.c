@@ -1,66 +1,15 @@
 /*
  * Profile reports: the pstats-like table, collapsed stacks and the JSON
  * tree (docs/profile-formats.md).  The other formats live in files of
- * their own.
+ * their own; formats.c lists them all.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../pyd_profile.h"
+#include "../decode/grow.h"
 #include "report.h"
-
-/* Tasks without a name (3.7) are already called "<task 0x...>". */
-const char *pyd_task_label(const char *name, char *buf, size_t bufsz)
-{
-	snprintf(buf, bufsz, strncmp(name, "<task ", 6) ? "<task %s>" : "%s",
-		 name);
-	return buf;
-}
-
-const char *pyd_prof_frame_label(const struct pyd_prof_frame *f, char *buf,
-                                 size_t bufsz)
-{
-	const char *name = f->qualname ? f->qualname : f->function;
-	if (f->kind == PYD_PF_TASK)
-		pyd_task_label(name, buf, bufsz);
-	else if (f->line > 0)
-		snprintf(buf, bufsz, "%s (%s:%d)", name, f->file, f->line);
-	else
-		snprintf(buf, bufsz, "%s (%s)", name, f->file);
-	return buf;
-}
-
-/*
- * Depth-first over the subtree under top (top itself excluded), without
- * recursion: stacks can be 100,000 frames deep.  enter() sees each node
- * on the way down, leave() on the way up.
- */
-static void walk(const struct pyd_profile *p, uint32_t top,
-                 void (*enter)(void *ctx, uint32_t node),
-                 void (*leave)(void *ctx, uint32_t node), void *ctx)
-{
-	uint32_t n = p->nodes[top].first_child;
-	while (n != PYD_PROF_NONE) {
-		enter(ctx, n);
-		if (p->nodes[n].first_child != PYD_PROF_NONE) {
-			n = p->nodes[n].first_child;
-			continue;
-		}
-		for (;;) {
-			leave(ctx, n);
-			if (p->nodes[n].next_sibling != PYD_PROF_NONE) {
-				n = p->nodes[n].next_sibling;
-				break;
-			}
-			n = p->nodes[n].parent;
-			if (n == top) {
-				n = PYD_PROF_NONE;
-				break;
-			}
-		}
-	}
-}
 
 static uint64_t total_samples(const struct pyd_profile *p)
 {
@@ -118,26 +67,41 @@ static size_t group_functions(const struct pyd_profile *p, uint32_t *func_of,
 	return nrows;
 }
 
-static void table_enter(void *ctx, uint32_t n)
+/* A function's cumulative count takes each sample once, however often
+ * it recurses: rows on the current path have onpath > 0. */
+static void table_enter(struct table_ctx *c, uint32_t row,
+                        const struct pyd_prof_node *node)
 {
-	struct table_ctx *c = ctx;
-	const struct pyd_prof_node *node = &c->p->nodes[n];
-	if (node->frame == PYD_PROF_NONE)
-		return;
-	struct func_row *r = &c->rows[c->func_of[node->frame]];
+	struct func_row *r = &c->rows[row];
 	r->self += node->self;
 	r->self_await += node->self_await;
-	/* Recursion: count a function once per sample. */
 	if (r->onpath++ == 0)
 		r->cum += node->total;
 }
 
-static void table_leave(void *ctx, uint32_t n)
+static bool table_count(struct table_ctx *c)
 {
-	struct table_ctx *c = ctx;
-	const struct pyd_prof_node *node = &c->p->nodes[n];
-	if (node->frame != PYD_PROF_NONE)
-		c->rows[c->func_of[node->frame]].onpath--;
+	const struct pyd_profile *p = c->p;
+	/* The row of each node on the path (PYD_PROF_NONE: no frame). */
+	uint32_t *path = NULL;
+	size_t len = 0, cap = 0;
+	struct pyd_prof_walk w;
+	uint32_t n;
+	for (pyd_prof_walk_start(&w, p, 0); pyd_prof_walk_next(&w, &n);) {
+		for (; len >= w.depth; len--)
+			if (path[len - 1] != PYD_PROF_NONE)
+				c->rows[path[len - 1]].onpath--;
+		if (!pyd_grow((void **)&path, &cap, len + 1, sizeof *path)) {
+			free(path);
+			return false;
+		}
+		uint32_t f = p->nodes[n].frame;
+		path[len++] = f == PYD_PROF_NONE ? PYD_PROF_NONE : c->func_of[f];
+		if (f != PYD_PROF_NONE)
+			table_enter(c, path[len - 1], &p->nodes[n]);
+	}
+	free(path);
+	return true;
 }
 
 static int cmp_rows(const void *a, const void *b)
@@ -271,7 +235,10 @@ void pyd_report_prof_table(struct pyd_buf *b, const struct pyd_profile *p,
 		b->failed = true;
 		goto out;
 	}
-	walk(p, 0, table_enter, table_leave, &c);
+	if (!table_count(&c)) {
+		b->failed = true;
+		goto out;
+	}
 	qsort(c.rows, nrows, sizeof *c.rows, cmp_rows);
 	table_header(b, p);
 	size_t shown = limit && limit < nrows ? limit : nrows;
@@ -295,8 +262,8 @@ struct collapsed_ctx {
 	const struct pyd_profile *p;
 	struct pyd_buf *out;
 	struct pyd_buf path; /* "a;b;c" of the current node */
-	size_t *len;         /* path length before each depth's label */
-	size_t depth, cap;
+	size_t *len;         /* path length after each depth's label */
+	size_t cap;
 };
 
 /* ';' separates frames and a newline ends the line: neither may appear
@@ -312,38 +279,41 @@ static void put_label(struct pyd_buf *b, const char *s)
 			b->data[i] = ':';
 }
 
-static void collapsed_enter(void *ctx, uint32_t n)
+/* A thread's own node is labelled only in a per-thread profile. */
+static bool node_label(const struct pyd_profile *p, uint32_t n, char *label,
+                       size_t size)
 {
-	struct collapsed_ctx *c = ctx;
+	const struct pyd_prof_node *node = &p->nodes[n];
+	if (node->frame != PYD_PROF_NONE) {
+		pyd_prof_frame_label(&p->frames[node->frame], label, size);
+		return true;
+	}
+	const struct pyd_prof_thread *t = NULL;
+	for (size_t i = 0; i < p->nthreads; i++)
+		if (p->threads[i].node == n)
+			t = &p->threads[i];
+	if (p->merged || !t)
+		return false;
+	snprintf(label, size, "Thread %lld (%s)", (long long)t->tid, t->name);
+	return true;
+}
+
+static void collapsed_node(struct collapsed_ctx *c, uint32_t n, size_t depth)
+{
 	const struct pyd_prof_node *node = &c->p->nodes[n];
-	if (c->depth == c->cap) {
-		size_t ncap = c->cap ? c->cap * 2 : 64;
-		size_t *t = realloc(c->len, ncap * sizeof *t);
-		if (!t) {
-			c->out->failed = true;
-			return;
-		}
-		c->len = t;
-		c->cap = ncap;
+	if (!pyd_grow((void **)&c->len, &c->cap, depth, sizeof *c->len)) {
+		c->out->failed = true;
+		return;
 	}
-	c->len[c->depth++] = c->path.len;
+	/* Back to the parent's path, then this node's label. */
+	c->path.len = depth > 1 ? c->len[depth - 2] : 0;
 	char label[1024];
-	if (node->frame == PYD_PROF_NONE) {
-		const struct pyd_prof_thread *t = NULL;
-		for (size_t i = 0; i < c->p->nthreads; i++)
-			if (c->p->threads[i].node == n)
-				t = &c->p->threads[i];
-		if (c->p->merged || !t)
-			return;
-		snprintf(label, sizeof label, "Thread %lld (%s)",
-		         (long long)t->tid, t->name);
-	} else {
-		pyd_prof_frame_label(&c->p->frames[node->frame], label,
-		                     sizeof label);
+	if (node_label(c->p, n, label, sizeof label)) {
+		if (c->path.len)
+			pyd_buf_put(&c->path, ";", 1);
+		put_label(&c->path, label);
 	}
-	if (c->path.len)
-		pyd_buf_put(&c->path, ";", 1);
-	put_label(&c->path, label);
+	c->len[depth - 1] = c->path.len;
 	if (node->self && node->frame != PYD_PROF_NONE) {
 		pyd_buf_put(c->out, c->path.data, c->path.len);
 		pyd_buf_printf(c->out, " %llu\n",
@@ -351,18 +321,15 @@ static void collapsed_enter(void *ctx, uint32_t n)
 	}
 }
 
-static void collapsed_leave(void *ctx, uint32_t n)
-{
-	struct collapsed_ctx *c = ctx;
-	(void)n;
-	if (c->depth)
-		c->path.len = c->len[--c->depth];
-}
-
-void pyd_report_prof_collapsed(struct pyd_buf *b, const struct pyd_profile *p)
+void pyd_report_prof_collapsed(struct pyd_buf *b, const struct pyd_profile *p,
+                               size_t limit)
 {
 	struct collapsed_ctx c = {.p = p, .out = b};
-	walk(p, 0, collapsed_enter, collapsed_leave, &c);
+	struct pyd_prof_walk w;
+	uint32_t n;
+	(void)limit;
+	for (pyd_prof_walk_start(&w, p, 0); pyd_prof_walk_next(&w, &n);)
+		collapsed_node(&c, n, w.depth);
 	if (c.path.failed)
 		b->failed = true;
 	pyd_buf_free(&c.path);
@@ -397,8 +364,10 @@ static void json_meta(struct pyd_buf *b, const struct pyd_profile *p)
 	    p->truncated ? "true" : "false");
 }
 
-void pyd_report_prof_json(struct pyd_buf *b, const struct pyd_profile *p)
+void pyd_report_prof_json(struct pyd_buf *b, const struct pyd_profile *p,
+                          size_t limit)
 {
+	(void)limit;
 	json_meta(b, p);
 	pyd_buf_put(b, "\"frames\": [", 11);
 	for (size_t i = 0; i < p->nframes; i++) {
@@ -440,96 +409,4 @@ void pyd_report_prof_json(struct pyd_buf *b, const struct pyd_profile *p)
 		               (unsigned long long)n->total);
 	}
 	pyd_buf_put(b, "\n]}\n", 4);
-}
-
-/* ---- choosing and writing a format ---- */
-
-static const char *const format_names[] = {
-	[PYD_FMT_TABLE] = "table",	   [PYD_FMT_COLLAPSED] = "collapsed",
-	[PYD_FMT_FLAMEGRAPH] = "flamegraph", [PYD_FMT_SPEEDSCOPE] = "speedscope",
-	[PYD_FMT_GECKO] = "gecko",	   [PYD_FMT_PPROF] = "pprof",
-	[PYD_FMT_JSON] = "json",
-};
-
-enum pyd_prof_format pyd_prof_format_named(const char *name)
-{
-	for (int f = 0; f < PYD_FMT_UNKNOWN; f++)
-		if (!strcmp(name, format_names[f]))
-			return (enum pyd_prof_format)f;
-	return PYD_FMT_UNKNOWN;
-}
-
-const char *pyd_prof_format_name(enum pyd_prof_format f)
-{
-	return (unsigned)f < PYD_FMT_UNKNOWN ? format_names[f] : "unknown";
-}
-
-static bool ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), m = strlen(suffix);
-	return n >= m && !strcmp(s + n - m, suffix);
-}
-
-enum pyd_prof_format pyd_prof_format_for_file(const char *path)
-{
-	/* Longest suffixes first: x.speedscope.json is not plain json. */
-	static const struct {
-		const char *ext;
-		enum pyd_prof_format f;
-	} by_ext[] = {
-		{".speedscope.json", PYD_FMT_SPEEDSCOPE},
-		{".gecko.json", PYD_FMT_GECKO},
-		{".json", PYD_FMT_JSON},
-		{".html", PYD_FMT_FLAMEGRAPH},
-		{".htm", PYD_FMT_FLAMEGRAPH},
-		{".pb.gz", PYD_FMT_PPROF},
-		{".pprof", PYD_FMT_PPROF},
-	};
-	for (size_t i = 0; i < sizeof by_ext / sizeof *by_ext; i++)
-		if (ends_with(path, by_ext[i].ext))
-			return by_ext[i].f;
-	return PYD_FMT_COLLAPSED;
-}
-
-static void write_format(struct pyd_buf *b, const struct pyd_profile *p,
-			 enum pyd_prof_format f, size_t limit)
-{
-	switch (f) {
-	case PYD_FMT_TABLE:
-		pyd_report_prof_table(b, p, limit);
-		break;
-	case PYD_FMT_COLLAPSED:
-		pyd_report_prof_collapsed(b, p);
-		break;
-	case PYD_FMT_FLAMEGRAPH:
-		pyd_report_prof_flamegraph(b, p);
-		break;
-	case PYD_FMT_SPEEDSCOPE:
-		pyd_report_prof_speedscope(b, p);
-		break;
-	case PYD_FMT_GECKO:
-		pyd_report_prof_gecko(b, p);
-		break;
-	case PYD_FMT_PPROF:
-		pyd_report_prof_pprof(b, p);
-		break;
-	case PYD_FMT_JSON:
-	case PYD_FMT_UNKNOWN:
-		pyd_report_prof_json(b, p);
-		break;
-	}
-}
-
-enum pyd_err pyd_report_prof(struct pyd_buf *b, const struct pyd_profile *p,
-			     enum pyd_prof_format f, bool per_thread,
-			     size_t limit)
-{
-	per_thread |= f == PYD_FMT_PPROF || f == PYD_FMT_SPEEDSCOPE ||
-		      f == PYD_FMT_GECKO;
-	struct pyd_profile *merged = per_thread ? NULL : pyd_profile_merged(p);
-	if (!per_thread && !merged)
-		return PYD_E_NOMEM;
-	write_format(b, merged ? merged : p, f, limit);
-	pyd_profile_free(merged);
-	return b->failed ? PYD_E_NOMEM : PYD_OK;
 }

@@ -69,21 +69,55 @@ const char *pyd_task_label(const char *name, char *buf, size_t bufsz);
 const char *pyd_prof_frame_label(const struct pyd_prof_frame *f, char *buf,
 				 size_t bufsz);
 
+/*
+ * Depth first over the subtree below node top (top excluded), parents
+ * before children:
+ *
+ *	struct pyd_prof_walk w;
+ *	uint32_t n;
+ *	for (pyd_prof_walk_start(&w, p, top); pyd_prof_walk_next(&w, &n);)
+ *		... w.depth is n's depth: 1 for a child of top ...
+ *
+ * A node at depth d comes after every node deeper than d on the path
+ * before it has been left, so a writer keeping the path from top trims it
+ * to d - 1 entries and pushes n.
+ */
+struct pyd_prof_walk {
+	const struct pyd_profile *p;
+	uint32_t top, next;
+	size_t depth, next_depth;
+};
+void pyd_prof_walk_start(struct pyd_prof_walk *w, const struct pyd_profile *p,
+                         uint32_t top);
+bool pyd_prof_walk_next(struct pyd_prof_walk *w, uint32_t *node);
+
+/*
+ * The writers of the formats (formats.c lists them): each writes the
+ * whole profile into b.  limit: most rows a format with rows shows
+ * (0: all); the others show everything.
+ */
+
 /* Per function, like pstats: direct and cumulative samples, percentages,
  * estimated times; the most expensive limit rows (0: all). */
 void pyd_report_prof_table(struct pyd_buf *b, const struct pyd_profile *p,
-			   size_t limit);
+			size_t limit);
 /* "frame;frame;frame count" lines, outermost first (flamegraph.pl). */
-void pyd_report_prof_collapsed(struct pyd_buf *b, const struct pyd_profile *p);
+void pyd_report_prof_collapsed(struct pyd_buf *b, const struct pyd_profile *p,
+			size_t limit);
 /* The trees as flat JSON (docs/profile-formats.md). */
-void pyd_report_prof_json(struct pyd_buf *b, const struct pyd_profile *p);
+void pyd_report_prof_json(struct pyd_buf *b, const struct pyd_profile *p,
+			size_t limit);
 /* One self-contained interactive HTML page. */
-void pyd_report_prof_flamegraph(struct pyd_buf *b, const struct pyd_profile *p);
+void pyd_report_prof_flamegraph(struct pyd_buf *b, const struct pyd_profile *p,
+			size_t limit);
 /* speedscope's file format (one sampled profile per thread). */
-void pyd_report_prof_speedscope(struct pyd_buf *b, const struct pyd_profile *p);
+void pyd_report_prof_speedscope(struct pyd_buf *b, const struct pyd_profile *p,
+			size_t limit);
 /* The Firefox Profiler's Gecko profile format. */
-void pyd_report_prof_gecko(struct pyd_buf *b, const struct pyd_profile *p);
+void pyd_report_prof_gecko(struct pyd_buf *b, const struct pyd_profile *p,
+			size_t limit);
 /* pprof's profile.proto, gzipped: binary, b->len bytes. */
-void pyd_report_prof_pprof(struct pyd_buf *b, const struct pyd_profile *p);
+void pyd_report_prof_pprof(struct pyd_buf *b, const struct pyd_profile *p,
+			size_t limit);
 
 #endif

@@ -62,46 +62,40 @@ static void sample_json(struct pyd_buf *b, const struct path *s, bool first)
 	PUT(b, "]");
 }
 
+static void put_sample(struct pyd_buf *b, const struct path *s,
+                       const struct pyd_prof_node *node, bool weights,
+                       double unit, bool *first)
+{
+	if (!node->self)
+		return;
+	if (!weights)
+		sample_json(b, s, *first);
+	else if (unit)
+		pyd_buf_printf(b, "%s%.9g", *first ? "" : ", ",
+		               (double)node->self * unit);
+	else
+		pyd_buf_printf(b, "%s%llu", *first ? "" : ", ",
+		               (unsigned long long)node->self);
+	*first = false;
+}
+
 /* Depth first below the thread node: the samples array, then the weights
- * (the same walk twice keeps the two arrays in step without storing them). */
+ * (the same walk twice keeps the two arrays in step without storing them).
+ * The thread node's own samples (no Python frame) have the empty stack. */
 static bool thread_stacks(struct pyd_buf *b, const struct pyd_profile *p,
                           uint32_t top, bool weights, double unit)
 {
 	struct path s = {0};
 	bool first = true, ok = true;
-	uint32_t n = top;
+	struct pyd_prof_walk w;
+	uint32_t n;
 
-	/* The thread node's own samples (no Python frame) have the empty
-	 * stack. */
-	while (n != PYD_PROF_NONE && ok) {
-		const struct pyd_prof_node *node = &p->nodes[n];
-		ok = n == top || path_push(&s, node->frame);
-		if (ok && node->self) {
-			if (!weights)
-				sample_json(b, &s, first);
-			else if (unit)
-				pyd_buf_printf(b, "%s%.9g", first ? "" : ", ",
-				               (double)node->self * unit);
-			else
-				pyd_buf_printf(b, "%s%llu", first ? "" : ", ",
-				               (unsigned long long)node->self);
-			first = false;
-		}
-		if (node->first_child != PYD_PROF_NONE) {
-			n = node->first_child;
-			continue;
-		}
-		if (n == top)
-			break;
-		/* Climb until a sibling is left, popping the path as we go. */
-		while (n != top && p->nodes[n].next_sibling == PYD_PROF_NONE) {
-			n = p->nodes[n].parent;
-			s.len--;
-		}
-		if (n == top)
-			break;
-		s.len--;
-		n = p->nodes[n].next_sibling;
+	put_sample(b, &s, &p->nodes[top], weights, unit, &first);
+	for (pyd_prof_walk_start(&w, p, top); ok && pyd_prof_walk_next(&w, &n);) {
+		s.len = w.depth - 1;
+		ok = path_push(&s, p->nodes[n].frame);
+		if (ok)
+			put_sample(b, &s, &p->nodes[n], weights, unit, &first);
 	}
 	free(s.frames);
 	return ok;
@@ -157,8 +151,10 @@ static size_t busiest_thread(const struct pyd_profile *p)
 	return best;
 }
 
-void pyd_report_prof_speedscope(struct pyd_buf *b, const struct pyd_profile *p)
+void pyd_report_prof_speedscope(struct pyd_buf *b, const struct pyd_profile *p,
+                                size_t limit)
 {
+	(void)limit;
 	char name[96];
 
 	PUT(b, "{\"$schema\": "

@@ -42,6 +42,17 @@ enum pyd_err pyd_runtime_find_cookie(const struct pyd_memsrc *src,
 enum pyd_err pyd_runtime_find_symbols(const struct pyd_memsrc *src,
 				      struct pyd_runtime *rt);
 
+/*
+ * Where the interpreter is, cheapest way first: the symbols a source
+ * resolves itself (lldb), the ELF symbols of its mapped files, then
+ * (3.13+) the debug-offsets cookie in memory, scanned through scan_src:
+ * src itself, or the source under a snapshot recorder, so that the scan's
+ * megabytes stay out of the snapshot.
+ */
+enum pyd_err pyd_runtime_find(const struct pyd_memsrc *src,
+			      const struct pyd_memsrc *scan_src,
+			      struct pyd_runtime *rt);
+
 /* The PY_VERSION literal ("3.9.18") among a binary's read-only strings
  * (ELF .rodata), for sources that read sections themselves (lldb) and
  * find a CPython older than 3.11, which has no Py_Version; out is left

@@ -276,7 +276,7 @@ int main(int argc, char **argv)
 	CHECK_EQ(p != NULL, 1);
 	if (!p)
 		return check_done("test_pprof");
-	pyd_report_prof_pprof(&b, p);
+	pyd_report_prof_pprof(&b, p, 0);
 	CHECK_EQ(b.failed, 0);
 	if (argc > 1)
 		check_save(NULL, argv[1], b.data, b.len);

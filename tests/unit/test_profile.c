@@ -162,7 +162,7 @@ static void test_reports(void)
 	pyd_profile_add(p, 1, "", m, 1, false);
 	pyd_profile_finish(p);
 	struct pyd_buf b = {0};
-	pyd_report_prof_collapsed(&b, p);
+	pyd_report_prof_collapsed(&b, p, 0);
 	pyd_buf_put(&b, "", 1);
 	CHECK_EQ(strstr(b.data, "Thread 1 ();main (app.py:1);r (app.py:3);"
 	                        "r (app.py:2) 2\n") != NULL,

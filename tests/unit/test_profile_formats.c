@@ -160,7 +160,7 @@ static void test_flamegraph(const struct pyd_profile *p, const char *dir)
 	static const char open[] =
 	    "<script type=\"application/json\" id=\"pyd-data\">";
 	struct pyd_buf b = {0};
-	pyd_report_prof_flamegraph(&b, p);
+	pyd_report_prof_flamegraph(&b, p, 0);
 	CHECK_EQ(b.failed, 0);
 	const char *data = b.data ? strstr(b.data, open) : NULL;
 	CHECK_EQ(data != NULL, 1);
@@ -189,7 +189,7 @@ static void test_flamegraph(const struct pyd_profile *p, const char *dir)
 static void test_speedscope(const struct pyd_profile *p, const char *dir)
 {
 	struct pyd_buf b = {0};
-	pyd_report_prof_speedscope(&b, p);
+	pyd_report_prof_speedscope(&b, p, 0);
 	CHECK_EQ(b.failed, 0);
 	CHECK_EQ(json_ok(b.data, b.len), 1);
 	CHECK_EQ(count(b.data, "\"type\": \"sampled\""), 2);
@@ -208,7 +208,7 @@ static void test_speedscope(const struct pyd_profile *p, const char *dir)
 static void test_gecko(const struct pyd_profile *p, const char *dir)
 {
 	struct pyd_buf b = {0};
-	pyd_report_prof_gecko(&b, p);
+	pyd_report_prof_gecko(&b, p, 0);
 	CHECK_EQ(b.failed, 0);
 	CHECK_EQ(json_ok(b.data, b.len), 1);
 	CHECK_EQ(count(b.data, "\"weightType\": \"samples\""), 2);
@@ -234,7 +234,7 @@ int main(int argc, char **argv)
 	}
 	if (p && dir) {
 		struct pyd_buf b = {0};
-		pyd_report_prof_json(&b, p);
+		pyd_report_prof_json(&b, p, 0);
 		check_save(dir, "profile.json", b.data, b.len);
 		pyd_buf_free(&b);
 	}

@@ -1,0 +1,64 @@
+/*
+ * What every profile format shares: how a frame is labelled and the
+ * depth-first walk over a call tree (report.h).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "../pyd_profile.h"
+#include "report.h"
+
+/* Tasks without a name (3.7) are already called "<task 0x...>". */
+const char *pyd_task_label(const char *name, char *buf, size_t bufsz)
+{
+	snprintf(buf, bufsz, strncmp(name, "<task ", 6) ? "<task %s>" : "%s",
+		 name);
+	return buf;
+}
+
+const char *pyd_prof_frame_label(const struct pyd_prof_frame *f, char *buf,
+                                 size_t bufsz)
+{
+	const char *name = f->qualname ? f->qualname : f->function;
+	if (f->kind == PYD_PF_TASK)
+		pyd_task_label(name, buf, bufsz);
+	else if (f->line > 0)
+		snprintf(buf, bufsz, "%s (%s:%d)", name, f->file, f->line);
+	else
+		snprintf(buf, bufsz, "%s (%s)", name, f->file);
+	return buf;
+}
+
+void pyd_prof_walk_start(struct pyd_prof_walk *w, const struct pyd_profile *p,
+                         uint32_t top)
+{
+	w->p = p;
+	w->top = top;
+	w->next = p->nnodes ? p->nodes[top].first_child : PYD_PROF_NONE;
+	w->next_depth = 1;
+	w->depth = 0;
+}
+
+/* Without recursion: stacks can be 100,000 frames deep. */
+bool pyd_prof_walk_next(struct pyd_prof_walk *w, uint32_t *node)
+{
+	const struct pyd_prof_node *nodes = w->p->nodes;
+	uint32_t n = w->next;
+	if (n == PYD_PROF_NONE)
+		return false;
+	*node = n;
+	w->depth = w->next_depth;
+	if (nodes[n].first_child != PYD_PROF_NONE) {
+		w->next = nodes[n].first_child;
+		w->next_depth = w->depth + 1;
+		return true;
+	}
+	size_t depth = w->depth;
+	while (n != w->top && nodes[n].next_sibling == PYD_PROF_NONE) {
+		n = nodes[n].parent;
+		depth--;
+	}
+	w->next = n == w->top ? PYD_PROF_NONE : nodes[n].next_sibling;
+	w->next_depth = depth;
+	return true;
+}

@@ -1,0 +1,85 @@
+/*
+ * The table of profile formats: adding a format is a writer and a row
+ * here; -f, -o, the help of pystack-dump sample and py-sample, and the
+ * tests (pystack-dump sample --list-formats) all read it.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "../pyd_profile.h"
+#include "report.h"
+
+const struct pyd_prof_format pyd_prof_formats[] = {
+	{"table", {NULL},
+	 "functions by direct and cumulative\nsamples (default on a terminal)",
+	 false, pyd_report_prof_table},
+	{"collapsed", {NULL},
+	 "flamegraph.pl/inferno/speedscope\ninput (default otherwise)", false,
+	 pyd_report_prof_collapsed},
+	{"flamegraph", {".html", ".htm"}, "one interactive HTML page", false,
+	 pyd_report_prof_flamegraph},
+	{"speedscope", {".speedscope.json"}, "speedscope.app JSON", true,
+	 pyd_report_prof_speedscope},
+	{"gecko", {".gecko.json"}, "Firefox Profiler JSON", true,
+	 pyd_report_prof_gecko},
+	{"pprof", {".pb.gz", ".pprof"},
+	 "gzipped profile.proto (pprof, go\ntool pprof)", true,
+	 pyd_report_prof_pprof},
+	{"json", {".json"}, "the call tree (docs/profile-formats.md)", false,
+	 pyd_report_prof_json},
+	{NULL, {NULL}, NULL, false, NULL},
+};
+
+const struct pyd_prof_format *pyd_prof_format_named(const char *name)
+{
+	for (const struct pyd_prof_format *f = pyd_prof_formats; f->name; f++)
+		if (!strcmp(name, f->name))
+			return f;
+	return NULL;
+}
+
+static size_t suffix_match(const char *path, const char *suffix)
+{
+	size_t n = strlen(path), m = strlen(suffix);
+	return n >= m && !strcmp(path + n - m, suffix) ? m : 0;
+}
+
+const struct pyd_prof_format *pyd_prof_format_for_file(const char *path)
+{
+	const struct pyd_prof_format *best = pyd_prof_format_named("collapsed");
+	size_t best_len = 0;
+	for (const struct pyd_prof_format *f = pyd_prof_formats; f->name; f++)
+		for (size_t i = 0; i < 3 && f->suffixes[i]; i++) {
+			size_t m = suffix_match(path, f->suffixes[i]);
+			if (m > best_len) {
+				best = f;
+				best_len = m;
+			}
+		}
+	return best;
+}
+
+void pyd_prof_format_list(char *out, size_t size)
+{
+	size_t len = 0;
+	for (const struct pyd_prof_format *f = pyd_prof_formats; f->name; f++) {
+		int n = snprintf(out + len, size - len, "%s%s",
+		                 f == pyd_prof_formats ? "" : ", ", f->name);
+		if (n < 0 || (size_t)n >= size - len)
+			break;
+		len += (size_t)n;
+	}
+}
+
+enum pyd_err pyd_report_prof(struct pyd_buf *b, const struct pyd_profile *p,
+			     const struct pyd_prof_format *f, bool per_thread,
+			     size_t limit)
+{
+	per_thread |= f->per_thread;
+	struct pyd_profile *merged = per_thread ? NULL : pyd_profile_merged(p);
+	if (!per_thread && !merged)
+		return PYD_E_NOMEM;
+	f->write(b, merged ? merged : p, limit);
+	pyd_profile_free(merged);
+	return b->failed ? PYD_E_NOMEM : PYD_OK;
+}

@@ -7,8 +7,8 @@
 #   tools/gen-layouts.sh 3.14 /usr/lib/debug/.build-id/xx/yyyy.debug
 #   tools/gen-layouts.sh 3.9 .../libpython3.9.so .../lib-dynload/_asyncio.cpython-39-x86_64-linux-gnu.so
 #
-# For 3.7 - 3.15 the numbers of struct py_old_tasks (the OLD_3x macros of
-# layouts.c) follow as "old_tasks.FIELD VALUE" lines: the generic object
+# For 3.7 - 3.15 the numbers of struct py_objects (the OBJECTS_3x macros of
+# layouts.c) follow as "objects.FIELD VALUE" lines: the generic object
 # offsets from FILE, the FutureObj / TaskObj ones from the _asyncio module
 # given as a third argument (it carries its own DWARF; 3.15 builds it into
 # the interpreter: pass that file again).  3.14+ has no stacktop (gdb says
@@ -123,7 +123,7 @@ grep -vE '^[a-z_]+\.[a-z_]+ -?[0-9]+$' <<<"$out" | sed 's|^|	// |'
 [[ -z $dbgoff ]] || { echo "	// _Py_DebugOffsets members after the header:"
 	fold -s -w 70 <<<"$dbgoff" | sed 's|^|	// |'; }
 
-# struct py_old_tasks (3.7 - 3.15): "old_tasks.field type member" lines.
+# struct py_objects (3.7 - 3.15): "objects.field type member" lines.
 old_fields() {
 	local P=PyInterpreterState mods=modules
 	((minor >= 12)) && mods=imports.modules
@@ -194,12 +194,12 @@ old_print() { # FILE < "field type member" lines
 		[[ $type == struct ]] && { type="struct ${member%% *}"; member=${member#* }; }
 		if [[ $type == sizeof ]]; then expr="sizeof($member)"
 		else expr="(int)&(($type*)0)->$member"; fi
-		a+=(-ex "printf \"old_tasks.$name %d\\n\", $expr")
+		a+=(-ex "printf \"objects.$name %d\\n\", $expr")
 	done
 	gdb -nx -batch "${a[@]}" "$1" 2>&1 | sed 's|^|	// |' || true
 }
 if ((minor >= 7 && minor <= 15)); then
-	echo "	// struct py_old_tasks (OLD_3$minor in layouts.c):"
+	echo "	// struct py_objects (OBJECTS_3$minor in layouts.c):"
 	old_fields | old_print "$file"
 	if [[ -n $asyncio_so ]]; then old_task_fields | old_print "$asyncio_so"
 	else echo "	// (pass the _asyncio module for FutureObj / TaskObj)"; fi

@@ -184,17 +184,19 @@ struct py_layout {
 	} set;
 
 	/*
-	 * asyncio tasks before 3.14 (py_layout_has_old_tasks), and 3.14+
-	 * pure-Python tasks (py_layout_has_py_tasks): generic objects
-	 * reached from sys.modules, and the _asyncio module's FutureObj /
-	 * TaskObj.  Only the built-in table fills these (from DWARF,
+	 * The Python-level objects that module state is made of: dicts,
+	 * types, ints, sequences, functions and cells, generators and their
+	 * frames, and the _asyncio module's FutureObj / TaskObj.  Read for
+	 * thread names (threading._active), for every asyncio task before
+	 * 3.14 (py_layout_has_module_tasks) and for 3.14+'s pure-Python
+	 * tasks (py_layout_has_py_tasks).  Only the built-in table fills these (from DWARF,
 	 * tools/gen-layouts.sh); debug_offsets.c leaves them as the table
 	 * has them.  valid is false where a version has none.
 	 */
-	struct py_old_tasks {
+	struct py_objects {
 		bool valid;
-		/* 3.14+: C tasks are in the per-thread lists of tasks.c; the
-		 * module state is read for pure-Python tasks only. */
+		/* 3.14+: C tasks are in the per-thread lists (tasks_native.c);
+		 * the module state is read for pure-Python tasks only. */
 		bool py_only;
 		int32_t interp_modules; /* modules / imports.modules */
 		int32_t tstate_dict;    /* unused for now */
@@ -243,21 +245,21 @@ struct py_layout {
 		int32_t fut_loop, fut_callback0, fut_callbacks, fut_state;
 		int32_t task_fut_waiter, task_coro, task_name; /* name 3.8+ */
 		int32_t task_size;
-	} old_tasks;
+	} objects;
 };
 
 /* Does l carry what the <= 3.13 asyncio task decoder needs (all tasks
  * from the module state)? */
-static inline bool py_layout_has_old_tasks(const struct py_layout *l)
+static inline bool py_layout_has_module_tasks(const struct py_layout *l)
 {
-	return l->old_tasks.valid && !l->old_tasks.py_only;
+	return l->objects.valid && !l->objects.py_only;
 }
 
 /* Does l carry what reading pure-Python tasks from the module state next
  * to the 3.14+ per-thread lists needs? */
 static inline bool py_layout_has_py_tasks(const struct py_layout *l)
 {
-	return l->old_tasks.valid && l->old_tasks.py_only;
+	return l->objects.valid && l->objects.py_only;
 }
 
 /* Does l carry every member the asyncio task decoder needs? */

@@ -27,103 +27,104 @@
 #define NO PYD_NO_FIELD
 
 /*
- * asyncio tasks before 3.14, and 3.14+ pure-Python tasks (struct
- * py_old_tasks), from the DWARF of the
+ * struct py_objects: the Python-level objects the asyncio module's state
+ * and threading's are made of (dicts, types, ints, sequences, functions,
+ * generators and their frames, Future and Task), from the DWARF of the
  * same libpython and of its lib-dynload/_asyncio*.so (FutureObj, TaskObj);
  * the Debian 3.11d and sid 3.13d builds measure the same.  The frame
  * states are enum _framestate of each version's headers; resume_ops are
  * RESUME and its specialized / instrumented forms (3.11: RESUME_QUICK 150,
  * 3.12: INSTRUMENTED_RESUME 240), YIELD_FROM is opcode 72 (3.7-3.10).
  */
-#define OLD_OBJECTS \
+#define OBJECTS_GENERIC \
 	.valid = true, .ma_used = 16, .ma_keys = 32, .ma_values = 40, \
 	.tp_basicsize = 32, .tp_dictoffset = 288, .tp_flags = 168, \
 	.tp_base = 256, .wr_object = 16, .long_size = 16, .long_digit = 24, \
 	.seq_size = 16, .list_items = 24, .cell_ref = 16, \
 	.meth_self = 24, .fut_loop = 16, .fut_callback0 = 24, \
 	.fut_callbacks = 40
-#define OLD_COMMON OLD_OBJECTS, .tuple_items = 24
+#define OBJECTS_COMMON OBJECTS_GENERIC, .tuple_items = 24
 /* <= 3.10: dk_size dicts, tp_dictoffset, frame objects */
-#define OLD_310_DICT \
+#define OBJECTS_310_DICT \
 	.dk_size = 8, .dk_log2_size = NO, .dk_log2_index_bytes = NO, \
 	.dk_kind = NO, .dk_nentries = 32, .dk_indices = 40, .dv_values = NO, \
 	.obj_dict = PY_DICT_OFFSET, .gi_iframe = NO, .gi_frame_state = NO, \
 	.gi_frame = 16, .yield_from_op = 72, .if_stacktop = NO, \
 	.if_localsplus = NO, .resume_ops = {0, 0}
 /* 3.11+: log2 dicts, embedded generator frames */
-#define OLD_LOG2_DICT \
+#define OBJECTS_LOG2_DICT \
 	.dk_size = NO, .dk_log2_size = 8, .dk_log2_index_bytes = 9, \
 	.dk_kind = 10, .dk_nentries = 24, .dk_indices = 32, .gi_frame = NO, \
 	.f_stacktop = NO, .f_valuestack = NO, .f_stackdepth = NO, \
 	.f_state = NO, .co_code = NO, .yield_from_op = 0, \
 	.func_closure = 72, .func_name = 32
-#define OLD_311_DICT OLD_LOG2_DICT, .if_stacktop = 64, .if_localsplus = 72
-#define OLD_37 { OLD_COMMON, OLD_310_DICT, .interp_modules = 40, \
+#define OBJECTS_311_DICT OBJECTS_LOG2_DICT, .if_stacktop = 64, .if_localsplus = 72
+#define OBJECTS_37 { OBJECTS_COMMON, OBJECTS_310_DICT, .interp_modules = 40, \
 	.tstate_dict = 152, .ht_cached_keys = 856, .long_tagged = false, \
 	.func_closure = 48, .func_name = 64, .f_stacktop = 72, \
 	.f_valuestack = 64, .f_stackdepth = NO, .f_state = NO, .co_code = 40, \
 	.fs_created = 0, .fs_suspended = 0, .fs_executing = 0, \
 	.fs_yield_from = 0, .fut_state = 72, .task_fut_waiter = 104, \
 	.task_coro = 112, .task_name = NO, .task_size = 136 }
-#define OLD_38 { OLD_COMMON, OLD_310_DICT, .interp_modules = 56, \
+#define OBJECTS_38 { OBJECTS_COMMON, OBJECTS_310_DICT, .interp_modules = 56, \
 	.tstate_dict = 152, .ht_cached_keys = 872, .long_tagged = false, \
 	.func_closure = 48, .func_name = 64, .f_stacktop = 72, \
 	.f_valuestack = 64, .f_stackdepth = NO, .f_state = NO, .co_code = 48, \
 	.fs_created = 0, .fs_suspended = 0, .fs_executing = 0, \
 	.fs_yield_from = 0, .fut_state = 72, .task_fut_waiter = 104, \
 	.task_coro = 112, .task_name = 120, .task_size = 144 }
-#define OLD_39 { OLD_COMMON, OLD_310_DICT, .interp_modules = 856, \
+#define OBJECTS_39 { OBJECTS_COMMON, OBJECTS_310_DICT, .interp_modules = 856, \
 	.tstate_dict = 152, .ht_cached_keys = 864, .long_tagged = false, \
 	.func_closure = 48, .func_name = 64, .f_stacktop = 72, \
 	.f_valuestack = 64, .f_stackdepth = NO, .f_state = NO, .co_code = 48, \
 	.fs_created = 0, .fs_suspended = 0, .fs_executing = 0, \
 	.fs_yield_from = 0, .fut_state = 80, .task_fut_waiter = 144, \
 	.task_coro = 152, .task_name = 160, .task_size = 184 }
-#define OLD_310 { OLD_COMMON, OLD_310_DICT, .interp_modules = 856, \
+#define OBJECTS_310 { OBJECTS_COMMON, OBJECTS_310_DICT, .interp_modules = 856, \
 	.tstate_dict = 152, .ht_cached_keys = 872, .long_tagged = false, \
 	.func_closure = 72, .func_name = 32, .f_stacktop = NO, \
 	.f_valuestack = 64, .f_stackdepth = 80, .f_state = 108, .co_code = 48, \
 	.fs_created = -2, .fs_suspended = -1, .fs_executing = 0, \
 	.fs_yield_from = 0, .fut_state = 88, .task_fut_waiter = 152, \
 	.task_coro = 160, .task_name = 168, .task_size = 192 }
-#define OLD_311 { OLD_COMMON, OLD_311_DICT, .interp_modules = 888, \
+#define OBJECTS_311 { OBJECTS_COMMON, OBJECTS_311_DICT, .interp_modules = 888, \
 	.tstate_dict = 128, .dv_values = 0, .obj_dict = PY_DICT_MANAGED_311, \
 	.ht_cached_keys = 872, .long_tagged = false, .gi_iframe = 80, \
 	.gi_frame_state = 75, .fs_created = -2, .fs_suspended = -1, \
 	.fs_executing = 0, .fs_yield_from = 0, .resume_ops = {151, 150}, \
 	.fut_state = 88, .task_fut_waiter = 128, .task_coro = 136, \
 	.task_name = 144, .task_size = 176 }
-#define OLD_312 { OLD_COMMON, OLD_311_DICT, .interp_modules = 944, \
+#define OBJECTS_312 { OBJECTS_COMMON, OBJECTS_311_DICT, .interp_modules = 944, \
 	.tstate_dict = 112, .dv_values = 0, .obj_dict = PY_DICT_MANAGED_312, \
 	.ht_cached_keys = 880, .long_tagged = true, .gi_iframe = 72, \
 	.gi_frame_state = 67, .fs_created = -2, .fs_suspended = -1, \
 	.fs_executing = 0, .fs_yield_from = 0, .resume_ops = {151, 240}, \
 	.fut_state = 88, .task_fut_waiter = 128, .task_coro = 136, \
 	.task_name = 144, .task_size = 176 }
-#define OLD_313 { OLD_COMMON, OLD_311_DICT, .interp_modules = 7656, \
+#define OBJECTS_313 { OBJECTS_COMMON, OBJECTS_311_DICT, .interp_modules = 7656, \
 	.tstate_dict = 128, .dv_values = 8, .obj_dict = PY_DICT_INLINE_313, \
 	.ht_cached_keys = 880, .long_tagged = true, .gi_iframe = 72, \
 	.gi_frame_state = 67, .fs_created = -3, .fs_suspended = -2, \
 	.fs_executing = 0, .fs_yield_from = -1, .resume_ops = {0, 0}, \
 	.fut_state = 96, .task_fut_waiter = 112, .task_coro = 120, \
 	.task_name = 128, .task_size = 144 }
-/* 3.14, 3.15: C tasks are in per-thread lists (tasks.c); the module
+/* 3.14, 3.15: C tasks are in per-thread lists (tasks_native.c); the module
  * state holds only pure-Python tasks (py_only), whose frames the 3.14+
- * generator code of tasks.c walks, so the <= 3.13 frame members are not
+ * generator code of coro.c walks, so the <= 3.13 frame members are not
  * needed (no stacktop: 3.14 has stackpointer).  Tuples gained ob_hash
  * (tuple_items 32).  Release (build-id .debug) and Py_DEBUG measure the
  * same. */
-#define OLD_314_COMMON \
-	OLD_OBJECTS, OLD_LOG2_DICT, .py_only = true, .tuple_items = 32, \
+#define OBJECTS_314_COMMON \
+	OBJECTS_GENERIC, OBJECTS_LOG2_DICT, .py_only = true, .tuple_items = 32, \
 	.dv_values = 8, .obj_dict = PY_DICT_INLINE_313, .long_tagged = true, \
 	.gi_iframe = 72, .gi_frame_state = 67, .if_stacktop = NO, \
 	.if_localsplus = 80, .fs_created = 0, .fs_suspended = 0, \
 	.fs_executing = 0, .fs_yield_from = 0, .resume_ops = {0, 0}, \
 	.fut_state = 104, .task_fut_waiter = 120, .task_coro = 128, \
 	.task_name = 136, .task_size = 168
-#define OLD_314 { OLD_314_COMMON, .interp_modules = 7688, \
+#define OBJECTS_314 { OBJECTS_314_COMMON, .interp_modules = 7688, \
 	.tstate_dict = 128, .ht_cached_keys = 880 }
-#define OLD_315 { OLD_314_COMMON, .interp_modules = 7592, \
+#define OBJECTS_315 { OBJECTS_314_COMMON, .interp_modules = 7592, \
 	.tstate_dict = 152, .ht_cached_keys = 888 }
 
 static const struct py_layout layouts[] = {
@@ -176,7 +177,7 @@ static const struct py_layout layouts[] = {
 		             .compact_size = 72, .legacy_data = 72 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
 		.object = { .ob_type = 8, .tp_name = 24 },
-		.old_tasks = OLD_37,
+		.objects = OBJECTS_37,
 	},
 	/* 3.8: pyenv 3.8.18 lib/libpython3.8.so */
 	{
@@ -202,7 +203,7 @@ static const struct py_layout layouts[] = {
 		             .compact_size = 72, .legacy_data = 72 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
 		.object = { .ob_type = 8, .tp_name = 24 },
-		.old_tasks = OLD_38,
+		.objects = OBJECTS_38,
 	},
 	/* 3.9: pyenv 3.9.18 lib/libpython3.9.so */
 	{
@@ -228,7 +229,7 @@ static const struct py_layout layouts[] = {
 		             .compact_size = 72, .legacy_data = 72 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
 		.object = { .ob_type = 8, .tp_name = 24 },
-		.old_tasks = OLD_39,
+		.objects = OBJECTS_39,
 	},
 	/* 3.10: pyenv 3.10.13 lib/libpython3.10.so */
 	{
@@ -254,7 +255,7 @@ static const struct py_layout layouts[] = {
 		             .compact_size = 72, .legacy_data = 72 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
 		.object = { .ob_type = 8, .tp_name = 24 },
-		.old_tasks = OLD_310,
+		.objects = OBJECTS_310,
 	},
 	/* 3.11: pyenv 3.11.7 lib/libpython3.11.so */
 	{
@@ -280,7 +281,7 @@ static const struct py_layout layouts[] = {
 		             .compact_size = 72, .legacy_data = 72 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
 		.object = { .ob_type = 8, .tp_name = 24 },
-		.old_tasks = OLD_311,
+		.objects = OBJECTS_311,
 	},
 	/* 3.11d: Debian /usr/bin/python3.11d (3.11.2-6+deb12u9) */
 	{
@@ -306,7 +307,7 @@ static const struct py_layout layouts[] = {
 		             .compact_size = 72, .legacy_data = 72 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
 		.object = { .ob_type = 8, .tp_name = 24 },
-		.old_tasks = OLD_311,
+		.objects = OBJECTS_311,
 	},
 	/* 3.12: pyenv 3.12.1 lib/libpython3.12.so */
 	{
@@ -332,7 +333,7 @@ static const struct py_layout layouts[] = {
 		             .compact_size = 56, .legacy_data = 56 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
 		.object = { .ob_type = 8, .tp_name = 24 },
-		.old_tasks = OLD_312,
+		.objects = OBJECTS_312,
 	},
 	/* 3.13: pyenv 3.13.0 libpython3.13.so; = sid 3.13.18-1 .debug */
 	{
@@ -358,7 +359,7 @@ static const struct py_layout layouts[] = {
 		             .compact_size = 56, .legacy_data = 56 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
 		.object = { .ob_type = 8, .tp_name = 24 },
-		.old_tasks = OLD_313,
+		.objects = OBJECTS_313,
 	},
 	/* 3.13d: sid /usr/bin/python3.13d (python3.13-dbg 3.13.18-1) */
 	{
@@ -384,7 +385,7 @@ static const struct py_layout layouts[] = {
 		             .compact_size = 56, .legacy_data = 56 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
 		.object = { .ob_type = 8, .tp_name = 24 },
-		.old_tasks = OLD_313,
+		.objects = OBJECTS_313,
 	},
 	/* 3.14: sid python3.14 3.14.10-1, its build-id .debug file */
 	{
@@ -410,7 +411,7 @@ static const struct py_layout layouts[] = {
 		             .compact_size = 56, .legacy_data = 56 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
 		.object = { .ob_type = 8, .tp_name = 24 },
-		.old_tasks = OLD_314,
+		.objects = OBJECTS_314,
 	},
 	/* 3.14d: sid /usr/bin/python3.14d (python3.14-dbg 3.14.10-1) */
 	{
@@ -436,7 +437,7 @@ static const struct py_layout layouts[] = {
 		             .compact_size = 56, .legacy_data = 56 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
 		.object = { .ob_type = 8, .tp_name = 24 },
-		.old_tasks = OLD_314,
+		.objects = OBJECTS_314,
 	},
 	/* 3.15: sid python3.15 3.15.2-1, its build-id .debug file */
 	{
@@ -462,7 +463,7 @@ static const struct py_layout layouts[] = {
 		             .compact_size = 56, .legacy_data = 56 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
 		.object = { .ob_type = 8, .tp_name = 24 },
-		.old_tasks = OLD_315,
+		.objects = OBJECTS_315,
 	},
 	/* 3.15d: sid /usr/bin/python3.15d (python3.15-dbg 3.15.2-1) */
 	{
@@ -488,7 +489,7 @@ static const struct py_layout layouts[] = {
 		             .compact_size = 56, .legacy_data = 56 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
 		.object = { .ob_type = 8, .tp_name = 24 },
-		.old_tasks = OLD_315,
+		.objects = OBJECTS_315,
 	},
 };
 

@@ -27,7 +27,7 @@
 #define TPFLAGS_MANAGED_DICT (1ULL << 4)
 #define TPFLAGS_HEAPTYPE (1ULL << 9)
 
-#define OT(s) (&(s)->layout.old_tasks)
+#define OT(s) (&(s)->layout.objects)
 
 static enum pyd_err rd(struct pyd_session *s, uint64_t addr, void *buf,
 		       size_t len)
@@ -121,7 +121,7 @@ struct keys_view {
 static enum pyd_err keys_view(struct pyd_session *s, uint64_t keys,
 			      struct keys_view *v)
 {
-	const struct py_old_tasks *o = OT(s);
+	const struct py_objects *o = OT(s);
 	uint8_t hdr[64];
 	if ((size_t)o->dk_indices > sizeof hdr)
 		return PYD_E_READ;
@@ -210,7 +210,7 @@ static uint64_t values_array(struct pyd_session *s, uint64_t values)
 enum pyd_err pyd_dict_items(struct pyd_session *s, uint64_t dict,
 			    uint64_t **kv, size_t *n)
 {
-	const struct py_old_tasks *o = OT(s);
+	const struct py_objects *o = OT(s);
 	uint8_t hdr[64];
 	*kv = NULL;
 	*n = 0;
@@ -292,7 +292,7 @@ static enum pyd_err values_get(struct pyd_session *s, uint64_t type,
 enum pyd_err pyd_obj_attr(struct pyd_session *s, uint64_t obj,
 			  const char *key, uint64_t *val)
 {
-	const struct py_old_tasks *o = OT(s);
+	const struct py_objects *o = OT(s);
 	uint64_t type, flags, dict = 0, values = 0;
 	*val = 0;
 	if (!o->valid)
@@ -406,7 +406,7 @@ enum pyd_err pyd_set_items(struct pyd_session *s, uint64_t set,
 enum pyd_err pyd_seq_items(struct pyd_session *s, uint64_t seq, bool is_list,
 			   uint64_t **items, size_t *n)
 {
-	const struct py_old_tasks *o = OT(s);
+	const struct py_objects *o = OT(s);
 	int64_t size;
 	uint64_t base;
 	*items = NULL;
@@ -436,36 +436,67 @@ enum pyd_err pyd_seq_items(struct pyd_session *s, uint64_t seq, bool is_list,
 	return PYD_OK;
 }
 
+/* Sign and digit count from an int's ob_size / lv_tag; false if bad or
+ * past 90 bits (none we need). */
+static bool long_header(const struct py_objects *o, int64_t size, bool *neg,
+			uint64_t *ndigits)
+{
+	if (o->long_tagged) {
+		/* lv_tag = ndigits << 3 | sign (0 positive, 1 zero, 2 neg) */
+		if ((size & 3) == 3)
+			return false;
+		*neg = (size & 3) == 2;
+		*ndigits = (uint64_t)size >> 3;
+	} else {
+		*neg = size < 0;
+		*ndigits = *neg ? (uint64_t)-size : (uint64_t)size;
+	}
+	return *ndigits <= 3;
+}
+
+static int64_t long_digits(const uint8_t *d, uint64_t ndigits, bool neg)
+{
+	uint64_t val = 0;
+	for (uint64_t i = ndigits; i-- > 0;) {
+		uint32_t digit;
+		memcpy(&digit, d + 4 * i, sizeof digit);
+		val = (val << 30) | (digit & 0x3fffffff);
+	}
+	return neg ? -(int64_t)val : (int64_t)val;
+}
+
+bool pyd_long_decode(const struct py_layout *L, const uint8_t *buf,
+		     size_t len, int64_t *v)
+{
+	const struct py_objects *o = &L->objects;
+	bool neg;
+	uint64_t ndigits;
+	if ((size_t)o->long_size + 8 > len ||
+	    !long_header(o, (int64_t)pyd_u64_at(buf, (uint64_t)o->long_size),
+			 &neg, &ndigits) ||
+	    (size_t)o->long_digit + 4 * ndigits > len)
+		return false;
+	*v = long_digits(buf + o->long_digit, ndigits, neg);
+	return true;
+}
+
 enum pyd_err pyd_long_value(struct pyd_session *s, uint64_t obj, int64_t *v)
 {
-	const struct py_old_tasks *o = OT(s);
+	const struct py_objects *o = OT(s);
 	int64_t size;
 	bool neg;
+	uint64_t ndigits;
+	uint8_t d[12];
 	*v = 0;
 	enum pyd_err err = rd(s, obj + (uint64_t)o->long_size, &size, sizeof size);
 	if (err)
 		return err;
-	uint64_t ndigits;
-	if (o->long_tagged) {
-		/* lv_tag = ndigits << 3 | sign (0 positive, 1 zero, 2 neg) */
-		if ((size & 3) == 3)
-			return PYD_E_READ;
-		neg = (size & 3) == 2;
-		ndigits = (uint64_t)size >> 3;
-	} else {
-		neg = size < 0;
-		ndigits = neg ? (uint64_t)-size : (uint64_t)size;
-	}
-	if (ndigits > 3)
-		return PYD_E_READ; /* 90 bits: not one we need */
-	uint32_t d[3] = {0};
+	if (!long_header(o, size, &neg, &ndigits))
+		return PYD_E_READ;
 	if (ndigits &&
 	    (err = rd(s, obj + (uint64_t)o->long_digit, d, ndigits * 4)))
 		return err;
-	uint64_t val = 0;
-	for (uint64_t i = ndigits; i-- > 0;)
-		val = (val << 30) | (d[i] & 0x3fffffff);
-	*v = neg ? -(int64_t)val : (int64_t)val;
+	*v = long_digits(d, ndigits, neg);
 	return PYD_OK;
 }
 

@@ -1,7 +1,7 @@
 /*
  * Generic readers for CPython objects of a target (dict, instance
  * attributes, set, weakref, tuple / list, int, str), driven by the
- * per-version offsets of struct py_old_tasks (layout.h).
+ * per-version offsets of struct py_objects (layout.h).
  *
  * Every pointer is the target's and may be stale or garbage: every read
  * goes through the memory source, every table is bounded, and a failure
@@ -59,6 +59,10 @@ enum pyd_err pyd_set_items(struct pyd_session *s, uint64_t set,
 enum pyd_err pyd_seq_items(struct pyd_session *s, uint64_t seq, bool is_list,
 			   uint64_t **items, size_t *n);
 
+/* The same from the int's first len bytes in buf (already read); false
+ * if it does not fit 90 bits or its digits are not all in buf. */
+bool pyd_long_decode(const struct py_layout *L, const uint8_t *buf,
+		     size_t len, int64_t *v);
 /* The value of an int that fits in 64 bits (sign kept). */
 enum pyd_err pyd_long_value(struct pyd_session *s, uint64_t obj, int64_t *v);
 

@@ -19,7 +19,7 @@ static uint64_t active_threads(struct pyd_session *s, uint64_t interp)
 {
 	const struct py_layout *L = &s->layout;
 	uint64_t modules, mod, md, active;
-	if (pyd_read_ptr(s, interp + (uint64_t)L->old_tasks.interp_modules,
+	if (pyd_read_ptr(s, interp + (uint64_t)L->objects.interp_modules,
 			 &modules) ||
 	    !modules || pyd_dict_get(s, modules, "threading", &mod) || !mod ||
 	    pyd_read_ptr(s, mod + PYD_MODULE_MD_DICT, &md) || !md ||
@@ -51,7 +51,7 @@ void pyd_thread_names(struct pyd_session *s, uint64_t interp,
 {
 	uint64_t active, *kv;
 	size_t nkv;
-	if (!n || !py_layout_has_old_tasks(&s->layout) ||
+	if (!n || !py_layout_has_module_tasks(&s->layout) ||
 	    !(active = active_threads(s, interp)) ||
 	    pyd_dict_items(s, active, &kv, &nkv))
 		return;

@@ -2,7 +2,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../../core/decode/tasks.h"
+#include "../../core/decode/asyncio_offsets.h"
 #include "check.h"
 
 /* .AsyncioDebug of Debian sid's _asyncio.cpython-314-x86_64-linux-gnu.so

@@ -1,0 +1,315 @@
+/*
+ * Lister "tasks from the interpreter's native task lists" (3.14+).
+ *
+ * Since 3.14 every C Task (asyncio.Task and its subclasses) links itself,
+ * while pending, into a list headed in the thread state of the thread
+ * that created it (_PyThreadStateImpl.asyncio_tasks_head); when a thread
+ * exits its list is moved to the interpreter's (PyInterpreterState.
+ * asyncio_tasks_head).  The thread state also names the task running
+ * right now (asyncio_running_task).  Where those members are, and the
+ * Task's name, coroutine, awaited-by and list node, the _asyncio module
+ * publishes (asyncio_offsets.h); where generators keep their frame and
+ * frame state, and how sets and ints look, _Py_DebugOffsets does.
+ *
+ * Who awaits whom CPython records itself between C tasks: a task's
+ * awaited_by is NULL, one task, or a set of tasks (awaited_by_is_set).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "objects.h"
+#include "coro.h"
+#include "tasks.h"
+
+/* ---- finding the debug offsets --------------------------------------- */
+
+static bool module_mapped(struct pyd_session *s)
+{
+	const struct pyd_mapping *maps;
+	size_t n;
+	if (!s->src->mappings || s->src->mappings(s->src->ctx, &maps, &n))
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		const char *base = maps[i].path ? strrchr(maps[i].path, '/') : NULL;
+		if (base && strncmp(base + 1, "_asyncio.", 9) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* Does the source name the files it maps?  Only then does an _asyncio
+ * module missing from them say anything. */
+static bool files_named(struct pyd_session *s)
+{
+	const struct pyd_mapping *maps;
+	size_t n;
+	if (!s->src->mappings || s->src->mappings(s->src->ctx, &maps, &n))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (maps[i].path)
+			return true;
+	return false;
+}
+
+static enum pyd_err native_open(struct tctx *c, bool *none)
+{
+	struct pyd_session *s = c->s;
+	/* No binaries to find the section in (a core from 3.14+ found by
+	 * its cookie), or the _asyncio module's file is out of reach (lldb
+	 * does not load a chroot's modules): look for the block itself. */
+	if (!s->rt.asyncio_debug_addr &&
+	    (!s->rt.py_version_addr || module_mapped(s)))
+		s->rt.asyncio_debug_addr = pyd_asyncio_find_block(s);
+	if (!s->rt.asyncio_debug_addr) {
+		/* Not found.  With the interpreter's binary read (Py_Version
+		 * was resolved from it) and no _asyncio module mapped, the
+		 * target never imported asyncio: it has no tasks.  Else the
+		 * module's file could not be read (a core without it). */
+		*none = s->rt.py_version_addr && files_named(s) &&
+			!module_mapped(s);
+		return *none ? PYD_OK : PYD_E_READ;
+	}
+	uint8_t raw[PYD_ASYNCIO_OFFSETS_SIZE];
+	enum pyd_err err = pyd_read(s->src, s->rt.asyncio_debug_addr, raw,
+				    sizeof raw);
+	if (!err && pyd_asyncio_offsets_parse(raw, sizeof raw, &c->ao))
+		err = PYD_E_READ;
+	c->asyncio_known = !err;
+	return err;
+}
+
+/* ---- listing --------------------------------------------------------- */
+
+/* What the running loop and task of a thread state are. */
+static enum pyd_err native_thread(struct tctx *c, struct thread_info *t)
+{
+	uint64_t loop = 0, running = 0;
+	enum pyd_err err;
+	if ((err = tasks_rd(c, t->tstate + c->ao.tstate_running_loop, &loop,
+			    8)) ||
+	    (err = tasks_rd(c, t->tstate + c->ao.tstate_running_task, &running,
+			    8)))
+		return err;
+	t->running_task = loop ? running : 0;
+	return PYD_OK;
+}
+
+/* Record the task whose TaskObj is in obj, held by thread index thread
+ * (-1: none).  PYD_E_TORN if it is listed already (a list that changed
+ * while we walked it). */
+static enum pyd_err add_raw(struct tctx *c, uint64_t id, const uint8_t *obj,
+			    long thread)
+{
+	const struct pyd_asyncio_offsets *o = &c->ao;
+	enum pyd_err err;
+	struct raw_task *r = tasks_add(c, id, &err);
+	if (!r)
+		return err;
+	r->type = pyd_u64_at(obj, (uint64_t)c->L->object.ob_type);
+	r->name = pyd_u64_at(obj, o->task_name);
+	r->awaited_by = pyd_u64_at(obj, o->task_awaited_by);
+	r->coro = pyd_u64_at(obj, o->task_coro);
+	r->awaited_by_is_set = obj[o->task_awaited_by_is_set] != 0;
+	r->thread = thread;
+	r->running = thread >= 0 && c->threads[thread].running_task == id;
+	if (o->task_state >= 0) {
+		int32_t st;
+		memcpy(&st, obj + o->task_state, sizeof st);
+		r->state = st;
+	}
+	/* What the task waits on (not published; from the built-in table),
+	 * for the edges a pure-Python task is on. */
+	const struct py_objects *ob = &c->L->objects;
+	if (py_layout_has_py_tasks(c->L) && ob->task_fut_waiter >= 16 &&
+	    (uint64_t)ob->task_fut_waiter + 8 <= o->task_size)
+		r->waiter = pyd_u64_at(obj, (uint64_t)ob->task_fut_waiter);
+	bool known = false;
+	for (size_t i = 0; i < c->ntask_types; i++)
+		known |= c->task_types[i] == r->type;
+	if (!known &&
+	    c->ntask_types < sizeof c->task_types / sizeof *c->task_types)
+		c->task_types[c->ntask_types++] = r->type;
+	return PYD_OK;
+}
+
+/* Walk one circular list of tasks (the head is a struct llist_node in a
+ * thread or interpreter state). */
+static enum pyd_err walk_list(struct tctx *c, uint64_t head, long thread)
+{
+	const struct pyd_asyncio_offsets *o = &c->ao;
+	uint8_t obj[MAX_TASK_SIZE];
+	uint64_t next;
+	enum pyd_err err = tasks_rd(c, head + (uint64_t)c->L->llist.next, &next,
+				    sizeof next);
+	for (size_t n = 0; !err && next != head && !c->capped; n++) {
+		if (!next || n >= PYD_MAX_TASKS)
+			return PYD_E_TORN;
+		uint64_t id = next - o->task_node;
+		if ((err = tasks_rd(c, id, obj, o->task_size)))
+			break;
+		/* Only a Task links itself into these lists. */
+		if (!obj[o->task_is_task])
+			return PYD_E_TORN;
+		if ((err = add_raw(c, id, obj, thread)))
+			break;
+		next = pyd_u64_at(obj,
+				  o->task_node + (uint64_t)c->L->llist.next);
+	}
+	return err;
+}
+
+/* The lists of the interpreter's threads, then its own (tasks of threads
+ * that have exited). */
+static enum pyd_err native_list(struct tctx *c, uint64_t interp,
+				struct pyd_task_graph *g)
+{
+	enum pyd_err err = PYD_OK;
+	(void)g;
+	for (size_t i = c->first_thread; !err && i < c->nthreads; i++)
+		err = walk_list(c, c->threads[i].tstate + c->ao.tstate_tasks_head,
+				(long)i);
+	return err ? err : walk_list(c, interp + c->ao.interp_tasks_head, -1);
+}
+
+/* The task's coroutine and state as its TaskObj says now. */
+static enum pyd_task_state native_state_now(struct tctx *c,
+					    const struct raw_task *r,
+					    uint64_t *coro)
+{
+	uint8_t obj[MAX_TASK_SIZE];
+	int32_t st;
+	if (tasks_rd(c, r->id, obj, c->ao.task_size))
+		return PYD_TASK_UNKNOWN;
+	*coro = pyd_u64_at(obj, c->ao.task_coro);
+	if (c->ao.task_state < 0)
+		return PYD_TASK_UNKNOWN;
+	memcpy(&st, obj + c->ao.task_state, sizeof st);
+	return tasks_task_state(st);
+}
+
+/* ---- awaited-by ------------------------------------------------------ */
+
+struct id_list {
+	uint64_t *v;
+	size_t n, cap;
+};
+
+static bool id_push(struct id_list *l, uint64_t id)
+{
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 8;
+		void *p = realloc(l->v, cap * sizeof *l->v);
+		if (!p)
+			return false;
+		l->v = p;
+		l->cap = cap;
+	}
+	l->v[l->n++] = id;
+	return true;
+}
+
+/* The objects in a task's awaited_by: one, or the keys of a set. */
+static enum pyd_err read_awaiters(struct tctx *c, const struct raw_task *r,
+				  struct id_list *out)
+{
+	const struct py_layout *L = c->L;
+	out->n = 0;
+	if (!r->awaited_by)
+		return PYD_OK;
+	if (!r->awaited_by_is_set)
+		return id_push(out, r->awaited_by) ? PYD_OK : PYD_E_NOMEM;
+	int32_t hi = L->set.used;
+	if (L->set.mask > hi)
+		hi = L->set.mask;
+	if (L->set.table > hi)
+		hi = L->set.table;
+	uint8_t hdr[256];
+	if ((size_t)hi + 8 > sizeof hdr)
+		return PYD_E_READ;
+	enum pyd_err err = tasks_rd(c, r->awaited_by, hdr, (size_t)hi + 8);
+	if (err)
+		return err;
+	int64_t used = (int64_t)pyd_u64_at(hdr, (uint64_t)L->set.used);
+	int64_t mask = (int64_t)pyd_u64_at(hdr, (uint64_t)L->set.mask);
+	uint64_t table = pyd_u64_at(hdr, (uint64_t)L->set.table);
+	if (mask < 0 || (uint64_t)mask + 1 > MAX_SET_SLOTS ||
+	    ((uint64_t)mask & ((uint64_t)mask + 1)) != 0 || used < 0 ||
+	    used > mask + 1)
+		return PYD_E_READ;
+	size_t slots = (size_t)mask + 1;
+	uint8_t *t = malloc(slots * 16);
+	if (!t)
+		return PYD_E_NOMEM;
+	if ((err = tasks_rd(c, table, t, slots * 16))) {
+		free(t);
+		return err;
+	}
+	/* setentry {key, hash}: NULL key is free, hash -1 a deleted entry
+	 * (no live object hashes to -1). */
+	for (size_t i = 0; i < slots && out->n < (size_t)used; i++) {
+		uint64_t key = pyd_u64_at(t, i * 16);
+		int64_t hash = (int64_t)pyd_u64_at(t, i * 16 + 8);
+		if (key && hash != -1 && !id_push(out, key)) {
+			free(t);
+			return PYD_E_NOMEM;
+		}
+	}
+	free(t);
+	return PYD_OK;
+}
+
+/* Index of the task `id` awaited by another: listed, or a task that no
+ * list holds (finished, or created by a thread state we could not walk):
+ * add it.  -1 if it is no task. */
+static long awaiter_index(struct tctx *c, uint64_t id, enum pyd_err *err)
+{
+	long i = tasks_find_task(c, id);
+	if (i >= 0 || !id)
+		return i;
+	uint8_t obj[MAX_TASK_SIZE];
+	const struct pyd_asyncio_offsets *o = &c->ao;
+	if (tasks_rd(c, id, obj, o->task_size) ||
+	    tasks_kind_of_type(c, pyd_u64_at(obj, (uint64_t)c->L->object.ob_type)) !=
+		    KIND_TASK ||
+	    !obj[o->task_is_task])
+		return -1;
+	enum pyd_err e = add_raw(c, id, obj, -1);
+	if (e) {
+		if (e != PYD_E_TORN)
+			*err = e;
+		return -1;
+	}
+	return (long)c->nraw - 1;
+}
+
+/* The tasks awaiting task i, from its awaited_by. */
+static enum pyd_err native_edges(struct tctx *c, size_t i, struct pyd_task *t)
+{
+	struct id_list ids = {0};
+	enum pyd_err err = PYD_OK;
+	if (c->raw[i].py)
+		return PYD_OK;
+	enum pyd_err e = read_awaiters(c, &c->raw[i], &ids);
+	if (e == PYD_E_EXITED || e == PYD_E_NOMEM) {
+		free(ids.v);
+		return e;
+	}
+	if (e && !t->error)
+		t->error = e;
+	for (size_t k = 0; k < ids.n && !err; k++) {
+		long w = awaiter_index(c, ids.v[k], &err);
+		if (w >= 0 && (size_t)w != i)
+			err = tasks_edge(c, i, (size_t)w);
+	}
+	free(ids.v);
+	return err;
+}
+
+const struct task_lister pyd_native_lister = {
+	.open = native_open,
+	.thread = native_thread,
+	.list = native_list,
+	.state_now = native_state_now,
+	.task_edges = native_edges,
+};

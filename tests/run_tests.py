@@ -1080,8 +1080,20 @@ GCORE_TARGET_ENV = {"MALLOC_ARENA_MAX": "1"}
 _GCORE_WARN = re.compile(r"Memory read failed for corefile section, (\d+) bytes at (0x[0-9a-fA-F]+)")
 _gcore_sem = threading.BoundedSemaphore(GCORE_PARALLEL)
 FIXTURES_DIR = os.path.join(REPO, "tests", "fixtures")
-FIXTURE_LABELS = ["sid-3.13", "sid-3.14", "sid-3.15"]
-FIXTURE_TARGETS = ["threads", "names"]
+# What tests/fixtures holds: (interpreter labels, target, kind); a "dump"
+# fixture is LABEL-TARGET.{snap,ground_truth.json,dump.json} (pystack-dump
+# --json), a "tasks" one LABEL-TARGET.{snap,ground_truth.json,tasks.json}
+# (--tasks --json).  Together they decode every supported version from a
+# snapshot, on any machine.
+_SID = ["sid-3.13", "sid-3.14", "sid-3.15"]
+FIXTURE_SETS = [
+    (_SID, "threads", "dump"),
+    (_SID, "names", "dump"),
+    (["pyenv-3.6", "pyenv-3.7", "pyenv-3.8", "pyenv-3.9", "pyenv-3.10", "pyenv-3.11",
+      "deb-3.11d", "pyenv-3.12"], "threads", "dump"),
+    (["pyenv-3.7", "pyenv-3.8", "pyenv-3.9", "pyenv-3.10", "pyenv-3.11", "pyenv-3.12",
+      "pyenv-3.13", "sid-3.14", "sid-3.15"], "asyncio_graph", "tasks"),
+]
 FIXTURE_MAX_BYTES = 100 * 1024
 SNAP_SIZES = {}                         # label -> bytes of the recursion target's snapshot
 _kcores_made = set()                    # host paths of kernel cores we expect (deleted at exit)
@@ -3059,6 +3071,50 @@ def fixture_paths():
     return sorted(glob.glob(os.path.join(FIXTURES_DIR, "*.snap")))
 
 
+def _fixture_dump_errors(tool, snap, stem, gt, expected):
+    argv = [tool.path, "--snapshot", snap, "--json"]
+    doc, e = parse_dump(*run(argv, TOOL_TIMEOUT))
+    if e:
+        return ["%s: %s" % (" ".join(argv), e)]
+    minor = tuple(int(x) for x in gt["python_version"].split(".")[:2])
+    os_names = dict((t["tid"], t["name"]) for t in expected["threads"])
+    errs = compare(gt, doc, types.SimpleNamespace(minor=minor), gt["pid"],
+                   comm_of=os_names.get)
+    if doc.get("source") != "snapshot":
+        errs.append("source %r, expected 'snapshot'" % (doc.get("source"),))
+    # JSON fields added to pystack-dump since the recording are ignored
+    d = first_difference(without_source(expected), without_source(doc), added_ok=True)
+    if d:
+        errs.append("differs from the recorded live dump %s.dump.json (first "
+                    "difference, recorded vs now: %s)" % (stem, d))
+    argv = [tool.path, "--snapshot", snap]
+    rc, out, err, secs = run(argv, TOOL_TIMEOUT)
+    if rc != 0 or not out.startswith(b"Snapshot "):
+        errs.append("%s (text) exited %s; stdout: %s; stderr: %s"
+                    % (" ".join(argv), rc, short(out, 200), short(err, 300)))
+    return errs
+
+
+def _fixture_tasks_errors(tool, snap, stem, gt, expected):
+    argv = [tool.path, "--snapshot", snap, "--tasks", "--json"]
+    rc, out, err, secs = run(argv, TOOL_TIMEOUT)
+    doc, e = parse_tasks(argv, rc, out or b"", err or b"", secs)
+    if e:
+        return [e]
+    minor = tuple(int(x) for x in gt["python_version"].split(".")[:2])
+    errs = compare_tasks(gt, doc, types.SimpleNamespace(minor=minor))
+    d = first_difference(without_source(expected), without_source(doc), added_ok=True)
+    if d:
+        errs.append("differs from the recorded live graph %s.tasks.json (first "
+                    "difference, recorded vs now: %s)" % (stem, d))
+    for extra in (["--table"], []):
+        argv = [tool.path, "--snapshot", snap, "--tasks"] + extra
+        rc, out, err, secs = run(argv, TOOL_TIMEOUT)
+        if rc != 0 or not out:
+            errs.append("%s exited %s; stderr: %s" % (" ".join(argv), rc, short(err, 300)))
+    return errs
+
+
 def fixture_tests(tool):
     res = []
     snaps = fixture_paths()
@@ -3069,46 +3125,67 @@ def fixture_tests(tool):
         stem = os.path.basename(snap)[:-len(".snap")]
         name = "fixture:" + stem
         base = snap[:-len(".snap")]
+        tasks = os.path.exists(base + ".tasks.json")
         try:
             with open(base + ".ground_truth.json", encoding="utf-8") as f:
                 gt = json.load(f)
-            with open(base + ".dump.json", encoding="utf-8") as f:
+            with open(base + (".tasks.json" if tasks else ".dump.json"),
+                      encoding="utf-8") as f:
                 expected = json.load(f)
         except (OSError, ValueError) as e:
             res.append(Result("fixtures", name, "FAIL", "fixture incomplete: %s" % e))
             continue
-        argv = [tool.path, "--snapshot", snap, "--json"]
-        doc, e = parse_dump(*run(argv, TOOL_TIMEOUT))
-        errs = []
-        if e:
-            errs.append("%s: %s" % (" ".join(argv), e))
-        else:
-            minor = tuple(int(x) for x in gt["python_version"].split(".")[:2])
-            os_names = dict((t["tid"], t["name"]) for t in expected["threads"])
-            errs += compare(gt, doc, types.SimpleNamespace(minor=minor), gt["pid"],
-                            comm_of=os_names.get)
-            if doc.get("source") != "snapshot":
-                errs.append("source %r, expected 'snapshot'" % (doc.get("source"),))
-            # JSON fields added to pystack-dump since the recording are ignored
-            d = first_difference(without_source(expected), without_source(doc), added_ok=True)
-            if d:
-                errs.append("differs from the recorded live dump %s.dump.json (first "
-                            "difference, recorded vs now: %s)" % (stem, d))
-        argv = [tool.path, "--snapshot", snap]
-        rc, out, err, secs = run(argv, TOOL_TIMEOUT)
-        if rc != 0 or not out.startswith(b"Snapshot "):
-            errs.append("%s (text) exited %s; stdout: %s; stderr: %s"
-                        % (" ".join(argv), rc, short(out, 200), short(err, 300)))
+        check = _fixture_tasks_errors if tasks else _fixture_dump_errors
+        errs = check(tool, snap, stem, gt, expected)
         if errs:
-            errs.insert(0, "command: %s --snapshot %s --json" % (tool.path, snap))
+            errs.insert(0, "command: %s --snapshot %s %s--json"
+                        % (tool.path, snap, "--tasks " if tasks else ""))
         res.append(Result("fixtures", name, "FAIL" if errs else "PASS", "\n".join(errs),
                           info="%d bytes" % os.path.getsize(snap)))
     return res
 
 
-def regen_fixtures(tool, sid_dir):
-    """Record tests/fixtures/LABEL-TARGET.{snap,ground_truth.json,dump.json}
-    from live targets of the sid release interpreters."""
+def _record_dump(interp, target, tool, snap):
+    """(gt bytes, live --json bytes, errors) from a live target."""
+    with Target(interp, target) as tg:
+        gt = tg.wait_ground_truth()
+        tg.wait_settled()
+        argv = [tool.path, "--json", "--save-snapshot", snap, str(tg.pid)]
+        rc, out, err, secs = run(argv, TOOL_TIMEOUT)
+        live, e = parse_dump(rc, out, err, secs)
+        errs = [e] if e else compare(gt, live, interp, tg.pid)
+        with open(tg.gt_host, "rb") as f:
+            gt_bytes = f.read()
+    if not errs:
+        rep, e = parse_dump(*run([tool.path, "--snapshot", snap, "--json"], TOOL_TIMEOUT))
+        d = e or first_difference(without_source(live), without_source(rep))
+        if d:
+            errs.append("snapshot does not decode like the live dump: %s" % d)
+    return gt_bytes, out, errs
+
+
+def _record_tasks(interp, target, tool, snap):
+    """The same with --tasks --json, taken --locked (a consistent graph)."""
+    with Target(interp, target) as tg:
+        gt = wait_tasks_truth(tg)
+        wait_all_sleeping(tg.pid)
+        argv, rc, out, err, secs = tasks_run(tool, ["--json", "--locked", "--save-snapshot",
+                                                    snap, str(tg.pid)])
+        live, e = parse_tasks(argv, rc, out, err, secs)
+        errs = [e] if e else compare_tasks(gt, live, interp)
+        with open(tg.gt_host, "rb") as f:
+            gt_bytes = f.read()
+    if not errs:
+        argv = [tool.path, "--snapshot", snap, "--tasks", "--json"]
+        rc, rout, rerr, secs = run(argv, TOOL_TIMEOUT)
+        rep, e = parse_tasks(argv, rc, rout or b"", rerr or b"", secs)
+        errs += [e] if e else roundtrip_errors(live, rep, "graph")
+    return gt_bytes, out, errs
+
+
+def regen_fixtures(tool, sid_dir, only=()):
+    """Record the fixtures FIXTURE_SETS names (those of the interpreters
+    in only, if given) from live targets into tests/fixtures."""
     interps = dict((i.label, i) for i in discover(sid_dir))
     err = prepare_chroot(sid_dir)
     if err:
@@ -3116,29 +3193,19 @@ def regen_fixtures(tool, sid_dir):
         return 1
     os.makedirs(FIXTURES_DIR, exist_ok=True)
     failed = 0
-    for label in FIXTURE_LABELS:
-        interp = interps[label]
-        for target in FIXTURE_TARGETS:
+    for labels, target, kind in FIXTURE_SETS:
+        for label in labels:
+            interp = interps[label]
+            if only and not any(interp.matches(t) for t in only):
+                continue
             stem = "%s-%s" % (label, target)
             if interp.missing:
                 print("FAIL %s: interpreter missing: %s" % (stem, interp.missing))
                 failed += 1
                 continue
             snap = os.path.join(host_tmp(), stem + ".snap")
-            with Target(interp, target) as tg:
-                gt = tg.wait_ground_truth()
-                tg.wait_settled()
-                argv = [tool.path, "--json", "--save-snapshot", snap, str(tg.pid)]
-                rc, out, err, secs = run(argv, TOOL_TIMEOUT)
-                live, e = parse_dump(rc, out, err, secs)
-                errs = [e] if e else compare(gt, live, interp, tg.pid)
-                with open(tg.gt_host, "rb") as f:
-                    gt_bytes = f.read()
-            if not errs:
-                rep, e = parse_dump(*run([tool.path, "--snapshot", snap, "--json"], TOOL_TIMEOUT))
-                d = e or first_difference(without_source(live), without_source(rep))
-                if d:
-                    errs.append("snapshot does not decode like the live dump: %s" % d)
+            record = _record_tasks if kind == "tasks" else _record_dump
+            gt_bytes, out, errs = record(interp, target, tool, snap)
             size = os.path.getsize(snap) if os.path.exists(snap) else 0
             if size > FIXTURE_MAX_BYTES:
                 errs.append("snapshot is %d bytes, more than %d: use a smaller target"
@@ -3150,11 +3217,11 @@ def regen_fixtures(tool, sid_dir):
             shutil.copyfile(snap, os.path.join(FIXTURES_DIR, stem + ".snap"))
             with open(os.path.join(FIXTURES_DIR, stem + ".ground_truth.json"), "wb") as f:
                 f.write(gt_bytes)
-            with open(os.path.join(FIXTURES_DIR, stem + ".dump.json"), "wb") as f:
+            with open(os.path.join(FIXTURES_DIR, "%s.%s.json" % (stem, kind)), "wb") as f:
                 f.write(out)
             os.unlink(snap)
-            print("wrote %s/%s.{snap,ground_truth.json,dump.json} (snapshot %d bytes)"
-                  % (os.path.relpath(FIXTURES_DIR, REPO), stem, size))
+            print("wrote %s/%s.{snap,ground_truth.json,%s.json} (snapshot %d bytes)"
+                  % (os.path.relpath(FIXTURES_DIR, REPO), stem, kind, size))
     return 1 if failed else 0
 
 
@@ -3526,8 +3593,9 @@ def main():
                     help="only check that every target produces ground truth (no pystack-dump); "
                          "on 3.15 also checks the ground truth against profiling.sampling")
     ap.add_argument("--regen-fixtures", action="store_true",
-                    help="record the snapshot fixtures in tests/fixtures from live targets "
-                         "of sid 3.13, 3.14 and 3.15 (needs the sid chroot), then exit")
+                    help="record the snapshot fixtures in tests/fixtures (FIXTURE_SETS: "
+                         "dumps of every version, task graphs of 3.7+) from live targets "
+                         "(with --only: of those interpreters), then exit")
     args = ap.parse_args()
     VERBOSE = args.verbose
     try:
@@ -3549,7 +3617,8 @@ def main():
         if not (os.path.isfile(tool.path) and os.access(tool.path, os.X_OK)):
             ap.error("%s not found: build it first" % tool.path)
         try:
-            return regen_fixtures(tool, sid_dir)
+            return regen_fixtures(tool, sid_dir,
+                                  [t for o in args.only for t in re.split(r"[,\s]+", o) if t])
         finally:
             kill_all()
     interps = discover(sid_dir)

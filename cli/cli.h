@@ -6,6 +6,7 @@
 #define PYD_CLI_H
 
 #include "../core/pyd_error.h"
+#include "../frontend/explain.h"
 #include "target.h"
 
 /* "pystack-dump: " fmt (with arg), and where to get help, on stderr;
@@ -17,6 +18,10 @@ int cli_parse_pid(const char *arg, int *pid);
  * fix; returns the exit code. */
 int cli_report_error(enum pyd_err err, const struct target_spec *spec,
 		     const char *detail);
+/* The words for what the spec names, to fill in further (cli_say). */
+struct pyd_explain cli_about(const struct target_spec *spec);
+/* Say the message for (say, err) about e on stderr. */
+void cli_say(const struct pyd_explain *e, enum pyd_say say, enum pyd_err err);
 /* pystack-dump sample ... (argv[0] is "sample") */
 int sample_main(int argc, char **argv);
 

@@ -14,7 +14,8 @@
 #include "../core/pyd.h"
 #include "../core/report/report.h"
 #include "cli.h"
-#include "source.h"
+#include "../frontend/commands.h"
+#include "../frontend/source.h"
 #include "target.h"
 
 #ifndef PYD_VERSION
@@ -228,19 +229,14 @@ static int report_tasks_error(enum pyd_err err, const struct options *o,
 			      const struct pyd_runtime *rt,
 			      struct pyd_session *s)
 {
+	struct pyd_explain e = cli_about(&o->spec);
+	e.version = pyd_session_version(s);
 	if (err == PYD_E_UNSUPPORTED)
-		fprintf(stderr,
-			"pystack-dump: asyncio task graphs for Python %s are "
-			"not supported yet (CPython 3.7 and later are).\n",
-			pyd_session_version(s));
+		cli_say(&e, PYD_SAY_TASKS_UNSUPPORTED, err);
 	else if (err == PYD_E_READ && !rt->asyncio_debug_addr)
-		fprintf(stderr,
-			"pystack-dump: cannot read asyncio tasks: the _asyncio "
-			"module's debug offsets (its .AsyncioDebug section) "
-			"were not found. For a core file, make the binaries "
-			"readable (--exe, --sysroot).\n");
+		cli_say(&e, PYD_SAY_NO_ASYNCIO_OFFSETS, err);
 	else
-		return cli_report_error(err, &o->spec, "");
+		cli_say(&e, PYD_SAY_ERROR, err);
 	return err;
 }
 
@@ -289,12 +285,7 @@ static enum pyd_err print_tasks(const struct options *o,
 	describe_origin(o, t, origin, sizeof origin);
 	struct pyd_report_opts ro = report_opts(t, s, origin);
 	struct pyd_buf b = {0};
-	if (o->json)
-		pyd_report_tasks_json(&b, g, &ro);
-	else if (o->table)
-		pyd_report_tasks_table(&b, g, &ro);
-	else
-		pyd_report_tasks_tree(&b, g, &ro);
+	pyd_show_tasks(&b, g, o->json, o->table, &ro);
 	return emit(&b);
 }
 
@@ -311,10 +302,7 @@ static enum pyd_err print_dump(const struct options *o, const struct target *t,
 	ro.source_line = sc ? source_cache_line : NULL;
 	ro.source_ctx = sc;
 	struct pyd_buf b = {0};
-	if (o->json)
-		pyd_report_json(&b, dump, &ro);
-	else
-		pyd_report_text(&b, dump, &ro);
+	pyd_show_dump(&b, dump, o->json, &ro);
 	source_cache_free(sc);
 	return emit(&b);
 }
@@ -326,13 +314,13 @@ static bool dump_truncated(const struct target *t)
 
 /* A core shorter than its segments explains any failure to read it better
  * than the failure itself does. */
-static enum pyd_err report_truncated(const struct target *t, bool partial)
+static enum pyd_err report_truncated(const struct options *o,
+				     const struct target *t, bool partial)
 {
-	fprintf(stderr,
-		"pystack-dump: the core file is truncated: %llu bytes of its "
-		"memory are missing%s. Copy the whole core again.\n",
-		(unsigned long long)pyd_core_missing_bytes(t->core),
-		partial ? "; stacks marked incomplete could not be read" : "");
+	struct pyd_explain e = cli_about(&o->spec);
+	e.count = (unsigned long long)pyd_core_missing_bytes(t->core);
+	e.partial = partial;
+	cli_say(&e, PYD_SAY_TRUNCATED, PYD_E_TRUNCATED);
 	return PYD_E_TRUNCATED;
 }
 
@@ -354,7 +342,7 @@ static enum pyd_err report_truncated_early(const struct options *o,
 		pyd_report_json(&b, &none, &ro);
 		emit(&b);
 	}
-	return report_truncated(t, false);
+	return report_truncated(o, t, false);
 }
 
 /*
@@ -362,44 +350,46 @@ static enum pyd_err report_truncated_early(const struct options *o,
  * completeness (bad of its threads or tasks were not fully read), as the
  * exit status and a message.
  */
-static enum pyd_err check_incomplete(const struct target *t, size_t bad,
+static enum pyd_err check_incomplete(const struct options *o,
+				     const struct target *t, size_t bad,
 				     const char *what)
 {
 	if (dump_truncated(t))
-		return report_truncated(t, bad > 0);
+		return report_truncated(o, t, bad > 0);
 	if (!bad)
 		return PYD_OK;
-	fprintf(stderr,
-		"pystack-dump: %zu %s could not be read%s; their stacks are "
-		"marked incomplete.%s\n",
-		bad, what, t->live ? " consistently" : "",
-		t->live ? " Try --locked." : "");
-	return t->live ? PYD_E_TORN : PYD_E_READ;
+	struct pyd_explain e = cli_about(&o->spec);
+	e.count = bad;
+	e.what = what;
+	enum pyd_err err = t->live ? PYD_E_TORN : PYD_E_READ;
+	cli_say(&e, PYD_SAY_INCOMPLETE, err);
+	return err;
 }
 
-static enum pyd_err check_complete(const struct target *t,
+static enum pyd_err check_complete(const struct options *o,
+				   const struct target *t,
 				   const struct pyd_dump *dump)
 {
 	size_t bad = 0;
 	for (size_t i = 0; i < dump->nthreads; i++)
 		bad += dump->threads[i].error != PYD_OK;
-	return check_incomplete(t, bad, "thread(s)");
+	return check_incomplete(o, t, bad, "thread(s)");
 }
 
-static enum pyd_err check_tasks_complete(const struct target *t,
+static enum pyd_err check_tasks_complete(const struct options *o,
+					 const struct target *t,
 					 const struct pyd_task_graph *g)
 {
 	size_t bad = 0;
 	for (size_t i = 0; i < g->ntasks; i++)
 		bad += g->tasks[i].error != PYD_OK;
-	if (g->error && !dump_truncated(t))
-		fprintf(stderr, "pystack-dump: the task lists could not be read "
-				"to their end; the graph may miss tasks.%s\n",
-			t->live ? " Try --locked." : "");
-	enum pyd_err err = check_incomplete(t, bad, "task(s)");
-	if (err || !g->error)
-		return err;
-	return t->live ? PYD_E_TORN : PYD_E_READ;
+	enum pyd_err partial = t->live ? PYD_E_TORN : PYD_E_READ;
+	if (g->error && !dump_truncated(t)) {
+		struct pyd_explain e = cli_about(&o->spec);
+		cli_say(&e, PYD_SAY_TASKS_PARTIAL, partial);
+	}
+	enum pyd_err err = check_incomplete(o, t, bad, "task(s)");
+	return err || !g->error ? err : partial;
 }
 
 static enum pyd_err save_snapshot(const struct options *o, struct target *t,
@@ -408,10 +398,31 @@ static enum pyd_err save_snapshot(const struct options *o, struct target *t,
 	char detail[512] = "";
 	enum pyd_err err = pyd_snapshot_write(t->rec, rt, t->pid, o->save,
 					      detail, sizeof detail);
-	if (err)
-		fprintf(stderr, "pystack-dump: cannot save the snapshot %s: %s\n",
-			o->save, *detail ? detail : pyd_strerror(err));
+	if (err) {
+		struct pyd_explain e = {.prog = "pystack-dump",
+					.shell = PYD_SHELL_CLI,
+					.file = o->save,
+					.detail = detail};
+		cli_say(&e, PYD_SAY_SNAPSHOT_SAVE, err);
+	}
 	return err;
+}
+
+/* What was decoded (decoded: PYD_OK, or an error that is not fatal):
+ * print it, save the snapshot, and say how complete it is. */
+static enum pyd_err show(const struct options *o, struct target *t,
+			 const struct pyd_runtime *rt, struct pyd_session *sess,
+			 const struct pyd_dump *dump,
+			 const struct pyd_task_graph *graph, enum pyd_err decoded)
+{
+	enum pyd_err err = o->tasks ? print_tasks(o, t, sess, graph)
+				    : print_dump(o, t, sess, dump);
+	if (!err && o->save)
+		err = save_snapshot(o, t, rt);
+	if (!err)
+		err = o->tasks ? check_tasks_complete(o, t, graph)
+			       : check_complete(o, t, dump);
+	return err ? err : decoded;
 }
 
 static void print_warnings(const struct target *t)
@@ -444,17 +455,12 @@ int main(int argc, char **argv)
 	}
 	if (err && dump_truncated(&t))
 		err = report_truncated_early(&o, &t, sess);
-	else if (err && o.tasks && decoding)
+	else if (pyd_err_fatal(err) && o.tasks && decoding)
 		report_tasks_error(err, &o, &rt, sess);
-	else if (err)
+	else if (pyd_err_fatal(err))
 		cli_report_error(err, &o.spec, detail);
-	else if (o.tasks) {
-		if (!(err = print_tasks(&o, &t, sess, &graph)) &&
-		    !(err = o.save ? save_snapshot(&o, &t, &rt) : PYD_OK))
-			err = check_tasks_complete(&t, &graph);
-	} else if (!(err = print_dump(&o, &t, sess, &dump)) &&
-		   !(err = o.save ? save_snapshot(&o, &t, &rt) : PYD_OK))
-		err = check_complete(&t, &dump);
+	else
+		err = show(&o, &t, &rt, sess, &dump, &graph, err);
 	pyd_task_graph_free(&graph);
 	pyd_dump_free(&dump);
 	pyd_session_close(sess);

@@ -16,7 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "pyd_commands.h"
+#include "../frontend/commands.h"
 
 /* gdb passes at most this many words to a user command. */
 #define MAX_WORDS 9

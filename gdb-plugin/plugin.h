@@ -8,7 +8,7 @@
 #include <gdb/jit-reader.h>
 
 #include "memsrc/live.h"
-#include "pyd_commands.h"
+#include "../frontend/commands.h"
 #include "request.h"
 
 /* Memory read through gdb's target stack (live, core, remote), with what

@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../cli/source.h"
+#include "../frontend/source.h"
 #include "plugin.h"
 #include "report/buf.h"
 

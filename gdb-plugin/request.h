@@ -14,7 +14,7 @@
 #include <stddef.h>
 
 #include "memsrc/memsrc.h"
-#include "pyd_commands.h"
+#include "../frontend/commands.h"
 
 enum gdb_target_kind {
 	GDB_TARGET_NONE,

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "decode/session.h"
+#include "../frontend/explain.h"
 #include "plugin.h"
 
 /* The shell script, after its variables: wait for the inferior to run,
@@ -75,12 +76,8 @@ static bool check_python(struct gdb_src *g, struct pyd_buf *out)
 	if (!err)
 		err = pyd_session_open(&g->src, &rt, &s, detail, sizeof detail);
 	pyd_session_close(s);
-	if (err == PYD_E_NOTPYTHON)
-		pyd_buf_printf(out, "py-sample: the program is not running "
-		                    "CPython.\n");
-	else if (err)
-		pyd_buf_printf(out, "py-sample: %s%s%s.\n", pyd_strerror(err),
-		               detail[0] ? ": " : "", detail);
+	if (err)
+		pyd_explain_debugger(out, "py-sample", err, detail);
 	return !err;
 }
 

@@ -3,7 +3,7 @@
  *
  * A thin shim: a memory source that reads through lldb (SBProcess), the
  * runtime's symbols as lldb resolves them (SBTarget), and core's commands
- * (core/pyd_commands.h) for everything else, so the output is exactly
+ * (frontend/commands.h) for everything else, so the output is exactly
  * pystack-dump's.  Target memory is only ever read.
  */
 #include <lldb/API/LLDB.h>
@@ -20,11 +20,12 @@
 #include <vector>
 
 extern "C" {
-#include "../cli/source.h"
+#include "../frontend/source.h"
 #include "../core/memsrc/coredump.h"
 #include "../core/memsrc/live.h"
 #include "../core/pyd.h"
-#include "../core/pyd_commands.h"
+#include "../frontend/commands.h"
+#include "../frontend/explain.h"
 }
 
 namespace
@@ -547,9 +548,11 @@ class sample_command : public lldb::SBCommandPluginInterface
 		lldb_source s(target, process);
 		pyd_runtime rt;
 		if (!lldb_find_runtime(s, &rt)) {
-			result.SetError("py-sample: the program is not running "
-			                "CPython: no _PyRuntime among its "
-			                "symbols");
+			pyd_buf why{};
+			pyd_explain_debugger(&why, "py-sample", PYD_E_NOTPYTHON,
+			                     "");
+			result.SetError(text_of(why).c_str());
+			pyd_buf_free(&why);
 			return false;
 		}
 		/* lldb cannot read a process it lets run: sample through

@@ -26,10 +26,15 @@ const char *pyd_run_state_name(enum pyd_thread_run r);
 /* Python-traceback style: most recent call last. */
 void pyd_report_text(struct pyd_buf *b, const struct pyd_dump *d,
 		     const struct pyd_report_opts *o);
+/* A native frame the debugger knows, innermost first (py-bt -n). */
+struct pyd_native_frame {
+	uint64_t pc;
+	const char *function; /* NULL if unknown */
+};
+
 /* The same, but thread tid (the debugger's selected thread) with its
  * native frames (innermost first) interleaved: each Python frame under
  * the evaluation-loop frame that runs it (py-bt -n). */
-struct pyd_native_frame;
 void pyd_report_text_native(struct pyd_buf *b, const struct pyd_dump *d,
 			    const struct pyd_report_opts *o, int64_t tid,
 			    const struct pyd_native_frame *native,

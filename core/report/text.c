@@ -1,7 +1,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../pyd_commands.h"
 #include "report.h"
 
 const char *pyd_run_state_name(enum pyd_thread_run r)

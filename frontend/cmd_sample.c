@@ -8,9 +8,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "pyd_commands.h"
-#include "pyd_profile.h"
-#include "report/report.h"
+#include "../core/pyd_profile.h"
+#include "commands.h"
+#include "explain.h"
 
 /* --format (pyd_cmd_parse made sure it is one), else (with -o) the file's
  * name, else the table. */
@@ -116,8 +116,7 @@ enum pyd_err pyd_cmd_sample(const struct pyd_cmd *c,
 	enum pyd_err err =
 	    pyd_session_open(t->src, t->rt, &s, detail, sizeof detail);
 	if (err) {
-		pyd_buf_printf(msg, "py-sample: %s%s%s.\n", pyd_strerror(err),
-		               *detail ? ": " : "", detail);
+		pyd_explain_debugger(msg, "py-sample", err, detail);
 		return err;
 	}
 	struct pyd_profile *prof = pyd_profile_new(true, 0);

@@ -1,14 +1,14 @@
 /*
  * py-bt, py-tasks, py-sample: arguments, help, and running the first two
- * over any memory source (pyd_commands.h).
+ * over any memory source (commands.h).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "pyd_commands.h"
-#include "pyd_profile.h"
-#include "report/report.h"
+#include "../core/pyd_profile.h"
+#include "commands.h"
+#include "explain.h"
 
 static const char help_bt[] =
     "py-bt [all] [-n] [-j]: the Python stack of the selected thread.\n"
@@ -169,31 +169,24 @@ bool pyd_cmd_parse(const char *name, const char *args, struct pyd_cmd *c,
 	return true;
 }
 
-static void explain(struct pyd_buf *out, const char *name, enum pyd_err err,
-                    const char *detail)
+void pyd_show_dump(struct pyd_buf *out, const struct pyd_dump *d, bool json,
+                   const struct pyd_report_opts *ro)
 {
-	switch (err) {
-	case PYD_E_NOTPYTHON:
-		pyd_buf_printf(out,
-		               "%s: the program is not running CPython: "
-		               "no _PyRuntime among its symbols or mapped "
-		               "files.\n",
-		               name);
-		break;
-	case PYD_E_UNSUPPORTED:
-		pyd_buf_printf(out,
-		               "%s: %s. Supported: CPython 3.6 to 3.15 "
-		               "(release and debug builds).\n",
-		               name, *detail ? detail : "unsupported Python");
-		break;
-	default:
-		pyd_buf_printf(out,
-		               "%s: cannot read the interpreter state: "
-		               "%s%s%s.\n",
-		               name, pyd_strerror(err), *detail ? ": " : "",
-		               detail);
-		break;
-	}
+	if (json)
+		pyd_report_json(out, d, ro);
+	else
+		pyd_report_text(out, d, ro);
+}
+
+void pyd_show_tasks(struct pyd_buf *out, const struct pyd_task_graph *g,
+                    bool json, bool table, const struct pyd_report_opts *ro)
+{
+	if (json)
+		pyd_report_tasks_json(out, g, ro);
+	else if (table)
+		pyd_report_tasks_table(out, g, ro);
+	else
+		pyd_report_tasks_tree(out, g, ro);
 }
 
 static struct pyd_report_opts report_opts(const struct pyd_cmd_target *t,
@@ -233,9 +226,9 @@ static enum pyd_err run_bt(const struct pyd_cmd *c,
 {
 	struct pyd_dump d;
 	enum pyd_err err = pyd_dump_stacks(s, &d);
-	if (err && err != PYD_E_TORN) {
+	if (pyd_err_fatal(err)) {
 		pyd_dump_free(&d);
-		explain(out, "py-bt", err, "");
+		pyd_explain_debugger(out, "py-bt", err, "");
 		return err;
 	}
 	struct pyd_report_opts ro = report_opts(t, s);
@@ -244,13 +237,11 @@ static enum pyd_err run_bt(const struct pyd_cmd *c,
 		               "py-bt: thread %lld runs no Python (py-bt "
 		               "all shows every thread).\n",
 		               (long long)t->selected_tid);
-	} else if (c->json) {
-		pyd_report_json(out, &d, &ro);
-	} else if (c->native && t->nnative) {
+	} else if (c->native && t->nnative && !c->json) {
 		pyd_report_text_native(out, &d, &ro, t->selected_tid, t->native,
 		                       t->nnative);
 	} else {
-		pyd_report_text(out, &d, &ro);
+		pyd_show_dump(out, &d, c->json, &ro);
 	}
 	pyd_dump_free(&d);
 	return err;
@@ -262,24 +253,18 @@ static enum pyd_err run_tasks(const struct pyd_cmd *c,
 {
 	struct pyd_task_graph g;
 	enum pyd_err err = pyd_dump_tasks(s, &g);
-	if (err == PYD_E_UNSUPPORTED) {
-		pyd_buf_printf(out,
-		               "py-tasks: asyncio task graphs need CPython "
-		               "3.7 or later; this is %s.\n",
-		               pyd_session_version(s));
-		return err;
-	}
 	if (err) {
-		explain(out, "py-tasks", err, "");
+		struct pyd_explain e = {.prog = "py-tasks",
+		                        .shell = PYD_SHELL_DEBUGGER,
+		                        .version = pyd_session_version(s)};
+		pyd_explain(out, &e,
+		            err == PYD_E_UNSUPPORTED ? PYD_SAY_TASKS_UNSUPPORTED
+		                                     : PYD_SAY_ERROR,
+		            err);
 		return err;
 	}
 	struct pyd_report_opts ro = report_opts(t, s);
-	if (c->json)
-		pyd_report_tasks_json(out, &g, &ro);
-	else if (c->table)
-		pyd_report_tasks_table(out, &g, &ro);
-	else
-		pyd_report_tasks_tree(out, &g, &ro);
+	pyd_show_tasks(out, &g, c->json, c->table, &ro);
 	pyd_task_graph_free(&g);
 	return PYD_OK;
 }
@@ -299,7 +284,7 @@ enum pyd_err pyd_cmd_run(const struct pyd_cmd *c,
 	if (!err)
 		err = pyd_session_open(t->src, &rt, &s, detail, sizeof detail);
 	if (err) {
-		explain(out, name, err, detail);
+		pyd_explain_debugger(out, name, err, detail);
 		return err;
 	}
 	err = c->kind == PYD_CMD_BT ? run_bt(c, t, s, out)

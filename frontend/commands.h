@@ -6,11 +6,11 @@
  * decoding and the report are all here, so both debuggers say the same
  * thing, and say it as pystack-dump does.
  */
-#ifndef PYD_COMMANDS_H
-#define PYD_COMMANDS_H
+#ifndef PYD_FRONTEND_COMMANDS_H
+#define PYD_FRONTEND_COMMANDS_H
 
-#include "pyd.h"
-#include "report/buf.h"
+#include "../core/pyd.h"
+#include "../core/report/report.h"
 
 enum pyd_cmd_kind {
 	PYD_CMD_BT,     /* py-bt [all] [-n] */
@@ -44,12 +44,6 @@ bool pyd_cmd_parse(const char *name, const char *args, struct pyd_cmd *c,
 /* The help of a command, as `help py-bt` shows it. */
 const char *pyd_cmd_help(const char *name);
 
-/* A native frame the debugger knows, innermost first (py-bt -n). */
-struct pyd_native_frame {
-	uint64_t pc;
-	const char *function; /* NULL if unknown */
-};
-
 struct pyd_cmd_target {
 	const struct pyd_memsrc *src;
 	const struct pyd_runtime *rt;
@@ -64,6 +58,13 @@ struct pyd_cmd_target {
 	const char *(*source_line)(void *ctx, const char *file, int line);
 	void *source_ctx;
 };
+
+/* The report a dump or a task graph is shown as, the same choice in every
+ * shell: JSON, else text (dump) / the table or the tree (tasks). */
+void pyd_show_dump(struct pyd_buf *out, const struct pyd_dump *d, bool json,
+                   const struct pyd_report_opts *ro);
+void pyd_show_tasks(struct pyd_buf *out, const struct pyd_task_graph *g,
+                    bool json, bool table, const struct pyd_report_opts *ro);
 
 /*
  * Run py-bt or py-tasks (py-sample needs a running process: the frontend

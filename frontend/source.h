@@ -2,8 +2,8 @@
  * Source lines for the text report, read from the target's own root so a
  * process in a chroot or container shows its own files.
  */
-#ifndef PYD_CLI_SOURCE_H
-#define PYD_CLI_SOURCE_H
+#ifndef PYD_FRONTEND_SOURCE_H
+#define PYD_FRONTEND_SOURCE_H
 
 struct source_cache;
 

@@ -1,0 +1,239 @@
+/*
+ * Every message that explains an error, in one table (explain.h).
+ *
+ * A message is a template: {prog}, {pid}, {file}, {version}, {error} (the
+ * error's short name), {detail}, {count} and {what} stand for the fields
+ * of struct pyd_explain; {detail|TEXT} is the detail, or TEXT if there is
+ * none; {: detail} is ": " and the detail, or nothing; {live|TEXT} and
+ * {partial|TEXT} are TEXT for a live process / a partial read, else
+ * nothing; {owner} and {scope} say who owns the process and what
+ * kernel.yama.ptrace_scope allows.  The first row that matches wins.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "explain.h"
+
+enum where {
+	ANYWHERE,
+	PROCESS, /* the CLI, about a live process */
+	FILES,   /* the CLI, about a core or snapshot */
+	CLI,     /* the CLI, either */
+	DEBUGGER,
+};
+
+#define ANY_ERR (-1)
+
+struct row {
+	enum pyd_say say;
+	int err; /* enum pyd_err, or ANY_ERR */
+	enum where where;
+	bool needs_detail;
+	const char *text;
+};
+
+#define NOT_CPYTHON_TAIL                                                       \
+	" is not running CPython: none of its mapped files defines "          \
+	"_PyRuntime (or, for 3.6, _PyThreadState_Current).\nIf it embeds a "  \
+	"stripped, statically linked Python, this tool cannot find it.\n"
+
+static const struct row rows[] = {
+	/* Errors of reading a target, in the CLI. */
+	{PYD_SAY_ERROR, PYD_E_NOPROC, CLI, false,
+	 "{prog}: no process with pid {pid}. Check the pid (e.g. pgrep -a "
+	 "python).\n"},
+	{PYD_SAY_ERROR, PYD_E_PERM, CLI, false,
+	 "{prog}: permission denied reading process {pid}{owner}.\nReading "
+	 "another process needs ptrace rights. Either:\n  - run as root:        "
+	 "     sudo pystack-dump {pid}\n  - grant the capability:    sudo setcap "
+	 "cap_sys_ptrace+ep $(command -v pystack-dump)\n{scope}In a container, "
+	 "start it with --cap-add=SYS_PTRACE.\n"},
+	{PYD_SAY_ERROR, PYD_E_NOTPYTHON, FILES, true,
+	 "{prog}: {file} is not a core of CPython: {detail}.\n"},
+	{PYD_SAY_ERROR, PYD_E_NOTPYTHON, FILES, false,
+	 "{prog}: the process of the core, pid {pid}" NOT_CPYTHON_TAIL},
+	{PYD_SAY_ERROR, PYD_E_NOTPYTHON, PROCESS, false,
+	 "{prog}: process {pid}" NOT_CPYTHON_TAIL},
+	{PYD_SAY_ERROR, PYD_E_UNSUPPORTED, CLI, false,
+	 "{prog}: {detail|unsupported Python version}. Supported: CPython 3.6 "
+	 "to 3.15 (release and debug builds) on Linux x86-64.\n"},
+	{PYD_SAY_ERROR, PYD_E_EXITED, CLI, false,
+	 "{prog}: process {pid} exited while it was being read.\n"},
+	{PYD_SAY_ERROR, PYD_E_NOTCORE, FILES, false,
+	 "{prog}: {file} is {detail}. Give --core an ELF core file (from a "
+	 "crash, or gcore PID).\n"},
+	{PYD_SAY_ERROR, PYD_E_FOREIGN, FILES, false,
+	 "{prog}: {file} is {detail}.\n"},
+	{PYD_SAY_ERROR, PYD_E_EXEMISMATCH, FILES, false,
+	 "{prog}: {detail}. Pass the executable the process ran (same "
+	 "build).\n"},
+	{PYD_SAY_ERROR, ANY_ERR, FILES, false,
+	 "{prog}: {file}: {error}{: detail}\n"},
+	{PYD_SAY_ERROR, ANY_ERR, PROCESS, false,
+	 "{prog}: process {pid}: {error}{: detail}\n"},
+	/* The same in a debugger, which reads through itself. */
+	{PYD_SAY_ERROR, PYD_E_NOTPYTHON, DEBUGGER, false,
+	 "{prog}: the program is not running CPython: no _PyRuntime among its "
+	 "symbols or mapped files.\n"},
+	{PYD_SAY_ERROR, PYD_E_UNSUPPORTED, DEBUGGER, false,
+	 "{prog}: {detail|unsupported Python}. Supported: CPython 3.6 to 3.15 "
+	 "(release and debug builds).\n"},
+	{PYD_SAY_ERROR, ANY_ERR, DEBUGGER, false,
+	 "{prog}: cannot read the interpreter state: {error}{: detail}.\n"},
+	/* Task graphs. */
+	{PYD_SAY_TASKS_UNSUPPORTED, ANY_ERR, CLI, false,
+	 "{prog}: asyncio task graphs for Python {version} are not supported "
+	 "yet (CPython 3.7 and later are).\n"},
+	{PYD_SAY_TASKS_UNSUPPORTED, ANY_ERR, DEBUGGER, false,
+	 "{prog}: asyncio task graphs need CPython 3.7 or later; this is "
+	 "{version}.\n"},
+	{PYD_SAY_NO_ASYNCIO_OFFSETS, ANY_ERR, ANYWHERE, false,
+	 "{prog}: cannot read asyncio tasks: the _asyncio module's debug "
+	 "offsets (its .AsyncioDebug section) were not found. For a core file, "
+	 "make the binaries readable (--exe, --sysroot).\n"},
+	{PYD_SAY_TASKS_PARTIAL, ANY_ERR, ANYWHERE, false,
+	 "{prog}: the task lists could not be read to their end; the graph may "
+	 "miss tasks.{live| Try --locked.}\n"},
+	/* After a report: how complete it is. */
+	{PYD_SAY_TRUNCATED, ANY_ERR, ANYWHERE, false,
+	 "{prog}: the core file is truncated: {count} bytes of its memory are "
+	 "missing{partial|; stacks marked incomplete could not be read}. Copy "
+	 "the whole core again.\n"},
+	{PYD_SAY_INCOMPLETE, ANY_ERR, ANYWHERE, false,
+	 "{prog}: {count} {what} could not be read{live| consistently}; their "
+	 "stacks are marked incomplete.{live| Try --locked.}\n"},
+	{PYD_SAY_SNAPSHOT_SAVE, ANY_ERR, ANYWHERE, false,
+	 "{prog}: cannot save the snapshot {file}: {detail|{error}}\n"},
+};
+
+static bool row_matches(const struct row *r, const struct pyd_explain *e,
+			enum pyd_say say, enum pyd_err err)
+{
+	bool cli = e->shell == PYD_SHELL_CLI;
+	bool where = r->where == ANYWHERE ||
+		     (r->where == DEBUGGER && !cli) ||
+		     (r->where == CLI && cli) ||
+		     (r->where == FILES && cli && e->file) ||
+		     (r->where == PROCESS && cli && !e->file);
+	return r->say == say && (r->err == ANY_ERR || r->err == (int)err) &&
+	       where && (!r->needs_detail || (e->detail && *e->detail));
+}
+
+static int read_int_file(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	int v = -1;
+	if (f) {
+		if (fscanf(f, "%d", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+/* {owner}: " (owned by uid N, you are uid M)" where /proc tells. */
+static void put_owner(struct pyd_buf *out, int pid)
+{
+	char path[64];
+	struct stat st;
+	snprintf(path, sizeof path, "/proc/%d", pid);
+	if (stat(path, &st) == 0)
+		pyd_buf_printf(out, " (owned by uid %u, you are uid %u)",
+			       (unsigned)st.st_uid, (unsigned)geteuid());
+}
+
+/* {scope}: the sysctl that allows same-user tracing, if it forbids it. */
+static void put_scope(struct pyd_buf *out)
+{
+	int scope = read_int_file("/proc/sys/kernel/yama/ptrace_scope");
+	if (scope >= 1)
+		pyd_buf_printf(out,
+			       "  - allow same-user tracing: sudo sysctl "
+			       "kernel.yama.ptrace_scope=0   (it is %d now)\n",
+			       scope);
+}
+
+static void expand(struct pyd_buf *out, const struct pyd_explain *e,
+		   enum pyd_err err, const char *t, size_t n);
+
+/* One {name} or {name|alt} placeholder (alt is a template too). */
+static void put_field(struct pyd_buf *out, const struct pyd_explain *e,
+		      enum pyd_err err, const char *name, size_t len,
+		      const char *alt, size_t altlen)
+{
+#define IS(s) (len == sizeof(s) - 1 && !memcmp(name, s, len))
+	const char *detail = e->detail ? e->detail : "";
+	if (IS("prog"))
+		pyd_buf_printf(out, "%s", e->prog);
+	else if (IS("pid"))
+		pyd_buf_printf(out, "%d", e->pid);
+	else if (IS("file"))
+		pyd_buf_printf(out, "%s", e->file ? e->file : "");
+	else if (IS("version"))
+		pyd_buf_printf(out, "%s", e->version ? e->version : "?");
+	else if (IS("error"))
+		pyd_buf_printf(out, "%s", pyd_strerror(err));
+	else if (IS("count"))
+		pyd_buf_printf(out, "%llu", e->count);
+	else if (IS("what"))
+		pyd_buf_printf(out, "%s", e->what ? e->what : "");
+	else if (IS("owner"))
+		put_owner(out, e->pid);
+	else if (IS("scope"))
+		put_scope(out);
+	else if (IS(": detail") && *detail)
+		pyd_buf_printf(out, ": %s", detail);
+	else if (IS("detail") && (*detail || !alt))
+		pyd_buf_printf(out, "%s", detail);
+	else if ((IS("detail") && alt) || (IS("live") && e->live) ||
+		 (IS("partial") && e->partial))
+		expand(out, e, err, alt, altlen);
+#undef IS
+}
+
+static void expand(struct pyd_buf *out, const struct pyd_explain *e,
+		   enum pyd_err err, const char *t, size_t n)
+{
+	const char *end = t + n;
+	while (t < end) {
+		const char *open = memchr(t, '{', (size_t)(end - t));
+		if (!open) {
+			pyd_buf_put(out, t, (size_t)(end - t));
+			return;
+		}
+		pyd_buf_put(out, t, (size_t)(open - t));
+		/* The matching '}', and the '|' at this level, if any. */
+		const char *p = open + 1, *bar = NULL;
+		for (int depth = 0; p < end && (*p != '}' || depth); p++) {
+			depth += *p == '{' ? 1 : *p == '}' ? -1 : 0;
+			if (*p == '|' && !depth && !bar)
+				bar = p;
+		}
+		const char *name_end = bar ? bar : p;
+		put_field(out, e, err, open + 1, (size_t)(name_end - open - 1),
+			  bar ? bar + 1 : NULL, bar ? (size_t)(p - bar - 1) : 0);
+		t = p < end ? p + 1 : end;
+	}
+}
+
+void pyd_explain_debugger(struct pyd_buf *out, const char *prog,
+			  enum pyd_err err, const char *detail)
+{
+	struct pyd_explain e = {.prog = prog,
+				.shell = PYD_SHELL_DEBUGGER,
+				.detail = detail};
+	pyd_explain(out, &e, PYD_SAY_ERROR, err);
+}
+
+void pyd_explain(struct pyd_buf *out, const struct pyd_explain *e,
+		 enum pyd_say say, enum pyd_err err)
+{
+	for (size_t i = 0; i < sizeof rows / sizeof *rows; i++)
+		if (row_matches(&rows[i], e, say, err)) {
+			expand(out, e, err, rows[i].text, strlen(rows[i].text));
+			return;
+		}
+	pyd_buf_printf(out, "%s: %s\n", e->prog, pyd_strerror(err));
+}

@@ -1,0 +1,66 @@
+/*
+ * What went wrong, said once for every shell: the CLI and both debugger
+ * plugins explain an error (its cause and, where there is one, the fix)
+ * through one table of messages (explain.c), and decide through one rule
+ * whether an error stops a command.
+ */
+#ifndef PYD_FRONTEND_EXPLAIN_H
+#define PYD_FRONTEND_EXPLAIN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "../core/pyd_error.h"
+#include "../core/report/buf.h"
+
+/* Where the words go: the CLI names the process or file it was given, a
+ * debugger says "the program". */
+enum pyd_shell {
+	PYD_SHELL_CLI,
+	PYD_SHELL_DEBUGGER,
+};
+
+/* What is being explained: an error, or a situation that is no error
+ * code of its own. */
+enum pyd_say {
+	PYD_SAY_ERROR,             /* the error given */
+	PYD_SAY_TASKS_UNSUPPORTED, /* no task graphs for this version */
+	PYD_SAY_NO_ASYNCIO_OFFSETS, /* _asyncio's debug offsets not found */
+	PYD_SAY_TRUNCATED,         /* the core misses bytes (count) */
+	PYD_SAY_INCOMPLETE,        /* count threads or tasks not read */
+	PYD_SAY_TASKS_PARTIAL,     /* the task lists not read to their end */
+	PYD_SAY_SNAPSHOT_SAVE,     /* --save-snapshot failed */
+};
+
+struct pyd_explain {
+	const char *prog;    /* "pystack-dump", "py-bt", ... */
+	enum pyd_shell shell;
+	int pid;             /* the process (or the core's), <= 0: unknown */
+	const char *file;    /* the core or snapshot read, NULL: a process */
+	bool live;           /* a live process (its reads can tear) */
+	const char *version; /* the target's Python, if known */
+	const char *detail;  /* what the failing call said; NULL or "" if
+			      * nothing */
+	/* PYD_SAY_TRUNCATED: bytes missing; PYD_SAY_INCOMPLETE: how many
+	 * of what ("thread(s)", "task(s)") */
+	unsigned long long count;
+	const char *what;
+	bool partial; /* PYD_SAY_TRUNCATED: some stacks could not be read */
+};
+
+/* The message for (say, err) as the shell says it, appended to out. */
+void pyd_explain(struct pyd_buf *out, const struct pyd_explain *e,
+		 enum pyd_say say, enum pyd_err err);
+
+/* The message for err in a debugger command prog ("py-bt", ...). */
+void pyd_explain_debugger(struct pyd_buf *out, const char *prog,
+			  enum pyd_err err, const char *detail);
+
+/* Does err stop a command, with nothing to show?  Otherwise what was
+ * decoded is shown, marked incomplete where it is. */
+static inline bool pyd_err_fatal(enum pyd_err err)
+{
+	return err != PYD_OK && err != PYD_E_TORN;
+}
+
+#endif

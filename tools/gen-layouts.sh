@@ -123,7 +123,8 @@ grep -vE '^[a-z_]+\.[a-z_]+ -?[0-9]+$' <<<"$out" | sed 's|^|	// |'
 [[ -z $dbgoff ]] || { echo "	// _Py_DebugOffsets members after the header:"
 	fold -s -w 70 <<<"$dbgoff" | sed 's|^|	// |'; }
 
-# struct py_objects (3.7 - 3.15): "objects.field type member" lines.
+# struct py_objects and the groups it shares with every layout (3.7 - 3.15):
+# "field type member" lines.
 old_fields() {
 	local P=PyInterpreterState mods=modules
 	((minor >= 12)) && mods=imports.modules
@@ -137,7 +138,7 @@ old_fields() {
 	dk_indices PyDictKeysObject dk_indices
 	tp_basicsize PyTypeObject tp_basicsize
 	tp_dictoffset PyTypeObject tp_dictoffset
-	tp_flags PyTypeObject tp_flags
+	object.tp_flags PyTypeObject tp_flags
 	tp_base PyTypeObject tp_base
 	ht_cached_keys PyHeapTypeObject ht_cached_keys
 	wr_object PyWeakReference wr_object
@@ -154,7 +155,8 @@ old_fields() {
 		echo "gi_frame PyGenObject gi_frame"
 		echo "f_valuestack PyFrameObject f_valuestack"
 		echo "co_code PyCodeObject co_code"
-		echo "long_digit PyLongObject ob_digit"
+		echo "pylong.size PyVarObject ob_size"
+		echo "pylong.digit PyLongObject ob_digit"
 		if ((minor == 10)); then
 			echo "f_stackdepth PyFrameObject f_stackdepth"
 			echo "f_state PyFrameObject f_state"
@@ -166,15 +168,16 @@ old_fields() {
 		echo "dk_log2_index_bytes PyDictKeysObject dk_log2_index_bytes"
 		echo "dk_kind PyDictKeysObject dk_kind"
 		echo "dv_values PyDictValues values"
-		echo "gi_iframe PyGenObject gi_iframe"
-		echo "gi_frame_state PyGenObject gi_frame_state"
+		echo "gen.gi_iframe PyGenObject gi_iframe"
+		echo "gen.gi_frame_state PyGenObject gi_frame_state"
 		echo "if_stacktop struct _PyInterpreterFrame stacktop"
-		echo "if_localsplus struct _PyInterpreterFrame localsplus"
+		echo "iframe.localsplus struct _PyInterpreterFrame localsplus"
 		if ((minor >= 12)); then
-			echo "long_size PyLongObject long_value.lv_tag"
-			echo "long_digit PyLongObject long_value.ob_digit"
+			echo "pylong.size PyLongObject long_value.lv_tag"
+			echo "pylong.digit PyLongObject long_value.ob_digit"
 		else
-			echo "long_digit PyLongObject ob_digit"
+			echo "pylong.size PyVarObject ob_size"
+			echo "pylong.digit PyLongObject ob_digit"
 		fi
 	fi
 }
@@ -194,7 +197,10 @@ old_print() { # FILE < "field type member" lines
 		[[ $type == struct ]] && { type="struct ${member%% *}"; member=${member#* }; }
 		if [[ $type == sizeof ]]; then expr="sizeof($member)"
 		else expr="(int)&(($type*)0)->$member"; fi
-		a+=(-ex "printf \"objects.$name %d\\n\", $expr")
+		# A bare name is a member of struct py_objects; group.name one
+		# of the layout group's (gen, pylong, iframe, object).
+		[[ $name == *.* ]] || name=objects.$name
+		a+=(-ex "printf \"$name %d\\n\", $expr")
 	done
 	gdb -nx -batch "${a[@]}" "$1" 2>&1 | sed 's|^|	// |' || true
 }

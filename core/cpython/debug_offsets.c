@@ -240,28 +240,20 @@ static const struct published published[] = {
 	{ "gen_object.gi_iframe", AT(gen.gi_iframe), 8 },
 	{ "gen_object.gi_frame_state", AT(gen.gi_frame_state), 1 },
 	{ "llist_node.next", AT(llist.next), 8 },
-	{ "long_object.lv_tag", AT(pylong.lv_tag), 8 },
-	{ "long_object.ob_digit", AT(pylong.ob_digit), 4 },
+	{ "long_object.lv_tag", AT(pylong.size), 8 },
+	{ "long_object.ob_digit", AT(pylong.digit), 4 },
 	{ "set_object.used", AT(set.used), 8 },
 	{ "set_object.mask", AT(set.mask), 8 },
 	{ "set_object.table", AT(set.table), 8 },
 };
 
 /* The members only the block gives (the built-in table has none): not
- * known unless the block publishes them. */
+ * known unless the block publishes them.  The generator, int, set and
+ * type members the table has too keep its values unless published. */
 static void unpublished_task_fields(struct py_layout *l)
 {
-	l->object.tp_flags = PYD_NO_FIELD;
 	l->iframe.stackpointer = PYD_NO_FIELD;
-	l->iframe.localsplus = PYD_NO_FIELD;
-	l->gen.gi_iframe = PYD_NO_FIELD;
-	l->gen.gi_frame_state = PYD_NO_FIELD;
 	l->llist.next = PYD_NO_FIELD;
-	l->pylong.lv_tag = PYD_NO_FIELD;
-	l->pylong.ob_digit = PYD_NO_FIELD;
-	l->set.used = PYD_NO_FIELD;
-	l->set.mask = PYD_NO_FIELD;
-	l->set.table = PYD_NO_FIELD;
 	l->frame_state.valid = false;
 	l->awaited_slot = 0;
 }
@@ -454,15 +446,15 @@ bool py_layout_has_tasks(const struct py_layout *l)
 	 * llist_node.next (the node's first member). */
 	const int32_t v[] = { l->object.tp_flags, l->iframe.stackpointer,
 			      l->iframe.localsplus, l->gen.gi_iframe,
-			      l->gen.gi_frame_state, l->pylong.lv_tag,
-			      l->pylong.ob_digit, l->set.used, l->set.mask,
+			      l->gen.gi_frame_state, l->pylong.size,
+			      l->pylong.digit, l->set.used, l->set.mask,
 			      l->set.table };
 	for (size_t i = 0; i < COUNT(v); i++)
 		if (v[i] <= 0)
 			return false;
 	return l->llist.next >= 0 && l->frame_state.valid &&
 	       l->awaited_slot > 0 && l->gen.gi_frame_state < l->gen.gi_iframe &&
-	       l->pylong.lv_tag < l->pylong.ob_digit &&
+	       l->pylong.size < l->pylong.digit &&
 	       l->iframe.stackpointer < l->iframe.localsplus;
 }
 

@@ -136,20 +136,36 @@ struct py_layout {
 	struct {
 		int32_t ob_type;
 		int32_t tp_name;
-		int32_t tp_flags; /* 3.14+ (see below), unsigned long */
+		int32_t tp_flags; /* unsigned long */
 	} object;
+
+	struct { /* PyGenObject (generators, coroutines, async generators) */
+		/* 3.11+: the embedded _PyInterpreterFrame, and its frame
+		 * state (int8_t); PYD_NO_FIELD before (gi_frame then) */
+		int32_t gi_iframe;
+		int32_t gi_frame_state;
+	} gen;
+
+	struct { /* PyLongObject */
+		int32_t size;  /* ob_size (<= 3.11) or lv_tag (3.12+) */
+		int32_t digit; /* ob_digit: 30-bit digits */
+		bool tagged;   /* lv_tag: ndigits << 3 | sign */
+	} pylong;
+
+	struct { /* PySetObject */
+		int32_t used;
+		int32_t mask;
+		int32_t table;
+	} set;
 
 	/*
 	 * Asyncio tasks (3.14+).  These come only from the target's
 	 * _Py_DebugOffsets: the built-in table has none of them (they are 0
 	 * there), and debug_offsets.c sets PYD_NO_FIELD for each member the
 	 * block does not publish.  The task decoder checks
-	 * py_layout_has_tasks() before it trusts any of them.
+	 * py_layout_has_tasks() before it trusts them (and the members above
+	 * that the block publishes too).
 	 */
-	struct { /* PyGenObject (generators, coroutines, async generators) */
-		int32_t gi_iframe;      /* the embedded _PyInterpreterFrame */
-		int32_t gi_frame_state; /* int8_t */
-	} gen;
 
 	/* enum _framestate values, which are not published: 3.14 counts
 	 * from CREATED = -3 (SUSPENDED_YIELD_FROM = -1, EXECUTING = 0),
@@ -171,17 +187,6 @@ struct py_layout {
 	struct { /* struct llist_node */
 		int32_t next;
 	} llist;
-
-	struct { /* PyLongObject (3.12+ compact form) */
-		int32_t lv_tag;
-		int32_t ob_digit;
-	} pylong;
-
-	struct { /* PySetObject */
-		int32_t used;
-		int32_t mask;
-		int32_t table;
-	} set;
 
 	/*
 	 * The Python-level objects that module state is made of: dicts,
@@ -215,17 +220,14 @@ struct py_layout {
 			PY_DICT_INLINE_313,  /* -3: dict; values at basicsize */
 		} obj_dict;
 		/* PyTypeObject / PyHeapTypeObject */
-		int32_t tp_basicsize, tp_dictoffset, tp_flags, tp_base;
+		int32_t tp_basicsize, tp_dictoffset, tp_base;
 		int32_t ht_cached_keys;
 		int32_t wr_object;   /* PyWeakReference */
-		int32_t long_size;   /* ob_size (<= 3.11) or lv_tag (3.12+) */
-		bool long_tagged;    /* lv_tag: ndigits << 3 | sign */
-		int32_t long_digit;
 		int32_t seq_size, tuple_items, list_items;
 		int32_t func_closure, func_name, cell_ref, meth_self;
 		/* Generators: <= 3.10 a PyFrameObject (gi_frame); 3.11+ the
-		 * frame is embedded (gi_iframe) with gi_frame_state. */
-		int32_t gi_frame, gi_iframe, gi_frame_state;
+		 * frame is embedded (gen.gi_iframe above). */
+		int32_t gi_frame;
 		/* PyFrameObject: top of a suspended frame's value stack is
 		 * f_stacktop[-1] (<= 3.9) or f_valuestack[f_stackdepth-1]
 		 * (3.10, f_state SUSPENDED); co_code holds the opcodes. */
@@ -233,7 +235,7 @@ struct py_layout {
 		int32_t co_code;
 		uint8_t yield_from_op; /* YIELD_FROM (<= 3.10) */
 		/* _PyInterpreterFrame (3.11-3.13): localsplus[stacktop-1] */
-		int32_t if_stacktop, if_localsplus;
+		int32_t if_stacktop;
 		/* enum _framestate (3.10-3.13; 3.10 in f_state) */
 		int8_t fs_created, fs_suspended, fs_executing;
 		/* 3.13: SUSPENDED_YIELD_FROM; else 0 and, 3.11/3.12, the

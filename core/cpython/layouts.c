@@ -38,8 +38,8 @@
  */
 #define OBJECTS_GENERIC \
 	.valid = true, .ma_used = 16, .ma_keys = 32, .ma_values = 40, \
-	.tp_basicsize = 32, .tp_dictoffset = 288, .tp_flags = 168, \
-	.tp_base = 256, .wr_object = 16, .long_size = 16, .long_digit = 24, \
+	.tp_basicsize = 32, .tp_dictoffset = 288, .tp_base = 256, \
+	.wr_object = 16, \
 	.seq_size = 16, .list_items = 24, .cell_ref = 16, \
 	.meth_self = 24, .fut_loop = 16, .fut_callback0 = 24, \
 	.fut_callbacks = 40
@@ -48,9 +48,9 @@
 #define OBJECTS_310_DICT \
 	.dk_size = 8, .dk_log2_size = NO, .dk_log2_index_bytes = NO, \
 	.dk_kind = NO, .dk_nentries = 32, .dk_indices = 40, .dv_values = NO, \
-	.obj_dict = PY_DICT_OFFSET, .gi_iframe = NO, .gi_frame_state = NO, \
+	.obj_dict = PY_DICT_OFFSET, \
 	.gi_frame = 16, .yield_from_op = 72, .if_stacktop = NO, \
-	.if_localsplus = NO, .resume_ops = {0, 0}
+	.resume_ops = {0, 0}
 /* 3.11+: log2 dicts, embedded generator frames */
 #define OBJECTS_LOG2_DICT \
 	.dk_size = NO, .dk_log2_size = 8, .dk_log2_index_bytes = 9, \
@@ -58,30 +58,30 @@
 	.f_stacktop = NO, .f_valuestack = NO, .f_stackdepth = NO, \
 	.f_state = NO, .co_code = NO, .yield_from_op = 0, \
 	.func_closure = 72, .func_name = 32
-#define OBJECTS_311_DICT OBJECTS_LOG2_DICT, .if_stacktop = 64, .if_localsplus = 72
+#define OBJECTS_311_DICT OBJECTS_LOG2_DICT, .if_stacktop = 64
 #define OBJECTS_37 { OBJECTS_COMMON, OBJECTS_310_DICT, .interp_modules = 40, \
-	.tstate_dict = 152, .ht_cached_keys = 856, .long_tagged = false, \
+	.tstate_dict = 152, .ht_cached_keys = 856, \
 	.func_closure = 48, .func_name = 64, .f_stacktop = 72, \
 	.f_valuestack = 64, .f_stackdepth = NO, .f_state = NO, .co_code = 40, \
 	.fs_created = 0, .fs_suspended = 0, .fs_executing = 0, \
 	.fs_yield_from = 0, .fut_state = 72, .task_fut_waiter = 104, \
 	.task_coro = 112, .task_name = NO, .task_size = 136 }
 #define OBJECTS_38 { OBJECTS_COMMON, OBJECTS_310_DICT, .interp_modules = 56, \
-	.tstate_dict = 152, .ht_cached_keys = 872, .long_tagged = false, \
+	.tstate_dict = 152, .ht_cached_keys = 872, \
 	.func_closure = 48, .func_name = 64, .f_stacktop = 72, \
 	.f_valuestack = 64, .f_stackdepth = NO, .f_state = NO, .co_code = 48, \
 	.fs_created = 0, .fs_suspended = 0, .fs_executing = 0, \
 	.fs_yield_from = 0, .fut_state = 72, .task_fut_waiter = 104, \
 	.task_coro = 112, .task_name = 120, .task_size = 144 }
 #define OBJECTS_39 { OBJECTS_COMMON, OBJECTS_310_DICT, .interp_modules = 856, \
-	.tstate_dict = 152, .ht_cached_keys = 864, .long_tagged = false, \
+	.tstate_dict = 152, .ht_cached_keys = 864, \
 	.func_closure = 48, .func_name = 64, .f_stacktop = 72, \
 	.f_valuestack = 64, .f_stackdepth = NO, .f_state = NO, .co_code = 48, \
 	.fs_created = 0, .fs_suspended = 0, .fs_executing = 0, \
 	.fs_yield_from = 0, .fut_state = 80, .task_fut_waiter = 144, \
 	.task_coro = 152, .task_name = 160, .task_size = 184 }
 #define OBJECTS_310 { OBJECTS_COMMON, OBJECTS_310_DICT, .interp_modules = 856, \
-	.tstate_dict = 152, .ht_cached_keys = 872, .long_tagged = false, \
+	.tstate_dict = 152, .ht_cached_keys = 872, \
 	.func_closure = 72, .func_name = 32, .f_stacktop = NO, \
 	.f_valuestack = 64, .f_stackdepth = 80, .f_state = 108, .co_code = 48, \
 	.fs_created = -2, .fs_suspended = -1, .fs_executing = 0, \
@@ -89,22 +89,22 @@
 	.task_coro = 160, .task_name = 168, .task_size = 192 }
 #define OBJECTS_311 { OBJECTS_COMMON, OBJECTS_311_DICT, .interp_modules = 888, \
 	.tstate_dict = 128, .dv_values = 0, .obj_dict = PY_DICT_MANAGED_311, \
-	.ht_cached_keys = 872, .long_tagged = false, .gi_iframe = 80, \
-	.gi_frame_state = 75, .fs_created = -2, .fs_suspended = -1, \
+	.ht_cached_keys = 872, \
+	.fs_created = -2, .fs_suspended = -1, \
 	.fs_executing = 0, .fs_yield_from = 0, .resume_ops = {151, 150}, \
 	.fut_state = 88, .task_fut_waiter = 128, .task_coro = 136, \
 	.task_name = 144, .task_size = 176 }
 #define OBJECTS_312 { OBJECTS_COMMON, OBJECTS_311_DICT, .interp_modules = 944, \
 	.tstate_dict = 112, .dv_values = 0, .obj_dict = PY_DICT_MANAGED_312, \
-	.ht_cached_keys = 880, .long_tagged = true, .gi_iframe = 72, \
-	.gi_frame_state = 67, .fs_created = -2, .fs_suspended = -1, \
+	.ht_cached_keys = 880, \
+	.fs_created = -2, .fs_suspended = -1, \
 	.fs_executing = 0, .fs_yield_from = 0, .resume_ops = {151, 240}, \
 	.fut_state = 88, .task_fut_waiter = 128, .task_coro = 136, \
 	.task_name = 144, .task_size = 176 }
 #define OBJECTS_313 { OBJECTS_COMMON, OBJECTS_311_DICT, .interp_modules = 7656, \
 	.tstate_dict = 128, .dv_values = 8, .obj_dict = PY_DICT_INLINE_313, \
-	.ht_cached_keys = 880, .long_tagged = true, .gi_iframe = 72, \
-	.gi_frame_state = 67, .fs_created = -3, .fs_suspended = -2, \
+	.ht_cached_keys = 880, \
+	.fs_created = -3, .fs_suspended = -2, \
 	.fs_executing = 0, .fs_yield_from = -1, .resume_ops = {0, 0}, \
 	.fut_state = 96, .task_fut_waiter = 112, .task_coro = 120, \
 	.task_name = 128, .task_size = 144 }
@@ -116,9 +116,9 @@
  * same. */
 #define OBJECTS_314_COMMON \
 	OBJECTS_GENERIC, OBJECTS_LOG2_DICT, .py_only = true, .tuple_items = 32, \
-	.dv_values = 8, .obj_dict = PY_DICT_INLINE_313, .long_tagged = true, \
-	.gi_iframe = 72, .gi_frame_state = 67, .if_stacktop = NO, \
-	.if_localsplus = 80, .fs_created = 0, .fs_suspended = 0, \
+	.dv_values = 8, .obj_dict = PY_DICT_INLINE_313, \
+	.if_stacktop = NO, \
+	.fs_created = 0, .fs_suspended = 0, \
 	.fs_executing = 0, .fs_yield_from = 0, .resume_ops = {0, 0}, \
 	.fut_state = 104, .task_fut_waiter = 120, .task_coro = 128, \
 	.task_name = 136, .task_size = 168
@@ -126,6 +126,23 @@
 	.tstate_dict = 128, .ht_cached_keys = 880 }
 #define OBJECTS_315 { OBJECTS_314_COMMON, .interp_modules = 7592, \
 	.tstate_dict = 152, .ht_cached_keys = 888 }
+
+/*
+ * The groups struct py_objects shares with every layout: where generators
+ * keep their frame (3.11+), ints, sets, tp_flags.  3.13+ also read them
+ * from _Py_DebugOffsets where it publishes them.
+ */
+#define TYPE_OBJECT .object = { .ob_type = 8, .tp_name = 24, .tp_flags = 168 }
+#define SET_OBJECT .set = { .used = 24, .mask = 32, .table = 40 }
+#define OBJECTS_GROUPS_310 TYPE_OBJECT, SET_OBJECT, \
+	.gen = { .gi_iframe = NO, .gi_frame_state = NO }, \
+	.pylong = { .size = 16, .digit = 24, .tagged = false }
+#define OBJECTS_GROUPS_311 TYPE_OBJECT, SET_OBJECT, \
+	.gen = { .gi_iframe = 80, .gi_frame_state = 75 }, \
+	.pylong = { .size = 16, .digit = 24, .tagged = false }
+#define OBJECTS_GROUPS_312 TYPE_OBJECT, SET_OBJECT, \
+	.gen = { .gi_iframe = 72, .gi_frame_state = 67 }, \
+	.pylong = { .size = 16, .digit = 24, .tagged = true }
 
 static const struct py_layout layouts[] = {
 	/* 3.6: pyenv 3.6.15 lib/libpython3.6m.so */
@@ -144,14 +161,15 @@ static const struct py_layout layouts[] = {
 		.cframe = { .current_frame = NO },
 		.frame_object = { .f_back = 24, .f_code = 32, .f_lasti = 120 },
 		.iframe = { .code = NO, .previous = NO, .instr = NO,
-		            .owner = NO, .is_entry = NO },
+		            .owner = NO, .is_entry = NO,
+		            .localsplus = NO },
 		.code = { .filename = 96, .name = 104, .qualname = NO,
 		          .firstlineno = 36, .linetable = 112,
 		          .code_adaptive = NO },
 		.unicode = { .length = 16, .state = 32, .ascii_size = 48,
 		             .compact_size = 72, .legacy_data = 72 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
-		.object = { .ob_type = 8, .tp_name = 24 },
+		OBJECTS_GROUPS_310,
 	},
 	/* 3.7: pyenv 3.7.16 lib/libpython3.7m.so */
 	{
@@ -169,14 +187,15 @@ static const struct py_layout layouts[] = {
 		.cframe = { .current_frame = NO },
 		.frame_object = { .f_back = 24, .f_code = 32, .f_lasti = 104 },
 		.iframe = { .code = NO, .previous = NO, .instr = NO,
-		            .owner = NO, .is_entry = NO },
+		            .owner = NO, .is_entry = NO,
+		            .localsplus = NO },
 		.code = { .filename = 96, .name = 104, .qualname = NO,
 		          .firstlineno = 36, .linetable = 112,
 		          .code_adaptive = NO },
 		.unicode = { .length = 16, .state = 32, .ascii_size = 48,
 		             .compact_size = 72, .legacy_data = 72 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
-		.object = { .ob_type = 8, .tp_name = 24 },
+		OBJECTS_GROUPS_310,
 		.objects = OBJECTS_37,
 	},
 	/* 3.8: pyenv 3.8.18 lib/libpython3.8.so */
@@ -195,14 +214,15 @@ static const struct py_layout layouts[] = {
 		.cframe = { .current_frame = NO },
 		.frame_object = { .f_back = 24, .f_code = 32, .f_lasti = 104 },
 		.iframe = { .code = NO, .previous = NO, .instr = NO,
-		            .owner = NO, .is_entry = NO },
+		            .owner = NO, .is_entry = NO,
+		            .localsplus = NO },
 		.code = { .filename = 104, .name = 112, .qualname = NO,
 		          .firstlineno = 40, .linetable = 120,
 		          .code_adaptive = NO },
 		.unicode = { .length = 16, .state = 32, .ascii_size = 48,
 		             .compact_size = 72, .legacy_data = 72 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
-		.object = { .ob_type = 8, .tp_name = 24 },
+		OBJECTS_GROUPS_310,
 		.objects = OBJECTS_38,
 	},
 	/* 3.9: pyenv 3.9.18 lib/libpython3.9.so */
@@ -221,14 +241,15 @@ static const struct py_layout layouts[] = {
 		.cframe = { .current_frame = NO },
 		.frame_object = { .f_back = 24, .f_code = 32, .f_lasti = 104 },
 		.iframe = { .code = NO, .previous = NO, .instr = NO,
-		            .owner = NO, .is_entry = NO },
+		            .owner = NO, .is_entry = NO,
+		            .localsplus = NO },
 		.code = { .filename = 104, .name = 112, .qualname = NO,
 		          .firstlineno = 40, .linetable = 120,
 		          .code_adaptive = NO },
 		.unicode = { .length = 16, .state = 32, .ascii_size = 48,
 		             .compact_size = 72, .legacy_data = 72 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
-		.object = { .ob_type = 8, .tp_name = 24 },
+		OBJECTS_GROUPS_310,
 		.objects = OBJECTS_39,
 	},
 	/* 3.10: pyenv 3.10.13 lib/libpython3.10.so */
@@ -247,14 +268,15 @@ static const struct py_layout layouts[] = {
 		.cframe = { .current_frame = NO },
 		.frame_object = { .f_back = 24, .f_code = 32, .f_lasti = 96 },
 		.iframe = { .code = NO, .previous = NO, .instr = NO,
-		            .owner = NO, .is_entry = NO },
+		            .owner = NO, .is_entry = NO,
+		            .localsplus = NO },
 		.code = { .filename = 104, .name = 112, .qualname = NO,
 		          .firstlineno = 40, .linetable = 120,
 		          .code_adaptive = NO },
 		.unicode = { .length = 16, .state = 32, .ascii_size = 48,
 		             .compact_size = 72, .legacy_data = 72 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
-		.object = { .ob_type = 8, .tp_name = 24 },
+		OBJECTS_GROUPS_310,
 		.objects = OBJECTS_310,
 	},
 	/* 3.11: pyenv 3.11.7 lib/libpython3.11.so */
@@ -273,14 +295,15 @@ static const struct py_layout layouts[] = {
 		.cframe = { .current_frame = 8 },
 		.frame_object = { .f_back = NO, .f_code = NO, .f_lasti = NO },
 		.iframe = { .code = 32, .previous = 48, .instr = 56,
-		            .owner = 69, .is_entry = 68 },
+		            .owner = 69, .is_entry = 68,
+		            .localsplus = 72 },
 		.code = { .filename = 112, .name = 120, .qualname = 128,
 		          .firstlineno = 72, .linetable = 136,
 		          .code_adaptive = 184 },
 		.unicode = { .length = 16, .state = 32, .ascii_size = 48,
 		             .compact_size = 72, .legacy_data = 72 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
-		.object = { .ob_type = 8, .tp_name = 24 },
+		OBJECTS_GROUPS_311,
 		.objects = OBJECTS_311,
 	},
 	/* 3.11d: Debian /usr/bin/python3.11d (3.11.2-6+deb12u9) */
@@ -299,14 +322,15 @@ static const struct py_layout layouts[] = {
 		.cframe = { .current_frame = 8 },
 		.frame_object = { .f_back = NO, .f_code = NO, .f_lasti = NO },
 		.iframe = { .code = 32, .previous = 48, .instr = 56,
-		            .owner = 69, .is_entry = 68 },
+		            .owner = 69, .is_entry = 68,
+		            .localsplus = 72 },
 		.code = { .filename = 112, .name = 120, .qualname = 128,
 		          .firstlineno = 72, .linetable = 136,
 		          .code_adaptive = 184 },
 		.unicode = { .length = 16, .state = 32, .ascii_size = 48,
 		             .compact_size = 72, .legacy_data = 72 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
-		.object = { .ob_type = 8, .tp_name = 24 },
+		OBJECTS_GROUPS_311,
 		.objects = OBJECTS_311,
 	},
 	/* 3.12: pyenv 3.12.1 lib/libpython3.12.so */
@@ -325,14 +349,15 @@ static const struct py_layout layouts[] = {
 		.cframe = { .current_frame = 0 },
 		.frame_object = { .f_back = NO, .f_code = NO, .f_lasti = NO },
 		.iframe = { .code = 0, .previous = 8, .instr = 56, .owner = 70,
-		            .is_entry = NO },
+		            .is_entry = NO,
+		            .localsplus = 72 },
 		.code = { .filename = 112, .name = 120, .qualname = 128,
 		          .firstlineno = 68, .linetable = 136,
 		          .code_adaptive = 192 },
 		.unicode = { .length = 16, .state = 32, .ascii_size = 40,
 		             .compact_size = 56, .legacy_data = 56 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
-		.object = { .ob_type = 8, .tp_name = 24 },
+		OBJECTS_GROUPS_312,
 		.objects = OBJECTS_312,
 	},
 	/* 3.13: pyenv 3.13.0 libpython3.13.so; = sid 3.13.18-1 .debug */
@@ -351,14 +376,15 @@ static const struct py_layout layouts[] = {
 		.cframe = { .current_frame = NO },
 		.frame_object = { .f_back = NO, .f_code = NO, .f_lasti = NO },
 		.iframe = { .code = 0, .previous = 8, .instr = 56, .owner = 70,
-		            .is_entry = NO },
+		            .is_entry = NO,
+		            .localsplus = 72 },
 		.code = { .filename = 112, .name = 120, .qualname = 128,
 		          .firstlineno = 68, .linetable = 136,
 		          .code_adaptive = 200 },
 		.unicode = { .length = 16, .state = 32, .ascii_size = 40,
 		             .compact_size = 56, .legacy_data = 56 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
-		.object = { .ob_type = 8, .tp_name = 24 },
+		OBJECTS_GROUPS_312,
 		.objects = OBJECTS_313,
 	},
 	/* 3.13d: sid /usr/bin/python3.13d (python3.13-dbg 3.13.18-1) */
@@ -377,14 +403,15 @@ static const struct py_layout layouts[] = {
 		.cframe = { .current_frame = NO },
 		.frame_object = { .f_back = NO, .f_code = NO, .f_lasti = NO },
 		.iframe = { .code = 0, .previous = 8, .instr = 56, .owner = 70,
-		            .is_entry = NO },
+		            .is_entry = NO,
+		            .localsplus = 72 },
 		.code = { .filename = 112, .name = 120, .qualname = 128,
 		          .firstlineno = 68, .linetable = 136,
 		          .code_adaptive = 200 },
 		.unicode = { .length = 16, .state = 32, .ascii_size = 40,
 		             .compact_size = 56, .legacy_data = 56 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
-		.object = { .ob_type = 8, .tp_name = 24 },
+		OBJECTS_GROUPS_312,
 		.objects = OBJECTS_313,
 	},
 	/* 3.14: sid python3.14 3.14.10-1, its build-id .debug file */
@@ -403,14 +430,15 @@ static const struct py_layout layouts[] = {
 		.cframe = { .current_frame = NO },
 		.frame_object = { .f_back = NO, .f_code = NO, .f_lasti = NO },
 		.iframe = { .code = 0, .previous = 8, .instr = 56, .owner = 74,
-		            .is_entry = NO },
+		            .is_entry = NO,
+		            .localsplus = 80 },
 		.code = { .filename = 112, .name = 120, .qualname = 128,
 		          .firstlineno = 68, .linetable = 136,
 		          .code_adaptive = 208 },
 		.unicode = { .length = 16, .state = 32, .ascii_size = 40,
 		             .compact_size = 56, .legacy_data = 56 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
-		.object = { .ob_type = 8, .tp_name = 24 },
+		OBJECTS_GROUPS_312,
 		.objects = OBJECTS_314,
 	},
 	/* 3.14d: sid /usr/bin/python3.14d (python3.14-dbg 3.14.10-1) */
@@ -429,14 +457,15 @@ static const struct py_layout layouts[] = {
 		.cframe = { .current_frame = NO },
 		.frame_object = { .f_back = NO, .f_code = NO, .f_lasti = NO },
 		.iframe = { .code = 0, .previous = 8, .instr = 56, .owner = 74,
-		            .is_entry = NO },
+		            .is_entry = NO,
+		            .localsplus = 80 },
 		.code = { .filename = 112, .name = 120, .qualname = 128,
 		          .firstlineno = 68, .linetable = 136,
 		          .code_adaptive = 208 },
 		.unicode = { .length = 16, .state = 32, .ascii_size = 40,
 		             .compact_size = 56, .legacy_data = 56 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
-		.object = { .ob_type = 8, .tp_name = 24 },
+		OBJECTS_GROUPS_312,
 		.objects = OBJECTS_314,
 	},
 	/* 3.15: sid python3.15 3.15.2-1, its build-id .debug file */
@@ -455,14 +484,15 @@ static const struct py_layout layouts[] = {
 		.cframe = { .current_frame = NO },
 		.frame_object = { .f_back = NO, .f_code = NO, .f_lasti = NO },
 		.iframe = { .code = 0, .previous = 8, .instr = 56, .owner = 74,
-		            .is_entry = NO },
+		            .is_entry = NO,
+		            .localsplus = 80 },
 		.code = { .filename = 112, .name = 120, .qualname = 128,
 		          .firstlineno = 68, .linetable = 136,
 		          .code_adaptive = 208 },
 		.unicode = { .length = 16, .state = 32, .ascii_size = 40,
 		             .compact_size = 56, .legacy_data = 56 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
-		.object = { .ob_type = 8, .tp_name = 24 },
+		OBJECTS_GROUPS_312,
 		.objects = OBJECTS_315,
 	},
 	/* 3.15d: sid /usr/bin/python3.15d (python3.15-dbg 3.15.2-1) */
@@ -481,14 +511,15 @@ static const struct py_layout layouts[] = {
 		.cframe = { .current_frame = NO },
 		.frame_object = { .f_back = NO, .f_code = NO, .f_lasti = NO },
 		.iframe = { .code = 0, .previous = 8, .instr = 56, .owner = 74,
-		            .is_entry = NO },
+		            .is_entry = NO,
+		            .localsplus = 80 },
 		.code = { .filename = 112, .name = 120, .qualname = 128,
 		          .firstlineno = 68, .linetable = 136,
 		          .code_adaptive = 208 },
 		.unicode = { .length = 16, .state = 32, .ascii_size = 40,
 		             .compact_size = 56, .legacy_data = 56 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
-		.object = { .ob_type = 8, .tp_name = 24 },
+		OBJECTS_GROUPS_312,
 		.objects = OBJECTS_315,
 	},
 };

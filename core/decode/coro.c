@@ -147,12 +147,12 @@ static struct type_entry classify(struct tctx *c, uint64_t type)
 	const struct py_layout *L = c->L;
 	struct type_entry t = {type, KIND_OTHER, 0};
 	uint8_t buf[256];
-	size_t need = (size_t)L->objects.tp_flags + 8;
+	size_t need = (size_t)L->object.tp_flags + 8;
 	if (need < (size_t)L->object.tp_name + 24)
 		need = (size_t)L->object.tp_name + 24;
 	if (need > sizeof buf || tasks_rd(c, type, buf, need))
 		return t;
-	t.flags = pyd_u64_at(buf, (uint64_t)L->objects.tp_flags);
+	t.flags = pyd_u64_at(buf, (uint64_t)L->object.tp_flags);
 	size_t shape = gen_basicsize(L);
 	uint64_t basic = pyd_u64_at(buf, (uint64_t)L->object.tp_name + 8);
 	uint64_t item = pyd_u64_at(buf, (uint64_t)L->object.tp_name + 16);
@@ -325,13 +325,13 @@ static enum pyd_err step_stacktop(struct tctx *c, uint64_t *coro,
 		return err;
 	*coro = 0; /* unless its frame says what it awaits */
 	uint8_t buf[256];
-	size_t need = (size_t)(o->gi_iframe + o->if_localsplus);
+	size_t need = (size_t)(L->gen.gi_iframe + L->iframe.localsplus);
 	if (need > sizeof buf || tasks_rd(c, gen, buf, need))
 		return PYD_E_READ;
-	int8_t state = (int8_t)buf[o->gi_frame_state];
+	int8_t state = (int8_t)buf[L->gen.gi_frame_state];
 	if (state < o->fs_created || state > o->fs_executing)
 		return PYD_OK; /* finished: no frame */
-	const uint8_t *f = buf + o->gi_iframe;
+	const uint8_t *f = buf + L->gen.gi_iframe;
 	uint64_t code = pyd_u64_at(f, (uint64_t)L->iframe.code);
 	uint64_t instr = pyd_u64_at(f, (uint64_t)L->iframe.instr);
 	if (!push_at(out, c, code, pyd_iframe_offset(L, code, instr)))
@@ -451,10 +451,8 @@ static uint64_t coro_frame(struct tctx *c, uint64_t coro)
 	uint64_t f = 0;
 	if (L->objects.gi_frame != PYD_NO_FIELD)
 		pyd_read_ptr(c->s, coro + (uint64_t)L->objects.gi_frame, &f);
-	else if (py_layout_has_tasks(L))
-		f = coro + (uint64_t)L->gen.gi_iframe;
 	else
-		f = coro + (uint64_t)L->objects.gi_iframe;
+		f = coro + (uint64_t)L->gen.gi_iframe;
 	return f;
 }
 

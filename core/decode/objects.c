@@ -298,7 +298,7 @@ enum pyd_err pyd_obj_attr(struct pyd_session *s, uint64_t obj,
 	if (!o->valid)
 		return PYD_E_UNSUPPORTED;
 	enum pyd_err err = pyd_obj_type(s, obj, &type);
-	if (err || (err = pyd_read_ptr(s, type + (uint64_t)o->tp_flags, &flags)))
+	if (err || (err = pyd_read_ptr(s, type + (uint64_t)s->layout.object.tp_flags, &flags)))
 		return err;
 	bool managed = (flags & TPFLAGS_MANAGED_DICT) != 0;
 	switch (o->obj_dict) {
@@ -357,23 +357,26 @@ enum pyd_err pyd_obj_attr(struct pyd_session *s, uint64_t obj,
 
 /* ---- sets, sequences, ints, weakrefs --------------------------------- */
 
-/* PySetObject: used, mask, table at the same offsets 3.4 - 3.15. */
-#define SET_USED 24
-#define SET_MASK 32
-#define SET_TABLE 40
-
 enum pyd_err pyd_set_items(struct pyd_session *s, uint64_t set,
 			   uint64_t **keys, size_t *n)
 {
-	uint8_t hdr[SET_TABLE + 8];
+	const struct py_layout *L = &s->layout;
+	int32_t hi = L->set.used;
+	if (L->set.mask > hi)
+		hi = L->set.mask;
+	if (L->set.table > hi)
+		hi = L->set.table;
+	uint8_t hdr[256];
 	*keys = NULL;
 	*n = 0;
-	enum pyd_err err = rd(s, set, hdr, sizeof hdr);
+	if (hi < 0 || (size_t)hi + 8 > sizeof hdr)
+		return PYD_E_READ;
+	enum pyd_err err = rd(s, set, hdr, (size_t)hi + 8);
 	if (err)
 		return err;
-	int64_t used = (int64_t)pyd_u64_at(hdr, SET_USED);
-	int64_t mask = (int64_t)pyd_u64_at(hdr, SET_MASK);
-	uint64_t table = pyd_u64_at(hdr, SET_TABLE);
+	int64_t used = (int64_t)pyd_u64_at(hdr, (uint64_t)L->set.used);
+	int64_t mask = (int64_t)pyd_u64_at(hdr, (uint64_t)L->set.mask);
+	uint64_t table = pyd_u64_at(hdr, (uint64_t)L->set.table);
 	if (mask < 0 || (uint64_t)mask + 1 > PYD_MAX_ITEMS ||
 	    ((uint64_t)mask & ((uint64_t)mask + 1)) || used < 0 || used > mask + 1)
 		return PYD_E_READ;
@@ -438,10 +441,10 @@ enum pyd_err pyd_seq_items(struct pyd_session *s, uint64_t seq, bool is_list,
 
 /* Sign and digit count from an int's ob_size / lv_tag; false if bad or
  * past 90 bits (none we need). */
-static bool long_header(const struct py_objects *o, int64_t size, bool *neg,
+static bool long_header(const struct py_layout *L, int64_t size, bool *neg,
 			uint64_t *ndigits)
 {
-	if (o->long_tagged) {
+	if (L->pylong.tagged) {
 		/* lv_tag = ndigits << 3 | sign (0 positive, 1 zero, 2 neg) */
 		if ((size & 3) == 3)
 			return false;
@@ -468,33 +471,32 @@ static int64_t long_digits(const uint8_t *d, uint64_t ndigits, bool neg)
 bool pyd_long_decode(const struct py_layout *L, const uint8_t *buf,
 		     size_t len, int64_t *v)
 {
-	const struct py_objects *o = &L->objects;
 	bool neg;
 	uint64_t ndigits;
-	if ((size_t)o->long_size + 8 > len ||
-	    !long_header(o, (int64_t)pyd_u64_at(buf, (uint64_t)o->long_size),
+	if ((size_t)L->pylong.size + 8 > len ||
+	    !long_header(L, (int64_t)pyd_u64_at(buf, (uint64_t)L->pylong.size),
 			 &neg, &ndigits) ||
-	    (size_t)o->long_digit + 4 * ndigits > len)
+	    (size_t)L->pylong.digit + 4 * ndigits > len)
 		return false;
-	*v = long_digits(buf + o->long_digit, ndigits, neg);
+	*v = long_digits(buf + L->pylong.digit, ndigits, neg);
 	return true;
 }
 
 enum pyd_err pyd_long_value(struct pyd_session *s, uint64_t obj, int64_t *v)
 {
-	const struct py_objects *o = OT(s);
+	const struct py_layout *L = &s->layout;
 	int64_t size;
 	bool neg;
 	uint64_t ndigits;
 	uint8_t d[12];
 	*v = 0;
-	enum pyd_err err = rd(s, obj + (uint64_t)o->long_size, &size, sizeof size);
+	enum pyd_err err = rd(s, obj + (uint64_t)L->pylong.size, &size, sizeof size);
 	if (err)
 		return err;
-	if (!long_header(o, size, &neg, &ndigits))
+	if (!long_header(L, size, &neg, &ndigits))
 		return PYD_E_READ;
 	if (ndigits &&
-	    (err = rd(s, obj + (uint64_t)o->long_digit, d, ndigits * 4)))
+	    (err = rd(s, obj + (uint64_t)L->pylong.digit, d, ndigits * 4)))
 		return err;
 	*v = long_digits(d, ndigits, neg);
 	return PYD_OK;

@@ -213,50 +213,19 @@ static bool id_push(struct id_list *l, uint64_t id)
 static enum pyd_err read_awaiters(struct tctx *c, const struct raw_task *r,
 				  struct id_list *out)
 {
-	const struct py_layout *L = c->L;
 	out->n = 0;
 	if (!r->awaited_by)
 		return PYD_OK;
 	if (!r->awaited_by_is_set)
 		return id_push(out, r->awaited_by) ? PYD_OK : PYD_E_NOMEM;
-	int32_t hi = L->set.used;
-	if (L->set.mask > hi)
-		hi = L->set.mask;
-	if (L->set.table > hi)
-		hi = L->set.table;
-	uint8_t hdr[256];
-	if ((size_t)hi + 8 > sizeof hdr)
-		return PYD_E_READ;
-	enum pyd_err err = tasks_rd(c, r->awaited_by, hdr, (size_t)hi + 8);
-	if (err)
-		return err;
-	int64_t used = (int64_t)pyd_u64_at(hdr, (uint64_t)L->set.used);
-	int64_t mask = (int64_t)pyd_u64_at(hdr, (uint64_t)L->set.mask);
-	uint64_t table = pyd_u64_at(hdr, (uint64_t)L->set.table);
-	if (mask < 0 || (uint64_t)mask + 1 > MAX_SET_SLOTS ||
-	    ((uint64_t)mask & ((uint64_t)mask + 1)) != 0 || used < 0 ||
-	    used > mask + 1)
-		return PYD_E_READ;
-	size_t slots = (size_t)mask + 1;
-	uint8_t *t = malloc(slots * 16);
-	if (!t)
-		return PYD_E_NOMEM;
-	if ((err = tasks_rd(c, table, t, slots * 16))) {
-		free(t);
-		return err;
-	}
-	/* setentry {key, hash}: NULL key is free, hash -1 a deleted entry
-	 * (no live object hashes to -1). */
-	for (size_t i = 0; i < slots && out->n < (size_t)used; i++) {
-		uint64_t key = pyd_u64_at(t, i * 16);
-		int64_t hash = (int64_t)pyd_u64_at(t, i * 16 + 8);
-		if (key && hash != -1 && !id_push(out, key)) {
-			free(t);
-			return PYD_E_NOMEM;
-		}
-	}
-	free(t);
-	return PYD_OK;
+	uint64_t *keys;
+	size_t n;
+	enum pyd_err err = pyd_set_items(c->s, r->awaited_by, &keys, &n);
+	for (size_t i = 0; !err && i < n; i++)
+		if (!id_push(out, keys[i]))
+			err = PYD_E_NOMEM;
+	free(keys);
+	return err;
 }
 
 /* Index of the task `id` awaited by another: listed, or a task that no

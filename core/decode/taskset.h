@@ -44,8 +44,6 @@
 #define MAX_TASK_RETRIES 4
 /* Coroutines awaiting coroutines within one task. */
 #define MAX_CORO_DEPTH 4096
-/* Slots of an awaited-by set we read (a set of 2^20 awaiters is 16 MiB). */
-#define MAX_SET_SLOTS (1u << 20)
 /* Await cycles we record. */
 #define MAX_CYCLES 1024
 /* A type name longer than this is none we look for. */

@@ -224,7 +224,8 @@ static bool push_at(struct pyd_frame_buf *b, struct tctx *c, uint64_t code,
 	return pyd_frame_push_at(c->s, b, code, off) == PYD_OK;
 }
 
-/* Frame objects (<= 3.10): push the frame f; *next is what it awaits. */
+/* Frame objects (<= 3.10): push the frame f; *next is what it awaits
+ * (left alone if nothing). */
 static enum pyd_err frame_object(struct tctx *c, uint64_t f,
 				 struct pyd_frame_buf *out, uint64_t *next)
 {
@@ -270,8 +271,6 @@ static enum pyd_err frame_object(struct tctx *c, uint64_t f,
 	return pyd_read_ptr(c->s, top, next) ? PYD_E_READ : PYD_OK;
 }
 
-/* One step from the object at *coro: push its frame if it has one, and
- * set *coro to what it awaits (0: nothing to follow). */
 /*
  * Is the object at *coro a generator, whose frame the step reads next?
  * If not, *coro becomes what the chain goes on with: an asend / athrow
@@ -296,6 +295,8 @@ static bool generator(struct tctx *c, uint64_t *coro, enum pyd_err *err)
 	}
 }
 
+/* One step from the object at *coro: push its frame if it has one, and
+ * set *coro to what it awaits (0: nothing to follow). */
 typedef enum pyd_err (*chain_step)(struct tctx *c, uint64_t *coro,
 				   struct pyd_frame_buf *out);
 

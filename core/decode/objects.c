@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "objects.h"
+#include "unicode.h"
 
 #define TPFLAGS_INLINE_VALUES (1ULL << 2)
 #define TPFLAGS_MANAGED_DICT (1ULL << 4)
@@ -36,6 +37,73 @@ static enum pyd_err rd(struct pyd_session *s, uint64_t addr, void *buf,
 		return PYD_E_READ;
 	return pyd_read(s->src, addr, buf, len);
 }
+
+/* ---- words, strings, bytes ---------------------------------------- */
+
+enum pyd_err pyd_read_ptr(struct pyd_session *s, uint64_t addr, uint64_t *out)
+{
+	return pyd_read(s->src, addr, out, sizeof *out);
+}
+
+enum pyd_err pyd_read_i32(struct pyd_session *s, uint64_t addr, int32_t *out)
+{
+	return pyd_read(s->src, addr, out, sizeof *out);
+}
+
+char *pyd_read_str(struct pyd_session *s, uint64_t addr)
+{
+	const struct py_layout *L = &s->layout;
+	uint8_t head[128];
+	if (!addr || (size_t)L->unicode.compact_size + 8 > sizeof head ||
+	    pyd_read(s->src, addr, head, (size_t)L->unicode.compact_size + 8))
+		return NULL;
+	int64_t len = (int64_t)pyd_u64_at(head, L->unicode.length);
+	uint32_t state;
+	memcpy(&state, head + L->unicode.state, sizeof state);
+	struct pyd_str_state st = pyd_str_state_decode(state);
+	if (len < 0 || (st.kind != 1 && st.kind != 2 && st.kind != 4))
+		return NULL;
+	uint64_t data;
+	if (st.compact)
+		data = addr + (uint64_t)(st.ascii ? L->unicode.ascii_size
+						  : L->unicode.compact_size);
+	else
+		data = pyd_u64_at(head, L->unicode.legacy_data);
+	size_t n = len > PYD_MAX_STR_CHARS ? PYD_MAX_STR_CHARS : (size_t)len;
+	uint8_t *raw = malloc(n * st.kind + 1);
+	char *out = malloc(n * 4 + 4);
+	if (!raw || !out || pyd_read(s->src, data, raw, n * st.kind) ||
+	    pyd_str_to_utf8(raw, n, st.kind, out, n * 4 + 1) < 0) {
+		free(raw);
+		free(out);
+		return NULL;
+	}
+	free(raw);
+	if ((size_t)len > n)
+		strcat(out, "...");
+	return out;
+}
+
+uint8_t *pyd_read_bytes(struct pyd_session *s, uint64_t addr, size_t max,
+			size_t *len)
+{
+	const struct py_layout *L = &s->layout;
+	int64_t size;
+	if (!addr || pyd_read(s->src, addr + (uint64_t)L->bytes.ob_size, &size,
+			      sizeof size) ||
+	    size < 0 || (uint64_t)size > max)
+		return NULL;
+	uint8_t *buf = malloc((size_t)size + 1);
+	if (buf && pyd_read(s->src, addr + (uint64_t)L->bytes.ob_sval, buf,
+			    (size_t)size)) {
+		free(buf);
+		return NULL;
+	}
+	*len = (size_t)size;
+	return buf;
+}
+
+/* ---- types and attributes -------------------------------------------- */
 
 enum pyd_err pyd_obj_type(struct pyd_session *s, uint64_t obj, uint64_t *type)
 {

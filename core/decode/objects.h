@@ -1,7 +1,7 @@
 /*
- * Generic readers for CPython objects of a target (dict, instance
- * attributes, set, weakref, tuple / list, int, str), driven by the
- * per-version offsets of struct py_objects (layout.h).
+ * The object readers every decoder uses, in one place: pointers, str,
+ * bytes, types, dict, instance attributes, set, weakref, tuple / list,
+ * int, driven by the per-version layout (layout.h).
  *
  * Every pointer is the target's and may be stale or garbage: every read
  * goes through the memory source, every table is bounded, and a failure
@@ -21,6 +21,19 @@
 
 /* Most entries of a dict / set / sequence we read. */
 #define PYD_MAX_ITEMS (1u << 22)
+
+/* A pointer / an int32 of the target. */
+enum pyd_err pyd_read_ptr(struct pyd_session *s, uint64_t addr, uint64_t *out);
+enum pyd_err pyd_read_i32(struct pyd_session *s, uint64_t addr, int32_t *out);
+
+/* A str object as UTF-8 (malloc'd; longer ones cut, with "..."); NULL on
+ * a bad read or not a str. */
+char *pyd_read_str(struct pyd_session *s, uint64_t addr);
+
+/* A bytes object's contents (malloc'd, *len bytes), at most max; NULL if
+ * unreadable or longer. */
+uint8_t *pyd_read_bytes(struct pyd_session *s, uint64_t addr, size_t max,
+			size_t *len);
 
 /* ob_type of obj. */
 enum pyd_err pyd_obj_type(struct pyd_session *s, uint64_t obj, uint64_t *type);

@@ -1,5 +1,5 @@
 /*
- * Session: layout selection, bounded object readers and the code cache.
+ * Session: layout selection and the code cache.
  */
 #include "session.h"
 
@@ -9,75 +9,13 @@
 
 #include "../cpython/debug_offsets.h"
 #include "linetable.h"
-#include "unicode.h"
+#include "objects.h"
 
 /* Line tables longer than this are not a real code object's. */
 #define MAX_LINETABLE (1u << 20)
 /* Far more distinct code objects than any program runs; past it we stop
  * caching rather than grow without bound. */
 #define MAX_CACHED_CODES (1u << 20)
-
-enum pyd_err pyd_read_ptr(struct pyd_session *s, uint64_t addr, uint64_t *out)
-{
-	return pyd_read(s->src, addr, out, sizeof *out);
-}
-
-enum pyd_err pyd_read_i32(struct pyd_session *s, uint64_t addr, int32_t *out)
-{
-	return pyd_read(s->src, addr, out, sizeof *out);
-}
-
-char *pyd_read_str(struct pyd_session *s, uint64_t addr)
-{
-	const struct py_layout *L = &s->layout;
-	uint8_t head[128];
-	if (!addr || (size_t)L->unicode.compact_size + 8 > sizeof head ||
-	    pyd_read(s->src, addr, head, (size_t)L->unicode.compact_size + 8))
-		return NULL;
-	int64_t len = (int64_t)pyd_u64_at(head, L->unicode.length);
-	uint32_t state;
-	memcpy(&state, head + L->unicode.state, sizeof state);
-	struct pyd_str_state st = pyd_str_state_decode(state);
-	if (len < 0 || (st.kind != 1 && st.kind != 2 && st.kind != 4))
-		return NULL;
-	uint64_t data;
-	if (st.compact)
-		data = addr + (uint64_t)(st.ascii ? L->unicode.ascii_size
-						  : L->unicode.compact_size);
-	else
-		data = pyd_u64_at(head, L->unicode.legacy_data);
-	size_t n = len > PYD_MAX_STR_CHARS ? PYD_MAX_STR_CHARS : (size_t)len;
-	uint8_t *raw = malloc(n * st.kind + 1);
-	char *out = malloc(n * 4 + 4);
-	if (!raw || !out || pyd_read(s->src, data, raw, n * st.kind) ||
-	    pyd_str_to_utf8(raw, n, st.kind, out, n * 4 + 1) < 0) {
-		free(raw);
-		free(out);
-		return NULL;
-	}
-	free(raw);
-	if ((size_t)len > n)
-		strcat(out, "...");
-	return out;
-}
-
-static uint8_t *read_bytes(struct pyd_session *s, uint64_t addr, size_t *len)
-{
-	const struct py_layout *L = &s->layout;
-	int64_t size;
-	if (!addr || pyd_read(s->src, addr + (uint64_t)L->bytes.ob_size, &size,
-			      sizeof size) ||
-	    size < 0 || size > MAX_LINETABLE)
-		return NULL;
-	uint8_t *buf = malloc((size_t)size + 1);
-	if (buf && pyd_read(s->src, addr + (uint64_t)L->bytes.ob_sval, buf,
-			    (size_t)size)) {
-		free(buf);
-		return NULL;
-	}
-	*len = (size_t)size;
-	return buf;
-}
 
 /*
  * Is type (an object's ob_type) PyCode_Type?  By address when the binary
@@ -154,8 +92,8 @@ static struct pyd_code *code_read(struct pyd_session *s, uint64_t addr)
 	c->file = pyd_read_str(s, c->file_ptr);
 	if (L->code.qualname != PYD_NO_FIELD)
 		c->qualname = pyd_read_str(s, pyd_u64_at(buf, L->code.qualname));
-	c->linetable = read_bytes(s, pyd_u64_at(buf, L->code.linetable),
-				  &c->linetable_len);
+	c->linetable = pyd_read_bytes(s, pyd_u64_at(buf, L->code.linetable),
+				      MAX_LINETABLE, &c->linetable_len);
 	if (!c->name || !c->file) {
 		code_free(c);
 		return NULL;

@@ -1,6 +1,7 @@
 /*
- * Internals shared by the decoders: the session, bounded readers for the
- * CPython objects every decoder needs (str, bytes, code), and their caches.
+ * Internals shared by the decoders: the session, the code objects it
+ * caches and the lines it computes (the readers of other objects are
+ * objects.h's).
  */
 #ifndef PYD_SESSION_H
 #define PYD_SESSION_H
@@ -66,11 +67,6 @@ struct pyd_session {
 	struct pyd_type_slot types[PYD_TYPE_CACHE];
 };
 
-enum pyd_err pyd_read_ptr(struct pyd_session *s, uint64_t addr, uint64_t *out);
-enum pyd_err pyd_read_i32(struct pyd_session *s, uint64_t addr, int32_t *out);
-
-/* A str object as UTF-8 (malloc'd); NULL on a bad read or not a str. */
-char *pyd_read_str(struct pyd_session *s, uint64_t addr);
 
 /* The code object at addr, decoded and cached; NULL if it is not one. */
 const struct pyd_code *pyd_code_get(struct pyd_session *s, uint64_t addr);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "objects.h"
 #include "session.h"
 #include "thread_names.h"
 #include "unicode.h"

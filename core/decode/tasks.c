@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "coro.h"
+#include "objects.h"
 #include "tasks.h"
 #include "walk.h"
 

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "objects.h"
+
 static void walk_start(struct pyd_walk *w, struct pyd_session *s,
 		       int32_t link_off, size_t max)
 {

@@ -1104,7 +1104,7 @@ class CorePattern:
     run (first use) and put back by restore() (main's finally, atexit, and
     signals through KeyboardInterrupt). The old value is also written to
     CORE_PATTERN_SAVED, so that a run killed with SIGKILL is repaired by the
-    next run (repair())."""
+    next run that takes kernel cores (repair())."""
 
     def __init__(self):
         self.lock = threading.Lock()
@@ -1112,10 +1112,13 @@ class CorePattern:
         self.error = None
 
     def ensure(self):
-        """None once the pattern is set, else why it cannot be."""
+        """None once the pattern is set, else why it cannot be.  Only runs
+        that take kernel cores touch the pattern (and repair it first): a
+        fixtures-only run (meson test) beside a full one must not."""
         with self.lock:
             if self.old is not None or self.error:
                 return self.error
+            CorePattern.repair()
             try:
                 with open(CORE_PATTERN_FILE) as f:
                     old = f.read().rstrip("\n")
@@ -3605,7 +3608,6 @@ def main():
     signal.signal(signal.SIGINT, _on_signal)
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGHUP, _on_signal)
-    CorePattern.repair()
     atexit.register(CORE_PATTERN.restore)
 
     t0 = time.time()

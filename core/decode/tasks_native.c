@@ -190,44 +190,6 @@ static enum pyd_task_state native_state_now(struct tctx *c,
 
 /* ---- awaited-by ------------------------------------------------------ */
 
-struct id_list {
-	uint64_t *v;
-	size_t n, cap;
-};
-
-static bool id_push(struct id_list *l, uint64_t id)
-{
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 8;
-		void *p = realloc(l->v, cap * sizeof *l->v);
-		if (!p)
-			return false;
-		l->v = p;
-		l->cap = cap;
-	}
-	l->v[l->n++] = id;
-	return true;
-}
-
-/* The objects in a task's awaited_by: one, or the keys of a set. */
-static enum pyd_err read_awaiters(struct tctx *c, const struct raw_task *r,
-				  struct id_list *out)
-{
-	out->n = 0;
-	if (!r->awaited_by)
-		return PYD_OK;
-	if (!r->awaited_by_is_set)
-		return id_push(out, r->awaited_by) ? PYD_OK : PYD_E_NOMEM;
-	uint64_t *keys;
-	size_t n;
-	enum pyd_err err = pyd_set_items(c->s, r->awaited_by, &keys, &n);
-	for (size_t i = 0; !err && i < n; i++)
-		if (!id_push(out, keys[i]))
-			err = PYD_E_NOMEM;
-	free(keys);
-	return err;
-}
-
 /* Index of the task `id` awaited by another: listed, or a task that no
  * list holds (finished, or created by a thread state we could not walk):
  * add it.  -1 if it is no task. */
@@ -252,26 +214,29 @@ static long awaiter_index(struct tctx *c, uint64_t id, enum pyd_err *err)
 	return (long)c->nraw - 1;
 }
 
-/* The tasks awaiting task i, from its awaited_by. */
+/* The tasks awaiting task i: its awaited_by, one task or a set of them. */
 static enum pyd_err native_edges(struct tctx *c, size_t i, struct pyd_task *t)
 {
-	struct id_list ids = {0};
-	enum pyd_err err = PYD_OK;
-	if (c->raw[i].py)
+	const struct raw_task *r = &c->raw[i];
+	uint64_t one = r->awaited_by, *ids = &one;
+	size_t n = 1;
+	if (r->py || !r->awaited_by)
 		return PYD_OK;
-	enum pyd_err e = read_awaiters(c, &c->raw[i], &ids);
-	if (e == PYD_E_EXITED || e == PYD_E_NOMEM) {
-		free(ids.v);
-		return e;
+	if (r->awaited_by_is_set) {
+		enum pyd_err e = pyd_set_items(c->s, r->awaited_by, &ids, &n);
+		if (e == PYD_E_EXITED || e == PYD_E_NOMEM)
+			return e;
+		if (e && !t->error)
+			t->error = e;
 	}
-	if (e && !t->error)
-		t->error = e;
-	for (size_t k = 0; k < ids.n && !err; k++) {
-		long w = awaiter_index(c, ids.v[k], &err);
+	enum pyd_err err = PYD_OK;
+	for (size_t k = 0; k < n && !err; k++) {
+		long w = awaiter_index(c, ids[k], &err);
 		if (w >= 0 && (size_t)w != i)
 			err = tasks_edge(c, i, (size_t)w);
 	}
-	free(ids.v);
+	if (ids != &one)
+		free(ids);
 	return err;
 }
 

@@ -17,6 +17,7 @@
 #include <zlib.h>
 
 #include "../pyd_profile.h"
+#include "../decode/grow.h"
 #include "report.h"
 
 /* Field numbers of profile.proto. */
@@ -369,15 +370,8 @@ static void put_node_samples(struct pp *e, const struct pp_thread *t,
 
 static bool path_reserve(struct pp *e, size_t depth)
 {
-	if (depth < e->pathcap)
-		return true;
-	size_t cap = e->pathcap ? e->pathcap * 2 : 64;
-	uint64_t *path = realloc(e->path, cap * sizeof *path);
-	if (!path)
-		return false;
-	e->path = path;
-	e->pathcap = cap;
-	return true;
+	return pyd_grow((void **)&e->path, &e->pathcap, depth + 1,
+			sizeof *e->path);
 }
 
 static int64_t thread_name(struct pp *e, const struct pyd_prof_thread *th)

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "../pyd_profile.h"
+#include "../decode/grow.h"
 #include "report.h"
 
 #define PUT(b, lit) pyd_buf_put((b), (lit), sizeof(lit) - 1)
@@ -22,14 +23,9 @@ struct path {
 
 static bool path_push(struct path *s, uint32_t frame)
 {
-	if (s->len == s->cap) {
-		size_t cap = s->cap ? 2 * s->cap : 64;
-		uint32_t *f = realloc(s->frames, cap * sizeof *f);
-		if (!f)
-			return false;
-		s->frames = f;
-		s->cap = cap;
-	}
+	if (!pyd_grow((void **)&s->frames, &s->cap, s->len + 1,
+		      sizeof *s->frames))
+		return false;
 	s->frames[s->len++] = frame;
 	return true;
 }

@@ -1,5 +1,5 @@
 /*
- * Growing an array: the one helper the sampler and the profile share.
+ * Growing an array: the one helper every decoder and report uses.
  */
 #ifndef PYD_GROW_H
 #define PYD_GROW_H

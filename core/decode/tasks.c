@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "coro.h"
+#include "grow.h"
 #include "objects.h"
 #include "tasks.h"
 #include "walk.h"
@@ -23,14 +24,9 @@
 
 static enum pyd_err add_thread(struct tctx *c, uint64_t tstate)
 {
-	if (c->nthreads == c->threadcap) {
-		size_t cap = c->threadcap ? c->threadcap * 2 : 16;
-		void *p = realloc(c->threads, cap * sizeof *c->threads);
-		if (!p)
-			return PYD_E_NOMEM;
-		c->threads = p;
-		c->threadcap = cap;
-	}
+	if (!pyd_grow((void **)&c->threads, &c->threadcap, c->nthreads + 1,
+		      sizeof *c->threads))
+		return PYD_E_NOMEM;
 	struct thread_info *t = &c->threads[c->nthreads];
 	*t = (struct thread_info){.tstate = tstate,
 				  .tid = pyd_thread_tid(c->s, tstate)};

@@ -33,6 +33,7 @@
 
 #include "objects.h"
 #include "coro.h"
+#include "grow.h"
 #include "tasks.h"
 
 #define MAX_GATHER_DEPTH 64
@@ -242,14 +243,8 @@ static bool cb_push(struct cb_edges *e, uint64_t fut, size_t task)
 {
 	if (!fut)
 		return true;
-	if (e->n == e->cap) {
-		size_t cap = e->cap ? e->cap * 2 : 64;
-		void *p = realloc(e->v, cap * sizeof *e->v);
-		if (!p)
-			return false;
-		e->v = p;
-		e->cap = cap;
-	}
+	if (!pyd_grow((void **)&e->v, &e->cap, e->n + 1, sizeof *e->v))
+		return false;
 	e->v[e->n++] = (struct cb_edge){fut, (uint32_t)task};
 	return true;
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "taskset.h"
 
 enum pyd_err tasks_rd(struct tctx *c, uint64_t addr, void *buf, size_t len)
@@ -72,17 +73,9 @@ struct raw_task *tasks_add(struct tctx *c, uint64_t id, enum pyd_err *err)
 		c->capped = true; /* list no more */
 		return NULL;
 	}
-	if (c->nraw == c->rawcap) {
-		size_t cap = c->rawcap ? c->rawcap * 2 : 256;
-		void *p = realloc(c->raw, cap * sizeof *c->raw);
-		if (!p) {
-			*err = PYD_E_NOMEM;
-			return NULL;
-		}
-		c->raw = p;
-		c->rawcap = cap;
-	}
-	if ((c->nraw + 1) * 2 > c->hcap && !hgrow(c)) {
+	if (!pyd_grow((void **)&c->raw, &c->rawcap, c->nraw + 1,
+		      sizeof *c->raw) ||
+	    ((c->nraw + 1) * 2 > c->hcap && !hgrow(c))) {
 		*err = PYD_E_NOMEM;
 		return NULL;
 	}

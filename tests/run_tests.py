@@ -2590,7 +2590,10 @@ def sample_max(interp, tool, tg, gt, name):
             errs.append("only %.0f ticks/s at -r max" % rate)
         if doc["errors"] > SAMPLE_MAX_ERROR_SHARE * doc["ticks"]:
             errs.append("%d errors in %d ticks" % (doc["errors"], doc["ticks"]))
-        errs += stopped_run_errors(doc, gt)
+        # MAX_TICKS at this rate span about 0.1 s, 2-3 of the target's
+        # hot/cold rounds; a loaded machine can leave the target off the
+        # CPU, its stack still in one of them, for all of it.
+        errs += stopped_run_errors(doc, gt, need_all=False)
         return result(interp, name, explain(argv, errs), info=profile_info(doc))
     finally:
         remove(path)
@@ -2870,12 +2873,13 @@ def sample_async(interp, tool, tg, gt, names):
                    % (sl["await_line"], waited, cpu, profile_info(doc))), rate]
 
 
-def stopped_run_errors(doc, gt):
+def stopped_run_errors(doc, gt, need_all=True):
     """What a run that ended early must still have written: samples in the
-    target's own functions."""
+    target's own functions (need_all: in each of them, else in one)."""
     stacks = profile_stacks(doc)
     want = [gt["hot"], gt["cold"]] if "hot" in gt else [gt["burner"]["function"]]
-    return ["no samples in %s()" % f["function"] for f in want if not samples_in(stacks, f)]
+    missing = ["no samples in %s()" % f["function"] for f in want if not samples_in(stacks, f)]
+    return missing if need_all or len(missing) == len(want) else []
 
 
 def sample_sigint(interp, tool, tg, gt, name, mode):

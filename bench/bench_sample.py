@@ -29,7 +29,7 @@ from common import (HERE, ROOT, SID, copy_to_sid, peak_rss_kib, setup_sid, start
                     start_target, stop, tool_path)
 
 sys.path.insert(0, os.path.join(ROOT, "tests"))
-from run_tests import discover  # noqa: E402  (the interpreters the tests use)
+from harness.interps import discover  # noqa: E402  (the interpreters the tests use)
 
 DEPTH = 31
 ANCHOR_PY = "/usr/bin/python3.15"

@@ -1,16 +1,17 @@
 #!/bin/sh
-# The test command: tests/run.sh [BUILDDIR]
+# The test command: tests/run.sh [BUILDDIR] [PYTEST ARGS...]
 # Sets up the Debian sid chroot for 3.13-3.15 when it can (versions it
-# cannot provide are reported as skipped), then runs unit tests and every
-# target under every interpreter found: pystack-dump itself, then the gdb
-# and lldb plugins (skipped where they or their debugger are missing).
+# cannot provide are reported as skipped), then runs the whole pytest suite
+# (tests/test_*.py: unit tests, error cases, every target under every
+# interpreter found, the gdb and lldb plugins) on 3 workers, with Debian's
+# pytest and pytest-xdist.  Extra arguments go to pytest: -k sid-3.15,
+# tests/test_cores.py, -x ...  The exit status is pytest's: 0 only if
+# everything collected passed or was skipped (5, nothing collected, fails).
 set -u
 cd "$(dirname "$0")/.."
 build=${1:-build}
+[ $# -gt 0 ] && shift
 tests/setup-sid.sh || echo "run.sh: no sid chroot; Python 3.13-3.15 from sid will be skipped"
-status=0
-python3 tests/run_tests.py --build "$build" || status=1
-python3 tests/test_gdb.py --build "$build" || status=1
-python3 tests/test_lldb.py --build "$build" || status=1
-echo "run.sh: $( [ $status = 0 ] && echo all passed || echo FAILURES above)"
-exit $status
+# pytest reads --build from tests/conftest.py: name tests/ unless a test path is given
+case " $* " in *" tests/"*) ;; *) set -- "$@" tests ;; esac
+exec /usr/bin/python3 -m pytest --build="$build" -n 3 --dist loadgroup -rfEs "$@"

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Create (if missing) a Debian sid chroot with CPython 3.13, 3.14 and 3.15,
-# release and debug builds, for tests/run_tests.py; mount /proc inside it.
+# release and debug builds, for the tests (tests/run.sh); mount /proc inside it.
 #
 #   tests/setup-sid.sh [DIR]
 #

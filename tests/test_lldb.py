@@ -1,65 +1,34 @@
-#!/usr/bin/env python3
-"""The lldb plugin, end to end (stdlib only, Python 3.9+).
+"""The lldb plugin (lldb-plugin/, `plugin load`) against pystack-dump: the
+same text, live, on cores, through lldb-server; and the bad cases."""
 
-    python3 tests/test_lldb.py [--build build-lldb] [--only VERSIONS] [-j N] [-v]
-
-For every interpreter tests/run_tests.py finds (pyenv 3.6-3.13, Debian
-3.11 release/debug, sid 3.13-3.15 release/debug in the chroot), with lldb
-driving the plugin (`lldb-16 -b -o 'plugin load ...'`):
-  * py-bt and py-bt all on tests/targets/threads.py, attached with -p, must
-    print exactly what `pystack-dump PID` prints (py-bt: the selected
-    thread's part of it);
-  * the same on a gcore core of it (`lldb-16 -b -c CORE EXE`) against
-    `pystack-dump --core CORE`;
-  * py-tasks and py-tasks -t on tests/targets/asyncio_graph.py (and
-    py-tasks on a gcore core of it) against
-    `pystack-dump --tasks [--table] PID` (SKIP where pystack-dump has no
-    task graph for the version);
-  * py-bt -n: the same Python frames, under an evaluation-loop frame;
-  * py-sample 1000 on tests/targets/busy.py returns within 1 s + 1 s of
-    slack, finds the busy function, and leaves the process stopped under
-    lldb and alive (and readable) once lldb detaches; py-sample -o FILE
-    writes collapsed stacks.
-py-bt all through lldb-server on loopback (`gdb-remote PORT`) once.
-Then the bad cases: no process, a non-Python process, Python 2.7, py-sample
-on a core, and the plugin loaded twice (also from a second copy).
-
-Targets, interpreters and process bookkeeping are tests/run_tests.py's.
-The last line is `lldb: N passed, N failed, N skipped`; the exit status is
-0 only if nothing failed.
-"""
-
-import argparse
-import concurrent.futures
-import filecmp
 import os
 import re
 import shutil
 import socket
 import subprocess
-import sys
-import tempfile
-import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import run_tests as rt  # noqa: E402
+import pytest
+
+from harness.cores import GCORE_TARGET_ENV
+from harness.procs import TOOL_TIMEOUT, alive, host_tmp, kill, run, spawn, tracer_pid
+from harness.results import Result, settle
+from harness.target import Target, TargetError
+
 
 LLDB = "lldb-16"
 LLDB_TIMEOUT = 60.0
 SAMPLE_BUDGET = 1.0 + 1.0           # py-sample 1000 at 1000/s, plus slack
-
-_lock = threading.Lock()
-_counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
+STAMP = "platform shell date +%s.%N"
 
 
-def report(status, label, what, detail=""):
-    with _lock:
-        _counts[status] += 1
-        line = "%s %s %s" % (status, label, what)
-        if detail:
-            line += ": " + detail.strip().replace("\n", "\n    ")
-        print(line, flush=True)
+@pytest.fixture(scope="session")
+def lldb_plugin(build):
+    """The plugin's shared object in the build, or a skip."""
+    so = os.path.join(build, "lldb-plugin", "pystack-dump-lldb.so")
+    if not shutil.which(LLDB) or not os.path.exists(so):
+        pytest.skip("no %s or no %s (build with -Dlldb=enabled)" % (LLDB, so))
+    return so
 
 
 def lldb(plugin, commands, target=(), timeout=LLDB_TIMEOUT):
@@ -67,7 +36,7 @@ def lldb(plugin, commands, target=(), timeout=LLDB_TIMEOUT):
     argv = [LLDB, "-b", "-o", "plugin load " + plugin]
     for c in commands:
         argv += ["-o", c]
-    rc, out, err, _ = rt.run(argv + list(target), timeout)
+    rc, out, err, _ = run(argv + list(target), timeout)
     return rc, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
 
 
@@ -83,9 +52,8 @@ def sections(out):
     return got
 
 
-def cli(build, args):
-    rc, out, err, _ = rt.run([os.path.join(build, "cli", "pystack-dump")] + args,
-                             rt.TOOL_TIMEOUT)
+def cli(tool, args):
+    rc, out, err, _ = run([tool.path] + args, TOOL_TIMEOUT)
     return rc, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
 
 
@@ -106,118 +74,125 @@ def diff(expected, got):
     return "identical"
 
 
-def check_same(label, what, expected, got):
+def same(what, expected, got):
     if expected == got:
-        report("PASS", label, what)
-    else:
-        report("FAIL", label, what, diff(expected, got))
+        return Result(what, "PASS")
+    return Result(what, "FAIL", diff(expected, got))
 
 
-def check_native(interp, want, got):
+def native_result(interp, want, got):
     """py-bt -n: the same Python frames, under an evaluation-loop frame.
     In a chroot lldb loads the host's libc in place of the chroot's, so it
     cannot unwind past it: there only the Python frames are checked."""
-    label = interp.label
+    what = "py-bt -n (live)"
     native = [l for l in got.splitlines() if re.match(r"  #\d+ +0x[0-9a-f]+ in ", l)]
     python = "".join(l for l in got.splitlines(True) if l not in
                      [n + "\n" for n in native] + ["  (no evaluation-loop frame shown for:)\n"])
     if not interp.chroot and not any(
             re.search(r" in (_PyEval_EvalFrameDefault|PyEval_EvalFrameEx)\b", l)
             for l in native):
-        report("FAIL", label, "py-bt -n (live)", "no evaluation-loop frame:\n" + got[-800:])
-    else:
-        check_same(label, "py-bt -n (live)", want, python)
+        return Result(what, "FAIL", "no evaluation-loop frame:\n" + got[-800:])
+    return same(what, want, python)
 
 
 def exe_of(interp):
     return interp.host_path(interp.exe)
 
 
-def gcore(t, core, label, what):
-    """Write a core of target t to CORE with gdb's gcore; CORE, or None
-    with WHAT failed."""
+def gcore(t, name):
+    """A core of target t, written by gdb's gcore."""
+    core = os.path.join(host_tmp(), "lldb-%s-%s" % (name, t.run_id))
     r = subprocess.run(["gdb", "-batch", "-nx", "-p", str(t.pid), "-ex", "gcore " + core],
                        capture_output=True, timeout=120)
     if r.returncode or not os.path.exists(core):
-        report("FAIL", label, what, "gcore failed")
-        return None
+        raise TargetError("gcore failed: " + r.stderr.decode("utf-8", "replace")[-300:])
     return core
 
 
-def test_bt(interp, build, plugin, scratch):
-    label = interp.label
-    with rt.Target(interp, "threads", env_extra=rt.GCORE_TARGET_ENV) as t:
+def bt_job(interp, tool, plugin):
+    """threads.py: py-bt, py-bt all and py-bt -n attached with -p, then
+    py-bt all on a gcore core of it."""
+    res = []
+    with Target(interp, "threads", env_extra=GCORE_TARGET_ENV) as t:
         t.wait_ground_truth()
         t.wait_settled()
-        rc, want, err = cli(build, [str(t.pid)])
+        rc, want, err = cli(tool, [str(t.pid)])
         if rc != 0:
-            report("FAIL", label, "py-bt (live)", "pystack-dump: " + err)
-            return
-        rc, out, err = lldb(plugin, ["py-bt", "py-bt all", "py-bt -n"],
-                            ["-p", str(t.pid)])
+            raise TargetError("pystack-dump: " + err)
+        rc, out, err = lldb(plugin, ["py-bt", "py-bt all", "py-bt -n"], ["-p", str(t.pid)])
         got = sections(out)
-        check_same(label, "py-bt all (live)", want, got.get("py-bt all", err))
-        check_same(label, "py-bt (live, selected thread)",
-                   selected_part(want, t.pid), got.get("py-bt", err))
-        check_native(interp, selected_part(want, t.pid), got.get("py-bt -n", err))
-        if not rt.alive(t.pid) or rt.tracer_pid(t.pid):
-            report("FAIL", label, "detach", "target gone or still traced")
-        core = gcore(t, os.path.join(scratch, "core.%s" % label), label, "py-bt (core)")
-        if not core:
-            return
+        res.append(same("py-bt all (live)", want, got.get("py-bt all", err)))
+        res.append(same("py-bt (live)", selected_part(want, t.pid), got.get("py-bt", err)))
+        res.append(native_result(interp, selected_part(want, t.pid), got.get("py-bt -n", err)))
+        ok = alive(t.pid) and not tracer_pid(t.pid)
+        res.append(Result("detach", "PASS" if ok else "FAIL",
+                          "" if ok else "target gone or still traced"))
+        core = gcore(t, "core")
     try:
         # 9: gcore could not read some thread stacks (gdb 13 on sid: guard
         # pages in thread stack mappings); those are marked incomplete.
-        rc, want, err = cli(build, ["--core", core])
+        rc, want, err = cli(tool, ["--core", core])
         if rc not in (0, 9):
-            report("FAIL", label, "py-bt all (core)", "pystack-dump: " + err)
-            return
-        rc, out, err = lldb(plugin, ["py-bt all"], ["-c", core, exe_of(interp)])
-        check_same(label, "py-bt all (core)", want,
-                   sections(out).get("py-bt all", err))
+            res.append(Result("py-bt all (core)", "FAIL", "pystack-dump: " + err))
+        else:
+            rc, out, err = lldb(plugin, ["py-bt all"], ["-c", core, exe_of(interp)])
+            res.append(same("py-bt all (core)", want, sections(out).get("py-bt all", err)))
     finally:
         os.unlink(core)
+    return res
 
 
-def test_tasks(interp, build, plugin, scratch):
-    label = interp.label
-    if interp.minor < (3, 7):
-        report("SKIP", label, "py-tasks", "the asyncio target needs asyncio.run (3.7+)")
-        return
-    with rt.Target(interp, "asyncio_graph") as t:
+def tasks_job(interp, tool, plugin):
+    """asyncio_graph.py: py-tasks and py-tasks -t live, py-tasks on a gcore
+    core, against pystack-dump --tasks [--table]."""
+    res = []
+    with Target(interp, "asyncio_graph") as t:
         t.wait_ground_truth()
-        rc, tree, err = cli(build, ["--tasks", str(t.pid)])
+        rc, tree, err = cli(tool, ["--tasks", str(t.pid)])
         if rc != 0:
-            report("SKIP", label, "py-tasks", "pystack-dump --tasks: " +
-                   (err.strip().splitlines() or ["rc %s" % rc])[-1])
-            return
-        rc, table, err = cli(build, ["--tasks", "--table", str(t.pid)])
+            why = "pystack-dump --tasks: " + (err.strip().splitlines() or ["rc %s" % rc])[-1]
+            return [Result(n, "SKIP", why) for n in ("py-tasks", "py-tasks -t", "py-tasks (core)")]
+        rc, table, err = cli(tool, ["--tasks", "--table", str(t.pid)])
         rc, out, err = lldb(plugin, ["py-tasks", "py-tasks -t"], ["-p", str(t.pid)])
         got = sections(out)
-        check_same(label, "py-tasks", tree, got.get("py-tasks", err))
-        check_same(label, "py-tasks -t", table, got.get("py-tasks -t", err))
-        core = gcore(t, os.path.join(scratch, "core-tasks.%s" % label), label,
-                     "py-tasks (core)")
-        if not core:
-            return
+        res.append(same("py-tasks", tree, got.get("py-tasks", err)))
+        res.append(same("py-tasks -t", table, got.get("py-tasks -t", err)))
+        core = gcore(t, "core-tasks")
     try:
-        rc, want, err = cli(build, ["--tasks", "--core", core])
+        rc, want, err = cli(tool, ["--tasks", "--core", core])
         rc, out, err2 = lldb(plugin, ["py-tasks"], ["-c", core, exe_of(interp)])
-        check_same(label, "py-tasks (core)", want, sections(out).get("py-tasks", err2))
+        res.append(same("py-tasks (core)", want, sections(out).get("py-tasks", err2)))
     finally:
         os.unlink(core)
+    return res
 
 
-STAMP = "platform shell date +%s.%N"
+@pytest.mark.job("lldb-bt")
+@pytest.mark.parametrize("check", ["py-bt (live)", "py-bt all (live)", "py-bt -n (live)",
+                                   "detach", "py-bt all (core)"])
+def test_lldb_bt(interp, check, tool, lldb_plugin, jobs, request):
+    """py-bt in lldb prints what pystack-dump prints, live and on a core."""
+    settle(jobs.result(check, bt_job, interp, tool, lldb_plugin), request.node)
 
 
-def test_sample(interp, build, plugin):
-    label = interp.label
-    with rt.Target(interp, "busy") as t:
+@pytest.mark.job("lldb-tasks")
+@pytest.mark.interps(lambda i: i.minor >= (3, 7))
+@pytest.mark.parametrize("check", ["py-tasks", "py-tasks -t", "py-tasks (core)"])
+def test_lldb_tasks(interp, check, tool, lldb_plugin, jobs, request):
+    """py-tasks in lldb prints what pystack-dump --tasks prints (3.7+)."""
+    settle(jobs.result(check, tasks_job, interp, tool, lldb_plugin), request.node)
+
+
+def test_lldb_sample(interp, tool, lldb_plugin, request):
+    """py-sample 1000 on busy.py returns within 1 s + 1 s of slack, finds
+    the busy function, leaves the process stopped under lldb and alive (and
+    readable) once lldb detaches; py-sample -o FILE writes collapsed
+    stacks."""
+    with Target(interp, "busy") as t:
         t.wait_ground_truth()
         folded = os.path.join(t.out_host, "profile.txt")
-        rc, out, err = lldb(plugin, [STAMP, "py-sample 1000", STAMP, "process status",
-                                     "py-sample 200 --rate max -o " + folded],
+        rc, out, err = lldb(lldb_plugin, [STAMP, "py-sample 1000", STAMP, "process status",
+                                          "py-sample 200 --rate max -o " + folded],
                             ["-p", str(t.pid)])
         got = sections(out)
         stamps = re.findall(r"^(\d+\.\d+)$", got.get(STAMP, ""), re.M)
@@ -228,6 +203,9 @@ def test_sample(interp, build, plugin):
             problems.append("no timing (stderr: %s)" % err.strip()[-300:])
         elif float(stamps[1]) - float(stamps[0]) > SAMPLE_BUDGET:
             problems.append("took %.2f s" % (float(stamps[1]) - float(stamps[0])))
+        else:
+            request.node.user_properties.append(
+                ("info", "%.2f s" % (float(stamps[1]) - float(stamps[0]))))
         if "spin_step" not in table and "busy_loop" not in table:
             problems.append("busy function not in the table:\n" + table[-600:])
         if not re.search(r"^Process %d stopped" % t.pid, status, re.M):
@@ -239,88 +217,12 @@ def test_sample(interp, build, plugin):
                 problems.append("-o %s: no busy stack in it" % folded)
         except OSError as e:
             problems.append("-o: %s; stderr: %s" % (e, err.strip()[-300:]))
-        if not rt.alive(t.pid):
+        if not alive(t.pid):
             problems.append("target gone after detach (exit status %s); lldb said:\n%s%s"
                             % (t.proc.poll(), out[-500:], err[-500:]))
-        elif cli(build, [str(t.pid)])[0] != 0:
+        elif cli(tool, [str(t.pid)])[0] != 0:
             problems.append("target not readable after detach")
-        if problems:
-            report("FAIL", label, "py-sample 1000", "; ".join(problems))
-        else:
-            report("PASS", label, "py-sample 1000",
-                   "%.2f s" % (float(stamps[1]) - float(stamps[0])))
-
-
-def test_interp(interp, build, plugin, scratch):
-    for test in (lambda: test_bt(interp, build, plugin, scratch),
-                 lambda: test_tasks(interp, build, plugin, scratch),
-                 lambda: test_sample(interp, build, plugin)):
-        try:
-            test()
-        except (rt.TargetError, subprocess.SubprocessError, OSError) as e:
-            report("FAIL", interp.label, "target", str(e))
-
-
-def expect_error(what, plugin, commands, target, pattern):
-    rc, out, err = lldb(plugin, commands, target)
-    if re.search(pattern, out + err, re.M):
-        report("PASS", "bad-case", what)
-    else:
-        report("FAIL", "bad-case", what, "expected /%s/, got:\n%s%s"
-               % (pattern, out[-400:], err[-400:]))
-
-
-def test_bad_cases(build, plugin, scratch, interps):
-    expect_error("no process", plugin, ["py-bt"], [],
-                 r"^error: py-bt: no process or core; attach, launch or load a core first")
-    sleeper = rt.spawn(["/bin/sleep", "600"])
-    try:
-        expect_error("non-Python process", plugin, ["py-bt"], ["-p", str(sleeper.pid)],
-                     r"^error: py-bt: the program is not running CPython")
-        expect_error("py-sample on a non-Python process", plugin, ["py-sample 10"],
-                     ["-p", str(sleeper.pid)], r"^error: py-sample: the program is not "
-                     "running CPython")
-    finally:
-        rt.kill(sleeper)
-    py27 = os.path.join(rt.pyenv_root(), "versions", "2.7.18", "bin", "python2.7")
-    if os.access(py27, os.X_OK):
-        p = rt.spawn([py27, "-c", "import time; time.sleep(600)"])
-        try:
-            time.sleep(1.0)
-            expect_error("unsupported Python (2.7)", plugin, ["py-bt"], ["-p", str(p.pid)],
-                         r"^error: py-bt: .*Supported: CPython 3\.6 to 3\.15")
-        finally:
-            rt.kill(p)
-    else:
-        report("SKIP", "bad-case", "unsupported Python", "no pyenv 2.7.18")
-    copy = os.path.join(scratch, "second-copy.so")
-    shutil.copy(plugin, copy)
-    live = [i for i in interps if not i.chroot]
-    if not live:
-        report("SKIP", "bad-case", "plugin loaded twice", "no host interpreter")
-        return
-    with rt.Target(live[0], "threads") as t:
-        t.wait_ground_truth()
-        rc, out, err = lldb(plugin, ["plugin load " + plugin, "plugin load " + copy,
-                                     "py-bt", "help"], ["-p", str(t.pid)])
-        got = sections(out)
-        listed = re.findall(r"^\s+py-bt\s+--", got.get("help", ""), re.M)
-        if (rc == 0 and "already loaded" in err and len(listed) == 1
-                and got.get("py-bt", "").startswith("Process %d:" % t.pid)):
-            report("PASS", "bad-case", "plugin loaded twice")
-        else:
-            report("FAIL", "bad-case", "plugin loaded twice",
-                   "rc=%s, %d py-bt in help, stderr: %s, py-bt: %s"
-                   % (rc, len(listed), err[-300:], got.get("py-bt", "")[:200]))
-        core = os.path.join(scratch, "core.sample")
-        subprocess.run(["gdb", "-batch", "-nx", "-p", str(t.pid), "-ex", "gcore " + core],
-                       capture_output=True, timeout=120)
-    try:
-        expect_error("py-sample on a core", plugin, ["py-sample 10"],
-                     ["-c", core, exe_of(live[0])], r"^error: py-sample needs a live process")
-    finally:
-        if os.path.exists(core):
-            os.unlink(core)
+    assert not problems, "; ".join(problems)
 
 
 def free_port():
@@ -329,87 +231,93 @@ def free_port():
         return so.getsockname()[1]
 
 
-def test_remote(build, plugin, interp):
+def test_lldb_remote(interps, tool, lldb_plugin):
     """lldb-server on loopback, `gdb-remote PORT`: py-bt reads through it.
     (gdb's gdbserver gives lldb no list of shared libraries: use
     lldb-server.)"""
     server = shutil.which("lldb-server-16") or shutil.which("lldb-server")
     if not server:
-        report("SKIP", interp.label, "py-bt (lldb-server)", "no lldb-server")
-        return
-    with rt.Target(interp, "threads") as t:
+        pytest.skip("no lldb-server")
+    host = [i for i in interps if not i.chroot and not i.missing]
+    if not host:
+        pytest.skip("interpreter missing: no host interpreter")
+    with Target(host[-1], "threads") as t:
         t.wait_ground_truth()
         t.wait_settled()
-        rc, want, err = cli(build, [str(t.pid)])
+        rc, want, err = cli(tool, [str(t.pid)])
         port = free_port()
-        srv = rt.spawn([server, "g", "127.0.0.1:%d" % port, "--attach", str(t.pid)],
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        srv = spawn([server, "g", "127.0.0.1:%d" % port, "--attach", str(t.pid)],
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             time.sleep(1.0)
-            rc, out, err = lldb(plugin, ["gdb-remote 127.0.0.1:%d" % port, "py-bt all"],
-                                [exe_of(interp)])
+            rc, out, err = lldb(lldb_plugin, ["gdb-remote 127.0.0.1:%d" % port, "py-bt all"],
+                                [exe_of(host[-1])])
         finally:
-            rt.kill(srv)
-        check_same(interp.label, "py-bt all (lldb-server)", want,
-                   sections(out).get("py-bt all", err))
+            kill(srv)
+    r = same("py-bt all (lldb-server)", want, sections(out).get("py-bt all", err))
+    assert r.status == "PASS", r.detail
 
 
-def sync_chroot_targets(sid_dir):
-    """Copy the targets into the chroot where they differ.  Unlike
-    run_tests.prepare_chroot this never removes anything: the main harness
-    may be running there at the same time."""
-    dst = os.path.join(sid_dir, rt.CHROOT_TARGETS.lstrip("/"))
-    os.makedirs(dst, exist_ok=True)
-    os.makedirs(os.path.join(sid_dir, rt.CHROOT_OUT.lstrip("/")), exist_ok=True)
-    for name in os.listdir(rt.TARGETS_DIR):
-        src = os.path.join(rt.TARGETS_DIR, name)
-        to = os.path.join(dst, name)
-        if os.path.isfile(src) and not (os.path.exists(to) and
-                                        filecmp.cmp(src, to, shallow=False)):
-            tmp = to + ".tmp-lldb"
-            shutil.copyfile(src, tmp)
-            os.replace(tmp, to)
+def expect_error(plugin, commands, target, pattern):
+    rc, out, err = lldb(plugin, commands, target)
+    assert re.search(pattern, out + err, re.M), "expected /%s/, got:\n%s%s" % (
+        pattern, out[-400:], err[-400:])
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--build", default=os.path.join(rt.REPO, "build"))
-    ap.add_argument("--only", default="", help="comma-separated labels or versions")
-    ap.add_argument("-j", type=int, default=2)
-    ap.add_argument("-v", action="store_true")
-    a = ap.parse_args()
-    rt.VERBOSE = a.v
-    build = os.path.abspath(a.build)
-    plugin = os.path.join(build, "lldb-plugin", "pystack-dump-lldb.so")
-    if not shutil.which(LLDB) or not os.path.exists(plugin):
-        report("SKIP", "lldb", "everything", "no %s or no %s" % (LLDB, plugin))
-    else:
-        interps = rt.discover(rt.SID_DIR_DEFAULT)
-        only = [x for x in a.only.split(",") if x]
-        if only:
-            interps = [i for i in interps if any(i.matches(o) for o in only)]
-        for i in interps:
-            if i.missing:
-                report("SKIP", i.label, "all", i.missing)
-        interps = [i for i in interps if not i.missing]
-        if any(i.chroot for i in interps):
-            sync_chroot_targets(rt.SID_DIR_DEFAULT)
-        scratch = tempfile.mkdtemp(prefix="pyd-lldb-")
-        try:
-            with concurrent.futures.ThreadPoolExecutor(max(1, a.j)) as ex:
-                jobs = [ex.submit(test_interp, i, build, plugin, scratch) for i in interps]
-                jobs.append(ex.submit(test_bad_cases, build, plugin, scratch, interps))
-                host = [i for i in interps if not i.chroot]
-                if host:
-                    jobs.append(ex.submit(test_remote, build, plugin, host[-1]))
-                for j in jobs:
-                    j.result()
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
-    print("lldb: %d passed, %d failed, %d skipped"
-          % (_counts["PASS"], _counts["FAIL"], _counts["SKIP"]), flush=True)
-    return 1 if _counts["FAIL"] else 0
+def test_lldb_no_process(lldb_plugin):
+    expect_error(lldb_plugin, ["py-bt"], [],
+                 r"^error: py-bt: no process or core; attach, launch or load a core first")
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+@pytest.mark.parametrize("command", ["py-bt", "py-sample 10"])
+def test_lldb_not_python(lldb_plugin, command):
+    sleeper = spawn(["/bin/sleep", "600"])
+    try:
+        expect_error(lldb_plugin, [command], ["-p", str(sleeper.pid)],
+                     r"^error: %s: the program is not running CPython" % command.split()[0])
+    finally:
+        kill(sleeper)
+
+
+def test_lldb_unsupported_version(lldb_plugin, python27):
+    expect_error(lldb_plugin, ["py-bt"], ["-p", str(python27.pid)],
+                 r"^error: py-bt: .*Supported: CPython 3\.6 to 3\.15")
+
+
+@pytest.fixture(scope="module")
+def host_target(interps):
+    """threads.py under the first interpreter outside the chroot."""
+    live = [i for i in interps if not i.chroot and not i.missing]
+    if not live:
+        pytest.skip("interpreter missing: no host interpreter")
+    with Target(live[0], "threads") as t:
+        t.wait_ground_truth()
+        yield t
+
+
+def test_lldb_loaded_twice(lldb_plugin, host_target):
+    """The plugin loaded again, and from a second copy: lldb's message, one
+    py-bt in help, py-bt still answers."""
+    t = host_target
+    copy = os.path.join(host_tmp(), "second-copy-%s.so" % t.run_id)
+    shutil.copy(lldb_plugin, copy)
+    try:
+        rc, out, err = lldb(lldb_plugin, ["plugin load " + lldb_plugin, "plugin load " + copy,
+                                          "py-bt", "help"], ["-p", str(t.pid)])
+    finally:
+        os.unlink(copy)
+    got = sections(out)
+    listed = re.findall(r"^\s+py-bt\s+--", got.get("help", ""), re.M)
+    assert (rc == 0 and "already loaded" in err and len(listed) == 1
+            and got.get("py-bt", "").startswith("Process %d:" % t.pid)), \
+        "rc=%s, %d py-bt in help, stderr: %s, py-bt: %s" % (rc, len(listed), err[-300:],
+                                                            got.get("py-bt", "")[:200])
+
+
+def test_lldb_sample_core(lldb_plugin, host_target):
+    core = gcore(host_target, "core-sample")
+    try:
+        expect_error(lldb_plugin, ["py-sample 10"], ["-c", core, exe_of(host_target.interp)],
+                     r"^error: py-sample needs a live process")
+    finally:
+        os.unlink(core)

@@ -1,0 +1,161 @@
+"""The interpreters the tests run targets under: pyenv 3.6-3.13, Debian's
+3.11 release and debug, Debian sid's 3.13-3.15 release and debug in a
+chroot (tests/setup-sid.sh)."""
+
+import fcntl
+import glob
+import os
+import re
+import shutil
+import subprocess
+
+from .procs import PY_FLAGS, session_id, vlog
+
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TARGETS_DIR = os.path.join(REPO, "tests", "targets")
+FIXTURES_DIR = os.path.join(REPO, "tests", "fixtures")
+SID_DIR_DEFAULT = "/var/cache/pystack-dump/sid"
+SID_MARKER = ".pyd-sid-ready"          # written by tests/setup-sid.sh on success
+CHROOT_TARGETS = "/tmp/pyd-targets"    # in-chroot path of the copied targets
+CHROOT_OUT = "/tmp/pyd-out"            # in-chroot dir for ground-truth files
+
+# --------------------------------------------------------------------------
+# interpreters
+
+class Interp:
+    def __init__(self, label, source, minor, debug, exe, chroot=None, missing=None):
+        self.label = label          # e.g. pyenv-3.12, deb-3.11d, sid-3.15d
+        self.source = source        # pyenv | deb | sid
+        self.minor = minor          # (3, 12)
+        self.debug = debug
+        self.exe = exe              # path as seen by the process (in-chroot for sid)
+        self.chroot = chroot
+        self.missing = missing      # None if usable, else the reason
+
+    @property
+    def minor_str(self):
+        return "%d.%d" % self.minor
+
+    def host_path(self, path):
+        return os.path.join(self.chroot, path.lstrip("/")) if self.chroot else path
+
+    def script(self, name):
+        base = CHROOT_TARGETS if self.chroot else TARGETS_DIR
+        return os.path.join(base, name + ".py")
+
+    def argv(self, args):
+        cmd = [self.exe] + PY_FLAGS + list(args)
+        if self.chroot:
+            cmd = ["chroot", self.chroot] + cmd
+        return cmd
+
+    def matches(self, tok):
+        return tok in (self.label, self.source, self.minor_str,
+                       self.minor_str + ("d" if self.debug else ""),
+                       "debug" if self.debug else "release")
+
+
+def pyenv_root():
+    try:
+        r = subprocess.run(["pyenv", "root"], capture_output=True, text=True, timeout=20)
+        if r.returncode == 0 and r.stdout.strip():
+            return r.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return os.path.expanduser("~/.pyenv")
+
+
+def discover(sid_dir):
+    found = []
+    root = pyenv_root()
+    for m in range(6, 14):
+        minor = "3.%d" % m
+        best = None
+        for d in glob.glob(os.path.join(root, "versions", minor + ".*")):
+            mo = re.match(r"^3\.%d\.(\d+)$" % m, os.path.basename(d))
+            exe = os.path.join(d, "bin", "python" + minor)
+            if mo and os.access(exe, os.X_OK):
+                if best is None or int(mo.group(1)) > best[0]:
+                    best = (int(mo.group(1)), exe)
+        found.append(Interp("pyenv-" + minor, "pyenv", (3, m), False,
+                            best[1] if best else None,
+                            missing=None if best else "no %s/versions/%s.*" % (root, minor)))
+    for suffix, debug in (("", False), ("d", True)):
+        exe = "/usr/bin/python3.11" + suffix
+        ok = os.access(exe, os.X_OK)
+        found.append(Interp("deb-3.11" + suffix, "deb", (3, 11), debug, exe,
+                            missing=None if ok else "%s not installed" % exe))
+    marker = os.path.isfile(os.path.join(sid_dir, SID_MARKER))
+    for m in (13, 14, 15):
+        for suffix, debug in (("", False), ("d", True)):
+            exe = "/usr/bin/python3.%d%s" % (m, suffix)
+            if not marker:
+                why = "no sid chroot at %s (run tests/setup-sid.sh)" % sid_dir
+            elif not os.access(os.path.join(sid_dir, exe.lstrip("/")), os.X_OK):
+                why = "%s missing in the sid chroot" % exe
+            else:
+                why = None
+            found.append(Interp("sid-3.%d%s" % (m, suffix), "sid", (3, m), debug, exe,
+                                chroot=sid_dir, missing=why))
+    return found
+
+
+def prepare_chroot(sid_dir):
+    """Copy the targets into the chroot and make sure /proc is mounted there
+    (profiling.sampling needs it). Returns an error string or None."""
+    dst = os.path.join(sid_dir, CHROOT_TARGETS.lstrip("/"))
+    if os.path.isdir(dst):
+        shutil.rmtree(dst)
+    shutil.copytree(TARGETS_DIR, dst, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    out = os.path.join(sid_dir, CHROOT_OUT.lstrip("/"))
+    shutil.rmtree(out, ignore_errors=True)          # leftovers of a killed run
+    os.makedirs(out)
+    proc = os.path.join(sid_dir, "proc")
+    if subprocess.run(["mountpoint", "-q", proc]).returncode != 0:
+        r = subprocess.run(["mount", "-t", "proc", "proc", proc], capture_output=True, text=True)
+        if r.returncode != 0:
+            return "cannot mount proc in %s: %s" % (proc, r.stderr.strip())
+        vlog("mounted proc at %s" % proc)
+    return None
+
+
+def fixture_paths():
+    return sorted(glob.glob(os.path.join(FIXTURES_DIR, "*.snap")))
+
+
+_chroot_done = {}
+
+
+def chroot_ready(sid_dir):
+    """prepare_chroot once a test session, by whichever worker process asks
+    first (the others wait for it): None, or why the chroot cannot be used.
+    A session that never runs a chroot target never touches it, so a
+    fixtures-only run may go on beside a full one."""
+    if sid_dir not in _chroot_done:
+        session = session_id()
+        stamp = os.path.join(sid_dir, CHROOT_TARGETS.lstrip("/"), ".session")
+        with open(os.path.join(sid_dir, "tmp", ".pyd-chroot.lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                with open(stamp) as f:
+                    done = f.read() == session
+            except OSError:
+                done = False
+            err = None if done else prepare_chroot(sid_dir)
+            if not done and not err:
+                with open(stamp, "w") as f:
+                    f.write(session)
+        _chroot_done[sid_dir] = err
+    return _chroot_done[sid_dir]
+
+
+def newest_present(interps):
+    """The one interpreter checks that need only one run on: sid's 3.15,
+    else the newest present (release builds first); None if none is."""
+    present = [i for i in interps if not i.missing]
+    for i in present:
+        if i.label == "sid-3.15":
+            return i
+    present.sort(key=lambda i: (i.minor, not i.debug))
+    return present[-1] if present else None

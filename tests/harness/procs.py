@@ -1,0 +1,213 @@
+"""Processes: everything a test starts runs in its own process group and
+is SIGKILLed on every exit path; /proc readings of a target."""
+
+import atexit
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+
+
+TARGET_ENV = {
+    "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "LC_ALL": "C.UTF-8",
+    "LANG": "C.UTF-8",
+    "HOME": "/",
+}
+PY_FLAGS = ["-B", "-E", "-s"]          # no .pyc in the tree, no PYTHON* env, no user site
+
+GT_TIMEOUT = 90.0
+TOOL_TIMEOUT = 60.0
+
+STOP = threading.Event()
+_live_lock = threading.Lock()
+_live = {}                              # pid -> Popen (own process group)
+_host_tmp = []                          # per-run scratch dir for host targets
+
+
+# --------------------------------------------------------------------------
+# process bookkeeping: everything we start runs in its own process group and
+# is SIGKILLed on every exit path.
+
+def _have_pdeathsig():
+    try:
+        out = subprocess.run(["setpriv", "--help"], capture_output=True, text=True,
+                             timeout=10).stdout
+        return "--pdeathsig" in out
+    except Exception:
+        return False
+
+
+HAVE_PDEATHSIG = _have_pdeathsig()
+
+
+def spawn(argv, **kw):
+    """Popen in a new session; the child also dies with its spawning thread
+    (PR_SET_PDEATHSIG via setpriv) should this harness be SIGKILLed."""
+    if STOP.is_set():
+        raise KeyboardInterrupt
+    if HAVE_PDEATHSIG:
+        argv = ["setpriv", "--pdeathsig", "KILL", "--"] + list(argv)
+    kw.setdefault("stdin", subprocess.DEVNULL)
+    p = subprocess.Popen(argv, start_new_session=True, **kw)
+    with _live_lock:
+        _live[p.pid] = p
+    return p
+
+
+def kill(p):
+    if p is None:
+        return
+    if p.poll() is None:        # never signal a reaped (possibly reused) pid
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    try:
+        p.wait(timeout=10)
+    except Exception:
+        pass
+    with _live_lock:
+        _live.pop(p.pid, None)
+
+
+def kill_all():
+    with _live_lock:
+        procs = list(_live.values())
+    for p in procs:
+        if p.poll() is None:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+    for p in procs:
+        try:
+            p.wait(timeout=5)
+        except Exception:
+            pass
+    with _live_lock:
+        for p in procs:
+            _live.pop(p.pid, None)
+
+
+def _at_exit():
+    kill_all()
+    for d in _host_tmp:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+atexit.register(_at_exit)
+
+
+def _on_signal(signum, frame):
+    STOP.set()
+    kill_all()
+    raise KeyboardInterrupt
+
+
+def run(argv, timeout, env=None, cwd=None):
+    """Run to completion (killed on timeout). Returns (rc, out, err, secs);
+    rc is None on timeout."""
+    t0 = time.time()
+    p = spawn(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=cwd)
+    try:
+        out, err = p.communicate(timeout=timeout)
+        rc = p.returncode
+    except subprocess.TimeoutExpired:
+        kill(p)
+        out, err = p.communicate()
+        rc = None
+    finally:
+        kill(p)
+    return rc, out, err, time.time() - t0
+
+
+def vlog(msg):
+    """A step of a test, for its captured output (pytest shows it when the
+    test fails)."""
+    print("  [v] " + msg, flush=True)
+
+
+# --------------------------------------------------------------------------
+# /proc helpers
+
+def task_states(pid):
+    """{tid: state letter} for every task of pid ({} if gone)."""
+    out = {}
+    try:
+        tids = os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return out
+    for t in tids:
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, t), "rb") as f:
+                s = f.read()            # bytes: comm may be cut mid UTF-8 sequence
+            out[int(t)] = chr(s[s.rindex(b")") + 2])
+        except (OSError, ValueError, IndexError):
+            pass
+    return out
+
+
+def status_field(pid, field):
+    """An integer field of /proc/PID/status ("TracerPid", "PPid"), or None."""
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except (OSError, TypeError, ValueError):
+        pass
+    return None
+
+
+def tracer_pid(pid):
+    return status_field(pid, "TracerPid")
+
+
+def parent_pid(pid):
+    return status_field(pid, "PPid")
+
+
+def comm(pid, tid):
+    try:
+        with open("/proc/%d/task/%d/comm" % (pid, tid), "rb") as f:
+            return f.read().rstrip(b"\n").decode("utf-8", "replace")
+    except OSError:
+        return None
+
+
+def alive(pid):
+    st = task_states(pid).get(pid)
+    return st is not None and st not in "ZX"
+
+
+# --------------------------------------------------------------------------
+# targets
+
+def host_tmp():
+    """Per-run scratch directory for host targets (removed at exit)."""
+    with _live_lock:
+        if not _host_tmp:
+            d = tempfile.mkdtemp(prefix="pyd-run-")
+            _host_tmp.append(d)
+        return _host_tmp[0]
+
+
+def short(b, n=800):
+    s = b.decode("utf-8", "replace") if isinstance(b, bytes) else str(b)
+    s = s.strip()
+    return s if len(s) <= n else s[:n] + "...(%d more chars)" % (len(s) - n)
+
+
+def crashed(rc):
+    """The tool timed out or died from a signal (ASan aborts included)."""
+    return rc is None or rc < 0 or rc >= 128
+
+
+def session_id():
+    """Who runs the tests: "PID-RANDOM" of the process that started them
+    (set by conftest before the workers start, inherited by them)."""
+    return os.environ.get("PYD_TEST_SESSION") or "%d-solo" % os.getpid()

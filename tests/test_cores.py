@@ -1,0 +1,141 @@
+"""--core: cores written by gcore and by the kernel (also with no binaries
+at hand on 3.13+), against the ground truth of the target they were taken
+of."""
+
+import os
+
+import pytest
+
+from harness.cores import (CORE_PATTERN, GCORE, GCORE_TARGET_ENV, gcore_slot, kernel_core,
+                           read_core_facts, remove, run_gcore, unreadable_stacks)
+from harness.dumps import compare, core_doc_checks, gt_sanity
+from harness.procs import crashed, host_tmp, short
+from harness.results import Result, settle
+from harness.target import Target, parse_json_out, tool_file_run
+
+
+CORE_TARGETS = ["threads", "names", "generators"]   # gcore and kernel cores, every interpreter
+NOBIN_MIN = (3, 13)                     # cores decoded with no binaries at all (cookie scan)
+
+def gcore_job(interp, target, tool):
+    """gcore of a live target, decoded with --core and compared with the
+    ground truth. Threads whose C stack gcore could not read (gdb 13 on sid:
+    guard pages inside thread stack mappings) must say so (error) and hold
+    the innermost frames; every other thread must match exactly."""
+    name = "gcore:" + target
+    with Target(interp, target, env_extra=GCORE_TARGET_ENV) as tg:
+        gt = tg.settled_truth(gt_sanity)
+        prefix = os.path.join(host_tmp(), "gcore-" + tg.run_id)
+        with gcore_slot():                    # at most GCORE_PARALLEL cores on disk
+            core, warned, err = run_gcore(tg.pid, prefix)
+            if err:
+                return [Result(name, "FAIL", err)]
+            try:
+                size = os.path.getsize(core)
+                facts = read_core_facts(core)
+                argv, rc, out, err = tool_file_run(tool, ["--core", core, "--json"])
+            finally:
+                os.unlink(core)
+    unreadable = unreadable_stacks(facts, warned)
+    cmd = " ".join(argv)
+    if crashed(rc):
+        return [Result(name, "FAIL", "%s: crashed or timed out (status %s); "
+                       "stderr: %s" % (cmd, rc, short(err)))]
+    if rc not in (0, 9):
+        return [Result(name, "FAIL", "%s exited %d; stderr: %s"
+                       % (cmd, rc, short(err)))]
+    doc, e = parse_json_out(out)
+    if e:
+        return [Result(name, "FAIL", "%s: %s" % (cmd, e))]
+    stats = {}
+    errs = core_doc_checks(doc)
+    errs += compare(gt, doc, interp, tg.pid, partial=unreadable, stats=stats)
+    nerr = sum(1 for t in doc.get("threads", []) if t.get("error") is not None)
+    if rc == 9 and not nerr:
+        errs.append("exit 9 but no thread has an error")
+    if rc == 0 and nerr:
+        errs.append("exit 0 but %d thread(s) have an error" % nerr)
+    if rc == 9 and "could not be read" not in err.decode("utf-8", "replace"):
+        errs.append("exit 9 without saying which stacks could not be read: %s" % short(err))
+    info = ("%d thread(s) exact, %d with C stack unreadable in the core: error set + "
+            "innermost frames; gcore: %d unreadable region(s), %d MB"
+            % (stats.get("exact", 0), stats.get("partial", 0), len(warned), size >> 20))
+    if errs:
+        errs.insert(0, "command: %s (core deleted; C stack unreadable for tids %s)"
+                    % (cmd, sorted(unreadable) or "none"))
+    return [Result(name, "FAIL" if errs else "PASS", "\n".join(errs), info=info)]
+
+
+def kcore_job(interp, target, tool):
+    """A kernel-written core (SIGABRT, RLIMIT_CORE unlimited) of the target:
+    --core (with --sysroot for the chroot, like a core copied off a
+    container) must match the ground truth exactly; on 3.13+ also with the
+    binaries hidden (--exe /nonexistent --sysroot EMPTY)."""
+    names = ["kcore:" + target] + (["kcore-nobin:" + target] if interp.minor >= NOBIN_MIN
+                                   else [])
+    err = CORE_PATTERN.ensure()
+    if err:
+        return [Result(n, "SKIP", err) for n in names]
+    with Target(interp, target, wrap=["prlimit", "--core=unlimited", "--"]) as tg:
+        gt = tg.settled_truth(gt_sanity)
+        core = kernel_core(tg.proc, tg.pid, interp.chroot)
+        try:
+            size = os.path.getsize(core)
+            results = []
+            empty = os.path.join(host_tmp(), "empty-sysroot")
+            os.makedirs(empty, exist_ok=True)
+            for n in names:
+                if n.startswith("kcore-nobin:"):
+                    args = ["--core", core, "--exe", "/nonexistent", "--sysroot", empty, "--json"]
+                else:
+                    args = ["--core", core] + (["--sysroot", interp.chroot] if interp.chroot
+                                               else []) + ["--json"]
+                argv, rc, out, err = tool_file_run(tool, args)
+                cmd = " ".join(argv)
+                errs = []
+                if crashed(rc) or rc != 0:
+                    errs.append("%s exited %s (expected 0); stderr: %s" % (cmd, rc, short(err)))
+                else:
+                    doc, e = parse_json_out(out)
+                    if e:
+                        errs.append("%s: %s" % (cmd, e))
+                    else:
+                        errs += core_doc_checks(doc)
+                        errs += compare(gt, doc, interp, tg.pid)
+                    if n.startswith("kcore:") and b"build-id" in err:
+                        errs.append("%s warned about build-ids (a wrong library?): %s"
+                                    % (cmd, short(err)))
+                    if errs:
+                        errs.insert(0, "command: %s (core deleted)" % cmd)
+                results.append(Result(n, "FAIL" if errs else "PASS",
+                                      "\n".join(errs),
+                                      info="core %d MB, %d MB on disk"
+                                      % (size >> 20, (os.stat(core).st_blocks * 512) >> 20)))
+            return results
+        finally:
+            remove(core)
+
+
+@pytest.mark.parametrize("target", CORE_TARGETS)
+def test_gcore(interp, target, tool, request):
+    """gdb's gcore of the live target: --core gives its ground truth."""
+    if not GCORE:
+        pytest.skip("gcore not installed (Debian package gdb)")
+    settle(gcore_job(interp, target, tool)[0], request.node)
+
+
+@pytest.mark.job("kcore")
+@pytest.mark.parametrize("target", CORE_TARGETS)
+def test_kcore(interp, target, tool, jobs, request):
+    """A core the kernel wrote (SIGABRT): --core gives its ground truth."""
+    settle(jobs.result("kcore:" + target, kcore_job, interp, target, tool), request.node)
+
+
+@pytest.mark.job("kcore")
+@pytest.mark.interps(lambda i: i.minor >= NOBIN_MIN)
+@pytest.mark.parametrize("target", CORE_TARGETS)
+def test_kcore_nobin(interp, target, tool, jobs, request):
+    """The same kernel core with no binary at hand (3.13+: the debug
+    offsets are found by their cookie)."""
+    settle(jobs.result("kcore-nobin:" + target, kcore_job, interp, target, tool),
+           request.node)

@@ -3,7 +3,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,10 +92,8 @@ static const char usage_text[] =
 	"  7 process exited during the read  15 --exe does not match the core\n";
 
 struct options {
-	struct target_spec spec;
-	const char *save; /* --save-snapshot */
-	bool json, locked, source;
-	bool tasks, table; /* --tasks, --table */
+	struct target_spec spec; /* from opt's core, exe, ... and the PID */
+	struct pyd_opts opt;
 };
 
 /* Exactly one source: a PID, --core or --snapshot. */
@@ -111,81 +108,34 @@ static int check_sources(int argc, char **argv, struct options *o)
 					      : "missing PID (or --core/--snapshot)");
 	if ((t->exe || t->sysroot) && !t->core)
 		return cli_usage_error("%s", "--exe and --sysroot go with --core");
-	if (o->locked && files)
+	if (o->opt.locked && files)
 		return cli_usage_error("%s", "--locked needs a live process");
-	if (o->table && !o->tasks)
+	if (o->opt.table && !o->opt.tasks)
 		return cli_usage_error("%s", "--table goes with --tasks");
-	if (o->table && o->json)
+	if (o->opt.table && o->opt.json)
 		return cli_usage_error("%s", "give one of --table and --json");
 	return files ? 0 : cli_parse_pid(argv[optind], &t->pid);
 }
 
 static int parse_args(int argc, char **argv, struct options *o)
 {
-	enum { OPT_CORE = 256, OPT_EXE, OPT_SYSROOT, OPT_SNAPSHOT, OPT_SAVE,
-	       OPT_TASKS, OPT_TABLE };
-	static const struct option longopts[] = {
-		{"core", required_argument, NULL, OPT_CORE},
-		{"exe", required_argument, NULL, OPT_EXE},
-		{"sysroot", required_argument, NULL, OPT_SYSROOT},
-		{"snapshot", required_argument, NULL, OPT_SNAPSHOT},
-		{"save-snapshot", required_argument, NULL, OPT_SAVE},
-		{"json", no_argument, NULL, 'j'},
-		{"locked", no_argument, NULL, 'l'},
-		{"no-source", no_argument, NULL, 'S'},
-		{"tasks", no_argument, NULL, OPT_TASKS},
-		{"table", no_argument, NULL, OPT_TABLE},
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, 'V'},
-		{0},
-	};
-	*o = (struct options){.source = true};
-	int c;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+jlhV", longopts, NULL)) != -1) {
-		switch (c) {
-		case OPT_CORE:
-			o->spec.core = optarg;
-			break;
-		case OPT_EXE:
-			o->spec.exe = optarg;
-			break;
-		case OPT_SYSROOT:
-			o->spec.sysroot = optarg;
-			break;
-		case OPT_SNAPSHOT:
-			o->spec.snapshot = optarg;
-			break;
-		case OPT_SAVE:
-			o->save = optarg;
-			o->spec.record = true;
-			break;
-		case 'j':
-			o->json = true;
-			break;
-		case 'l':
-			o->locked = true;
-			break;
-		case 'S':
-			o->source = false;
-			break;
-		case OPT_TASKS:
-			o->tasks = true;
-			break;
-		case OPT_TABLE:
-			o->table = true;
-			break;
-		case 'h':
-			fputs(usage_text, stdout);
-			exit(0);
-		case 'V':
-			printf("pystack-dump %s\n", PYD_VERSION);
-			exit(0);
-		default:
-			return cli_usage_error("option '%s' is unknown or needs a value",
-					   argv[optind - 1]);
-		}
+	struct pyd_opts *p = &o->opt;
+	char err[512];
+	opterr = 0; /* our message only (sample's lets getopt's go first) */
+	if (!pyd_opts_getopt(argc, argv, PYD_IN_DUMP, p, err, sizeof err))
+		return cli_usage_error("%s", err);
+	if (p->help) {
+		fputs(usage_text, stdout);
+		exit(0);
 	}
+	if (p->version) {
+		printf("pystack-dump %s\n", PYD_VERSION);
+		exit(0);
+	}
+	o->spec = (struct target_spec){.core = p->core, .exe = p->exe,
+				       .sysroot = p->sysroot,
+				       .snapshot = p->snapshot,
+				       .record = p->save != NULL};
 	return check_sources(argc, argv, o);
 }
 
@@ -212,14 +162,15 @@ static enum pyd_err take_dump(struct target *t, const struct options *o,
 		err = pyd_session_open(t->src, rt, sess, detail, detailsz);
 	if (err)
 		return err;
-	if (o->locked) {
+	if (o->opt.locked) {
 		if ((err = pyd_live_pause(t->live)))
 			return err;
 		test_pause_hook();
 	}
 	*decoding = true;
-	err = o->tasks ? pyd_dump_tasks(*sess, graph) : pyd_dump_stacks(*sess, dump);
-	if (o->locked)
+	err = o->opt.tasks ? pyd_dump_tasks(*sess, graph)
+			   : pyd_dump_stacks(*sess, dump);
+	if (o->opt.locked)
 		pyd_live_resume(t->live);
 	return err;
 }
@@ -285,7 +236,7 @@ static enum pyd_err print_tasks(const struct options *o,
 	describe_origin(o, t, origin, sizeof origin);
 	struct pyd_report_opts ro = report_opts(t, s, origin);
 	struct pyd_buf b = {0};
-	pyd_show_tasks(&b, g, o->json, o->table, &ro);
+	pyd_show_tasks(&b, g, o->opt.json, o->opt.table, &ro);
 	return emit(&b);
 }
 
@@ -296,13 +247,13 @@ static enum pyd_err print_dump(const struct options *o, const struct target *t,
 	describe_origin(o, t, origin, sizeof origin);
 	struct pyd_report_opts ro = report_opts(t, s, origin);
 	struct source_cache *sc =
-		o->source && !o->json && !o->spec.snapshot
+		!o->opt.no_source && !o->opt.json && !o->spec.snapshot
 			? source_cache_new(t->source_root)
 			: NULL;
 	ro.source_line = sc ? source_cache_line : NULL;
 	ro.source_ctx = sc;
 	struct pyd_buf b = {0};
-	pyd_show_dump(&b, dump, o->json, &ro);
+	pyd_show_dump(&b, dump, o->opt.json, &ro);
 	source_cache_free(sc);
 	return emit(&b);
 }
@@ -330,7 +281,7 @@ static enum pyd_err report_truncated_early(const struct options *o,
 					   const struct target *t,
 					   const struct pyd_session *s)
 {
-	if (o->json) {
+	if (o->opt.json) {
 		struct pyd_dump none = {0};
 		struct pyd_report_opts ro = {
 			.pid = t->pid,
@@ -396,12 +347,12 @@ static enum pyd_err save_snapshot(const struct options *o, struct target *t,
 				  const struct pyd_runtime *rt)
 {
 	char detail[512] = "";
-	enum pyd_err err = pyd_snapshot_write(t->rec, rt, t->pid, o->save,
+	enum pyd_err err = pyd_snapshot_write(t->rec, rt, t->pid, o->opt.save,
 					      detail, sizeof detail);
 	if (err) {
 		struct pyd_explain e = {.prog = "pystack-dump",
 					.shell = PYD_SHELL_CLI,
-					.file = o->save,
+					.file = o->opt.save,
 					.detail = detail};
 		cli_say(&e, PYD_SAY_SNAPSHOT_SAVE, err);
 	}
@@ -415,12 +366,12 @@ static enum pyd_err show(const struct options *o, struct target *t,
 			 const struct pyd_dump *dump,
 			 const struct pyd_task_graph *graph, enum pyd_err decoded)
 {
-	enum pyd_err err = o->tasks ? print_tasks(o, t, sess, graph)
+	enum pyd_err err = o->opt.tasks ? print_tasks(o, t, sess, graph)
 				    : print_dump(o, t, sess, dump);
-	if (!err && o->save)
+	if (!err && o->opt.save)
 		err = save_snapshot(o, t, rt);
 	if (!err)
-		err = o->tasks ? check_tasks_complete(o, t, graph)
+		err = o->opt.tasks ? check_tasks_complete(o, t, graph)
 			       : check_complete(o, t, dump);
 	return err ? err : decoded;
 }
@@ -455,7 +406,7 @@ int main(int argc, char **argv)
 	}
 	if (err && dump_truncated(&t))
 		err = report_truncated_early(&o, &t, sess);
-	else if (pyd_err_fatal(err) && o.tasks && decoding)
+	else if (pyd_err_fatal(err) && o.opt.tasks && decoding)
 		report_tasks_error(err, &o, &rt, sess);
 	else if (pyd_err_fatal(err))
 		cli_report_error(err, &o.spec, detail);

@@ -5,8 +5,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <getopt.h>
-#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +16,7 @@
 
 #include "../core/pyd_profile.h"
 #include "../core/report/report.h"
+#include "../frontend/options.h"
 #include "cli.h"
 #include "target.h"
 
@@ -105,15 +104,8 @@ static void list_formats(void)
 
 struct sample_opts {
 	int pid;
-	char **command;  /* launch this instead of attaching */
-	double rate;     /* 0: max */
-	double duration; /* 0: unbounded */
-	uint64_t max_rounds;
-	enum pyd_sample_mode mode;
-	const struct pyd_prof_format *format; /* NULL: not chosen */
-	const char *output;
-	bool lines, threads, quiet;
-	size_t limit;
+	char **command; /* launch this instead of attaching */
+	struct pyd_opts opt;
 };
 
 static volatile sig_atomic_t stop_signal;
@@ -131,68 +123,8 @@ static int bad_usage(const char *fmt, const char *arg)
 	return PYD_E_USAGE;
 }
 
-static int unknown_format(const char *arg)
-{
-	char msg[512], names[256];
-	pyd_prof_format_list(names, sizeof names);
-	snprintf(msg, sizeof msg, "unknown format '%s' (%s)", arg, names);
-	return bad_usage("%s", msg);
-}
-
-static bool parse_double(const char *s, double *out)
-{
-	char *end;
-	errno = 0;
-	*out = strtod(s, &end);
-	return !errno && end != s && !*end && isfinite(*out) && *out > 0;
-}
-
-static int parse_value(int c, const char *arg, struct sample_opts *o)
-{
-	double v;
-	switch (c) {
-	case 'r':
-		if (!strcmp(arg, "max"))
-			o->rate = 0;
-		else if (!parse_double(arg, &v) || v > 1e7)
-			return bad_usage("--rate wants a number of samples per "
-			                 "second or 'max', not '%s'",
-			                 arg);
-		else
-			o->rate = v;
-		return 0;
-	case 'd':
-		if (!parse_double(arg, &o->duration))
-			return bad_usage("--duration wants seconds, not '%s'",
-			                 arg);
-		return 0;
-	case 'n':
-		if (!parse_double(arg, &v) || v > 1e18 || v != (double)(uint64_t)v)
-			return bad_usage("--samples wants a count, not '%s'",
-			                 arg);
-		o->max_rounds = (uint64_t)v;
-		return 0;
-	case 'm':
-		if (pyd_sample_mode_named(arg, &o->mode))
-			return 0;
-		return bad_usage("unknown mode '%s' (wall, cpu, gil, async)",
-		                 arg);
-	case 'f':
-		if ((o->format = pyd_prof_format_named(arg)))
-			return 0;
-		return unknown_format(arg);
-	case 'L':
-		if (!parse_double(arg, &v) && strcmp(arg, "0"))
-			return bad_usage("--limit wants a count, not '%s'",
-			                 arg);
-		o->limit = strcmp(arg, "0") ? (size_t)v : 0;
-		return 0;
-	}
-	return bad_usage("%s", "internal: unknown option");
-}
-
 /* -f, else the output's name, else by where the output goes. */
-static const struct pyd_prof_format *format_for(const struct sample_opts *o)
+static const struct pyd_prof_format *format_for(const struct pyd_opts *o)
 {
 	if (o->format)
 		return o->format;
@@ -204,56 +136,20 @@ static const struct pyd_prof_format *format_for(const struct sample_opts *o)
 
 static int parse_sample_args(int argc, char **argv, struct sample_opts *o)
 {
-	static const struct option longopts[] = {
-	    {"rate", required_argument, NULL, 'r'},
-	    {"duration", required_argument, NULL, 'd'},
-	    {"samples", required_argument, NULL, 'n'},
-	    {"mode", required_argument, NULL, 'm'},
-	    {"format", required_argument, NULL, 'f'},
-	    {"output", required_argument, NULL, 'o'},
-	    {"no-lines", no_argument, NULL, 'N'},
-	    {"threads", no_argument, NULL, 'T'},
-	    {"limit", required_argument, NULL, 'L'},
-	    {"quiet", no_argument, NULL, 'q'},
-	    {"help", no_argument, NULL, 'h'},
-	    {"list-formats", no_argument, NULL, 'F'},
-	    {0},
-	};
-	*o = (struct sample_opts){.rate = 1000,
-	                          .lines = true,
-	                          .limit = 40};
-	int c, rc;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "r:d:n:m:f:o:qh", longopts,
-	                        NULL)) != -1) {
-		switch (c) {
-		case 'o':
-			o->output = optarg;
-			break;
-		case 'N':
-			o->lines = false;
-			break;
-		case 'T':
-			o->threads = true;
-			break;
-		case 'q':
-			o->quiet = true;
-			break;
-		case 'h':
-			usage();
-			exit(0);
-		case 'F':
-			list_formats();
-			exit(0);
-		case '?':
-			return bad_usage(
-			    "option '%s' is unknown or needs a value",
-			    argv[optind - 1]);
-		default:
-			if ((rc = parse_value(c, optarg, o)))
-				return rc;
-		}
+	char err[512];
+	*o = (struct sample_opts){0};
+	if (!pyd_opts_getopt(argc, argv, PYD_IN_SAMPLE, &o->opt, err,
+	                     sizeof err))
+		return bad_usage("%s", err);
+	if (o->opt.help) {
+		usage();
+		exit(0);
 	}
+	if (o->opt.list_formats) {
+		list_formats();
+		exit(0);
+	}
+	int rc;
 	if (optind > 0 && !strcmp(argv[optind - 1], "--")) {
 		if (optind >= argc)
 			return bad_usage("%s", "nothing to launch after --");
@@ -266,7 +162,7 @@ static int parse_sample_args(int argc, char **argv, struct sample_opts *o)
 	} else if ((rc = cli_parse_pid(argv[optind], &o->pid))) {
 		return rc;
 	}
-	o->format = format_for(o);
+	o->opt.format = format_for(&o->opt);
 	return 0;
 }
 
@@ -360,7 +256,8 @@ static enum pyd_err attach(struct run *r, char *detail, size_t detailsz)
 	err =
 	    pyd_session_open(&r->counted.src, &rt, &r->sess, detail, detailsz);
 	if (!err)
-		err = pyd_sampler_open(r->sess, r->o->mode, r->prof, &r->sp);
+		err = pyd_sampler_open(r->sess, r->o->opt.mode, r->prof,
+		                       &r->sp);
 	if (err == PYD_E_UNSUPPORTED && r->sess)
 		snprintf(detail, detailsz,
 		         "-m async is not supported on Python %s: it needs "
@@ -450,11 +347,11 @@ static bool stop_requested(void *ctx)
 
 static void sample_loop(struct run *r)
 {
-	bool tty = !r->o->quiet && isatty(STDERR_FILENO);
+	bool tty = !r->o->opt.quiet && isatty(STDERR_FILENO);
 	struct pyd_sample_loop l = {
-	    .rate = r->o->rate,
-	    .max_rounds = r->o->max_rounds,
-	    .max_seconds = r->o->duration,
+	    .rate = r->o->opt.rate,
+	    .max_rounds = r->o->opt.samples,
+	    .max_seconds = r->o->opt.duration,
 	    .stop = stop_requested,
 	    .tick = tty ? status_line : NULL,
 	    .ctx = r,
@@ -473,13 +370,13 @@ static int output(struct run *r)
 {
 	pyd_profile_finish(r->prof);
 	struct pyd_buf b = {0};
-	if (pyd_report_prof(&b, r->prof, r->o->format, r->o->threads,
-	                    r->o->limit)) {
+	if (pyd_report_prof(&b, r->prof, r->o->opt.format, r->o->opt.threads,
+	                    r->o->opt.limit)) {
 		pyd_buf_free(&b);
 		fprintf(stderr, "pystack-dump sample: out of memory\n");
 		return PYD_E_NOMEM;
 	}
-	FILE *f = r->o->output ? fopen(r->o->output, "wb") : stdout;
+	FILE *f = r->o->opt.output ? fopen(r->o->opt.output, "wb") : stdout;
 	bool ok = f && (!b.len || fwrite(b.data, 1, b.len, f) == b.len);
 	if (f && f != stdout)
 		ok &= fclose(f) == 0;
@@ -488,7 +385,7 @@ static int output(struct run *r)
 	pyd_buf_free(&b);
 	if (!ok && errno != EPIPE) {
 		fprintf(stderr, "pystack-dump sample: cannot write %s: %s\n",
-		        r->o->output ? r->o->output : "the profile",
+		        r->o->opt.output ? r->o->opt.output : "the profile",
 		        strerror(errno));
 		return PYD_E_READ;
 	}
@@ -520,9 +417,9 @@ static void summary(const struct run *r)
 		        "pystack-dump sample: the call tree reached its "
 		        "size limit; deeper new paths were folded into "
 		        "their callers.\n");
-	if (r->o->output)
+	if (r->o->opt.output)
 		fprintf(stderr, "pystack-dump sample: wrote %s (%s).\n",
-		        r->o->output, r->o->format->name);
+		        r->o->opt.output, r->o->opt.format->name);
 }
 
 static void fill_meta(struct run *r)
@@ -532,8 +429,8 @@ static void fill_meta(struct run *r)
 	gettimeofday(&tv, NULL);
 	m->pid = r->o->pid;
 	m->python_version = pyd_session_version(r->sess);
-	m->mode = r->o->mode;
-	m->rate_hz = r->o->rate;
+	m->mode = r->o->opt.mode;
+	m->rate_hz = r->o->opt.rate;
 	m->start_unix_us =
 	    (uint64_t)tv.tv_sec * 1000000u + (uint64_t)tv.tv_usec;
 }
@@ -593,7 +490,7 @@ int sample_main(int argc, char **argv)
 		return rc;
 	struct run r = {.o = &o};
 	catch_signals();
-	r.prof = pyd_profile_new(o.lines, 0);
+	r.prof = pyd_profile_new(!o.opt.no_lines, 0);
 	if (!r.prof)
 		return PYD_E_NOMEM;
 	char detail[512] = "";
@@ -615,7 +512,7 @@ int sample_main(int argc, char **argv)
 		        ? r.prof->meta.duration_s / (double)r.prof->meta.ticks
 		        : 0;
 		rc = output(&r);
-		if (!o.quiet)
+		if (!o.opt.quiet)
 			summary(&r);
 	}
 	detach(&r);

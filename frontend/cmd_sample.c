@@ -12,14 +12,13 @@
 #include "commands.h"
 #include "explain.h"
 
-/* --format (pyd_cmd_parse made sure it is one), else (with -o) the file's
- * name, else the table. */
+/* --format, else (with -o) the file's name, else the table. */
 static const struct pyd_prof_format *pick_format(const struct pyd_cmd *c)
 {
-	if (c->format)
-		return pyd_prof_format_named(c->format);
-	return c->output ? pyd_prof_format_for_file(c->output)
-	                 : pyd_prof_format_named("table");
+	if (c->opt.format)
+		return c->opt.format;
+	return c->opt.output ? pyd_prof_format_for_file(c->opt.output)
+	                     : pyd_prof_format_named("table");
 }
 
 static bool interrupted(void *ctx)
@@ -37,10 +36,11 @@ static const char *sample_loop(const struct pyd_cmd *c,
                                const struct pyd_cmd_resume *r,
                                struct pyd_sampler *sp, struct pyd_prof_meta *m)
 {
+	const struct pyd_opts *o = &c->opt;
 	struct pyd_sample_loop l = {
-	    .rate = c->rate,
-	    .max_rounds = c->samples,
-	    .max_seconds = c->rate > 0 ? (double)c->samples / c->rate + 0.5 : 0,
+	    .rate = o->rate,
+	    .max_rounds = o->samples,
+	    .max_seconds = o->rate > 0 ? (double)o->samples / o->rate + 0.5 : 0,
 	    .stop = interrupted,
 	    .ctx = (void *)r,
 	};
@@ -74,9 +74,7 @@ static enum pyd_err sample(const struct pyd_cmd *c,
                            const struct pyd_prof_format *f)
 {
 	struct pyd_sampler *sp = NULL;
-	enum pyd_sample_mode mode = PYD_SAMPLE_WALL;
-	pyd_sample_mode_named(c->mode, &mode);
-	enum pyd_err err = pyd_sampler_open(s, mode, prof, &sp);
+	enum pyd_err err = pyd_sampler_open(s, c->opt.mode, prof, &sp);
 	if (err) {
 		pyd_buf_printf(msg, "py-sample: cannot sample: %s.\n",
 		               pyd_strerror(err));
@@ -85,8 +83,8 @@ static enum pyd_err sample(const struct pyd_cmd *c,
 	struct pyd_prof_meta *m = &prof->meta;
 	m->pid = t->pid;
 	m->python_version = pyd_session_version(s);
-	m->mode = mode;
-	m->rate_hz = c->rate;
+	m->mode = c->opt.mode;
+	m->rate_hz = c->opt.rate;
 	if ((err = r->resume(r->ctx))) {
 		pyd_sampler_close(sp);
 		pyd_buf_printf(msg, "py-sample: cannot resume the inferior.\n");
@@ -101,7 +99,7 @@ static enum pyd_err sample(const struct pyd_cmd *c,
 	pyd_profile_finish(prof);
 	if (pyd_report_prof(report, prof, f, false, 40))
 		return PYD_E_NOMEM;
-	summary(msg, m, why, c->output, f);
+	summary(msg, m, why, c->opt.output, f);
 	return stop;
 }
 

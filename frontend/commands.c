@@ -62,109 +62,40 @@ static size_t split(struct pyd_cmd *c, const char *args, char **words,
 	return n;
 }
 
-static bool fail(char *err, size_t errsz, const char *name, const char *what,
-                 const char *word)
-{
-	snprintf(err, errsz, "%s: %s '%s'. Try: help %s", name, what, word,
-	         name);
-	return false;
-}
-
-static bool parse_number(const char *s, double *v)
-{
-	char *end;
-	*v = strtod(s, &end);
-	return end != s && !*end && *v > 0 && *v < 1e12;
-}
-
-/* The value of an option that takes one. */
-static const char *value(char **w, size_t n, size_t *i)
-{
-	return *i + 1 < n ? w[++*i] : NULL;
-}
-
-static bool parse_sample(struct pyd_cmd *c, char **w, size_t n, char *err,
-                         size_t errsz)
-{
-	const char *name = "py-sample";
-	double v;
-	c->rate = 1000;
-	c->mode = "wall";
-	for (size_t i = 0; i < n; i++) {
-		const char *opt = w[i], *val;
-		if (!strcmp(opt, "--rate") || !strcmp(opt, "-r")) {
-			if (!(val = value(w, n, &i)))
-				return fail(err, errsz, name,
-				            "missing value for", opt);
-			if (!strcmp(val, "max"))
-				c->rate = 0;
-			else if (parse_number(val, &v))
-				c->rate = v;
-			else
-				return fail(err, errsz, name, "bad rate", val);
-		} else if (!strcmp(opt, "--mode") || !strcmp(opt, "-m")) {
-			if (!(c->mode = value(w, n, &i)))
-				return fail(err, errsz, name,
-				            "missing value for", opt);
-			enum pyd_sample_mode mode;
-			if (!pyd_sample_mode_named(c->mode, &mode))
-				return fail(err, errsz, name, "unknown mode",
-				            c->mode);
-		} else if (!strcmp(opt, "--format") || !strcmp(opt, "-f")) {
-			if (!(c->format = value(w, n, &i)))
-				return fail(err, errsz, name,
-				            "missing value for", opt);
-			if (!pyd_prof_format_named(c->format))
-				return fail(err, errsz, name, "unknown format",
-				            c->format);
-		} else if (!strcmp(opt, "-o") || !strcmp(opt, "--output")) {
-			if (!(c->output = value(w, n, &i)))
-				return fail(err, errsz, name,
-				            "missing value for", opt);
-		} else if (!c->samples && parse_number(opt, &v) &&
-		           v == (double)(uint64_t)v) {
-			c->samples = (uint64_t)v;
-		} else {
-			return fail(err, errsz, name, "unexpected argument",
-			            opt);
-		}
-	}
-	if (!c->samples) {
-		snprintf(err, errsz,
-		         "py-sample: how many samples? e.g. "
-		         "py-sample 1000. Try: help py-sample");
-		return false;
-	}
-	return true;
-}
+/* Each command, its option bit (options.h) and its kind. */
+static const struct {
+	const char *name;
+	unsigned in;
+	enum pyd_cmd_kind kind;
+} cmds[] = {
+    {"py-bt", PYD_IN_BT, PYD_CMD_BT},
+    {"py-tasks", PYD_IN_TASKS, PYD_CMD_TASKS},
+    {"py-sample", PYD_IN_PYSAMPLE, PYD_CMD_SAMPLE},
+};
 
 bool pyd_cmd_parse(const char *name, const char *args, struct pyd_cmd *c,
                    char *err, size_t errsz)
 {
 	char *w[32];
 	memset(c, 0, sizeof *c);
-	size_t n = split(c, args, w, sizeof w / sizeof *w);
-	if (!strcmp(name, "py-sample")) {
-		c->kind = PYD_CMD_SAMPLE;
-		return parse_sample(c, w, n, err, errsz);
+	size_t n = split(c, args, w, sizeof w / sizeof *w), i = 0;
+	while (i < sizeof cmds / sizeof *cmds && strcmp(name, cmds[i].name))
+		i++;
+	if (i == sizeof cmds / sizeof *cmds) {
+		snprintf(err, errsz, "pystack-dump: no such command '%s'. "
+		                     "Try: help pystack-dump", name);
+		return false;
 	}
-	bool bt = !strcmp(name, "py-bt");
-	if (!bt && strcmp(name, "py-tasks"))
-		return fail(err, errsz, "pystack-dump", "no such command",
-		            name);
-	c->kind = bt ? PYD_CMD_BT : PYD_CMD_TASKS;
-	for (size_t i = 0; i < n; i++) {
-		if (!strcmp(w[i], "-j") || !strcmp(w[i], "--json"))
-			c->json = true;
-		else if (bt && !strcmp(w[i], "all"))
-			c->all = true;
-		else if (bt && !strcmp(w[i], "-n"))
-			c->native = true;
-		else if (!bt && !strcmp(w[i], "-t"))
-			c->table = true;
-		else
-			return fail(err, errsz, name, "unexpected argument",
-			            w[i]);
+	c->kind = cmds[i].kind;
+	if (!pyd_opts_words(cmds[i].in, name, w, n, &c->opt, err, errsz))
+		return false;
+	/* N has no default: the inferior runs until N samples are taken,
+	 * with the debugger's prompt waiting. */
+	if (c->kind == PYD_CMD_SAMPLE && !c->opt.samples) {
+		snprintf(err, errsz,
+		         "py-sample: how many samples? e.g. "
+		         "py-sample 1000. Try: help py-sample");
+		return false;
 	}
 	return true;
 }
@@ -232,16 +163,17 @@ static enum pyd_err run_bt(const struct pyd_cmd *c,
 		return err;
 	}
 	struct pyd_report_opts ro = report_opts(t, s);
-	if (!c->all && t->selected_tid && !select_thread(&d, t->selected_tid)) {
+	if (!c->opt.all && t->selected_tid &&
+	    !select_thread(&d, t->selected_tid)) {
 		pyd_buf_printf(out,
 		               "py-bt: thread %lld runs no Python (py-bt "
 		               "all shows every thread).\n",
 		               (long long)t->selected_tid);
-	} else if (c->native && t->nnative && !c->json) {
+	} else if (c->opt.native && t->nnative && !c->opt.json) {
 		pyd_report_text_native(out, &d, &ro, t->selected_tid, t->native,
 		                       t->nnative);
 	} else {
-		pyd_show_dump(out, &d, c->json, &ro);
+		pyd_show_dump(out, &d, c->opt.json, &ro);
 	}
 	pyd_dump_free(&d);
 	return err;
@@ -264,7 +196,7 @@ static enum pyd_err run_tasks(const struct pyd_cmd *c,
 		return err;
 	}
 	struct pyd_report_opts ro = report_opts(t, s);
-	pyd_show_tasks(out, &g, c->json, c->table, &ro);
+	pyd_show_tasks(out, &g, c->opt.json, c->opt.table, &ro);
 	pyd_task_graph_free(&g);
 	return PYD_OK;
 }

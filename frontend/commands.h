@@ -11,6 +11,7 @@
 
 #include "../core/pyd.h"
 #include "../core/report/report.h"
+#include "options.h"
 
 enum pyd_cmd_kind {
 	PYD_CMD_BT,     /* py-bt [all] [-n] */
@@ -20,17 +21,10 @@ enum pyd_cmd_kind {
 
 struct pyd_cmd {
 	enum pyd_cmd_kind kind;
-	bool all;    /* py-bt all: every thread, not the selected one */
-	bool native; /* py-bt -n: interleave the debugger's native frames */
-	bool table;  /* py-tasks -t */
-	bool json;   /* py-bt -j, py-tasks -j */
-	/* py-sample */
-	uint64_t samples;
-	double rate;        /* Hz; 0: as fast as possible */
-	const char *mode;   /* "wall" ... (points into the parsed args) */
-	const char *format; /* NULL: table */
-	const char *output; /* NULL: the debugger's console */
-	char buf[512];      /* storage for the strings above */
+	/* py-bt: all, native, json; py-tasks: table, json; py-sample:
+	 * samples, rate, mode, format, output.  Strings point into buf. */
+	struct pyd_opts opt;
+	char buf[512];
 };
 
 /*
@@ -85,13 +79,13 @@ struct pyd_cmd_resume {
 };
 
 /*
- * Run py-sample, c as pyd_cmd_parse made it (its format is known to be
- * one of ours): t->src must read the process while it runs (the live
- * source, not the debugger) and t->rt say where its runtime is.  Opens
- * the sampler, resumes the inferior, takes c->samples rounds at c->rate
- * within c->samples / c->rate plus half a second, stops it again and
- * appends the profile to report (the table, or c->format / the format
- * c->output's name implies: the frontend writes report to c->output).
+ * Run py-sample, c as pyd_cmd_parse made it: t->src must read the
+ * process while it runs (the live source, not the debugger) and t->rt
+ * say where its runtime is.  Opens the sampler, resumes the inferior,
+ * takes c->opt.samples rounds at c->opt.rate within samples / rate plus
+ * half a second, stops it again and appends the profile to report (the
+ * table, or c->opt.format / the format c->opt.output's name implies: the
+ * frontend writes report to c->opt.output).
  * A summary, or what went wrong, is appended to msg.
  */
 enum pyd_err pyd_cmd_sample(const struct pyd_cmd *c,

@@ -85,9 +85,9 @@ static bool check_python(struct gdb_src *g, struct pyd_buf *out)
 static void write_show(FILE *f, const struct pyd_cmd *c, const char *out)
 {
 	fputs("show() { ", f);
-	if (c->output) {
+	if (c->opt.output) {
 		fputs("echo \"py-sample: profile written to \"", f);
-		quoted(f, c->output);
+		quoted(f, c->opt.output);
 	} else {
 		fputs("cat ", f);
 		quoted(f, out);
@@ -102,15 +102,16 @@ static void write_command(FILE *f, const struct gdb_src *g,
 {
 	fprintf(f, "set -- ");
 	quoted(f, g->req->cli);
-	fprintf(f, " sample -q -n %llu -m ", (unsigned long long)c->samples);
-	quoted(f, c->mode);
-	if (c->rate > 0)
-		fprintf(f, " -r %.17g", c->rate);
+	fprintf(f, " sample -q -n %llu -m ",
+	        (unsigned long long)c->opt.samples);
+	quoted(f, pyd_sample_mode_name(c->opt.mode));
+	if (c->opt.rate > 0)
+		fprintf(f, " -r %.17g", c->opt.rate);
 	else
 		fputs(" -r max", f);
-	if (c->format || !c->output) {
+	if (c->opt.format || !c->opt.output) {
 		fputs(" -f ", f);
-		quoted(f, c->format ? c->format : "table");
+		quoted(f, c->opt.format ? c->opt.format->name : "table");
 	}
 	fputs(" -o ", f);
 	quoted(f, out);
@@ -122,7 +123,7 @@ static bool write_script(const char *path, const struct gdb_src *g,
 {
 	char table[4200];
 	snprintf(table, sizeof table, "%s.table", base);
-	const char *out = c->output ? c->output : table;
+	const char *out = c->opt.output ? c->opt.output : table;
 	FILE *f = fopen(path, "we");
 	if (!f)
 		return false;

@@ -404,7 +404,7 @@ class bt_command : public lldb::SBCommandPluginInterface
 		t.source_line = source_cache_line;
 		t.source_ctx = sources;
 		std::vector<pyd_native_frame> native;
-		if (cmd.native)
+		if (cmd.opt.native)
 			native_frames(process.GetSelectedThread(), native);
 		t.native = native.data();
 		t.nnative = native.size();
@@ -586,10 +586,11 @@ class sample_command : public lldb::SBCommandPluginInterface
 		    pyd_cmd_sample(&cmd, &t, &hooks, &report, &msg);
 		pyd_live_close(live);
 		std::string why;
+		const char *output = cmd.opt.output;
 		bool ok = !e && !report.failed && !msg.failed &&
-		          (!cmd.output || write_file(cmd.output, report, why));
+		          (!output || write_file(output, report, why));
 		if (ok) {
-			if (!cmd.output)
+			if (!output)
 				result.Printf("%.*s", (int)report.len,
 				              report.data ? report.data : "");
 			result.Printf("%.*s", (int)msg.len,

@@ -1,0 +1,63 @@
+/*
+ * The options of every command, declared once (options.c): their names
+ * in the CLI (pystack-dump, pystack-dump sample) and in the debuggers
+ * (py-bt, py-tasks, py-sample), what their values are and where they go.
+ * The CLI parses argv with getopt_long from the table, the debugger
+ * commands match their words against the same rows, and each kind of
+ * value (rate, mode, format, count, ...) is checked, and its mistake
+ * explained, in one place.
+ */
+#ifndef PYD_FRONTEND_OPTIONS_H
+#define PYD_FRONTEND_OPTIONS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../core/pyd_profile.h"
+
+/* The commands an option belongs to, a bit each. */
+#define PYD_IN_DUMP     1u  /* pystack-dump PID */
+#define PYD_IN_SAMPLE   2u  /* pystack-dump sample PID */
+#define PYD_IN_BT       4u  /* py-bt */
+#define PYD_IN_TASKS    8u  /* py-tasks */
+#define PYD_IN_PYSAMPLE 16u /* py-sample */
+
+/* Every option's value, whatever the command: what it was not given
+ * stays as pyd_opts_* set it (rate 1000, mode wall, limit 40, else 0). */
+struct pyd_opts {
+	/* where the dump reads from (pystack-dump) */
+	const char *core, *exe, *sysroot, *snapshot;
+	const char *save; /* --save-snapshot */
+	bool json, locked, no_source, tasks, table;
+	bool all, native; /* py-bt all, -n */
+	/* sampling (pystack-dump sample, py-sample) */
+	double rate;      /* Hz; 0: as fast as possible */
+	double duration;  /* seconds; 0: unbounded */
+	uint64_t samples; /* rounds; 0: unbounded */
+	enum pyd_sample_mode mode;
+	const struct pyd_prof_format *format; /* NULL: not chosen */
+	const char *output;
+	bool no_lines, threads, quiet;
+	size_t limit;
+	/* met one of these: the CLI parsed no further */
+	bool help, version, list_formats;
+};
+
+/*
+ * argv's options for the CLI command `in` (PYD_IN_DUMP or
+ * PYD_IN_SAMPLE), with getopt_long: true with optind at the first
+ * operand (or at help, version or list_formats, set in o); false with
+ * the message (without the program's name) in err.
+ */
+bool pyd_opts_getopt(int argc, char **argv, unsigned in, struct pyd_opts *o,
+                     char *err, size_t errsz);
+
+/*
+ * The words w[0..n) of debugger command name (its bit: in): false with
+ * "name: what 'word'. Try: help name" in err.
+ */
+bool pyd_opts_words(unsigned in, const char *name, char **w, size_t n,
+                    struct pyd_opts *o, char *err, size_t errsz);
+
+#endif

@@ -45,14 +45,7 @@ def check_schema(doc):
             errs.append("%s.holds_gil missing or not a bool" % w)
         if t.get("state") not in ("running", "idle", "unknown"):
             errs.append("%s.state invalid: %r" % (w, t.get("state")))
-        if "error" not in t or not (t["error"] is None or isinstance(t["error"], str)):
-            errs.append("%s.error missing or not str|null" % w)
-        frames = t.get("frames")
-        if not isinstance(frames, list):
-            errs.append("%s.frames missing or not a list" % w)
-            continue
-        for j, fr in enumerate(frames):
-            errs += frame_schema_errors("%s.frames[%d]" % (w, j), fr)
+        errs += stack_schema_errors(w, t, "frames")
         if len(errs) > 20:
             return errs[:20] + ["..."]
     return errs
@@ -71,6 +64,20 @@ def objects_in(doc, key, errs):
             yield w, t
         else:
             errs.append("%s is not an object" % w)
+
+
+def stack_schema_errors(w, t, key):
+    """What is wrong with the "error" and the stack t[key] of a thread or a
+    task (w names it)."""
+    errs = []
+    if "error" not in t or not (t["error"] is None or isinstance(t["error"], str)):
+        errs.append("%s.error missing or not str|null" % w)
+    frames = t.get(key)
+    if not isinstance(frames, list):
+        return errs + ["%s.%s missing or not a list" % (w, key)]
+    for j, fr in enumerate(frames):
+        errs += frame_schema_errors("%s.%s[%d]" % (w, key, j), fr)
+    return errs
 
 
 def frame_schema_errors(fw, fr):

@@ -6,7 +6,7 @@ import os
 import re
 import time
 
-from .dumps import _is_int, base_gt_sanity, diff_frames, ffmt, frame_schema_errors, objects_in
+from .dumps import _is_int, base_gt_sanity, diff_frames, ffmt, stack_schema_errors, objects_in
 from .procs import GT_TIMEOUT, STOP, TARGET_ENV, TOOL_TIMEOUT, run, short, task_states, vlog
 from .results import Result
 from .target import TargetError, parse_json_out, tool_run
@@ -150,17 +150,10 @@ def check_tasks_schema(doc):
             errs.append("%s.thread missing or not int|null" % w)
         if not isinstance(t.get("running"), bool):
             errs.append("%s.running missing or not a bool" % w)
-        if "error" not in t or not (t["error"] is None or isinstance(t["error"], str)):
-            errs.append("%s.error missing or not str|null" % w)
         for k in ("awaits", "awaited_by"):
             if not (isinstance(t.get(k), list) and all(_is_int(x) for x in t[k])):
                 errs.append("%s.%s missing or not a list of ids" % (w, k))
-        frames = t.get("coroutine_stack")
-        if not isinstance(frames, list):
-            errs.append("%s.coroutine_stack missing or not a list" % w)
-            continue
-        for j, fr in enumerate(frames):
-            errs += frame_schema_errors("%s.coroutine_stack[%d]" % (w, j), fr)
+        errs += stack_schema_errors(w, t, "coroutine_stack")
         if len(errs) > 20:
             return errs[:20] + ["..."]
     return errs

@@ -1,4 +1,5 @@
-"""Benchmark targets: `deep N` blocks under an N-frame stack, `threads N`
+"""Benchmark targets: `deep N` blocks under an N-frame stack, `locals N`
+the same with six locals of different kinds in each frame, `threads N`
 blocks in N threads (each a few frames deep), `spin N` runs a busy loop at
 the bottom of an N-frame stack (<module> and N - 1 calls of spin_rec), for
 the sampling benchmark.  Prints "ready" when set up.  Runs on 3.6+."""
@@ -12,6 +13,23 @@ def deep(n):
         print("ready", flush=True)
         time.sleep(1e6)
     deep(n - 1)
+
+
+class Request(object):
+    def __init__(self, n):
+        self.n = n
+
+
+def with_locals(n):
+    ident, name = n, "frame-%d" % n
+    ids = [n, n + 1, n + 2, n + 3, n + 4]
+    opts = {"depth": n, "name": name, "ratio": n / 7.0}
+    req, blob = Request(n), b"\x00payload" * 4
+    if n <= 1:
+        print("ready", flush=True)
+        time.sleep(1e6)
+    with_locals(n - 1)
+    return ident, ids, opts, req, blob
 
 
 def spin_rec(n):
@@ -44,4 +62,4 @@ if __name__ == "__main__":
     if kind == "spin":
         spin_rec(n - 1)
     else:
-        (deep if kind == "deep" else threads)(n)
+        {"deep": deep, "locals": with_locals, "threads": threads}[kind](n)

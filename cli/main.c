@@ -51,6 +51,20 @@ static const char usage_text[] =
 	"                   (ptrace), for a perfectly consistent snapshot; the\n"
 	"                   target resumes even if pystack-dump is killed\n"
 	"      --no-source  do not print source lines under each frame\n"
+	"  -L, --locals     also print each frame's arguments and local\n"
+	"                   variables (cells and free variables included), as\n"
+	"                   Python's repr() shows them, read from memory: no\n"
+	"                   code runs in the target. Other objects show as\n"
+	"                   <TYPE object at 0xADDR>, memory that cannot be read\n"
+	"                   as <unreadable at 0xADDR>\n"
+	"      --locals-string N  characters of a str or bytes shown (80)\n"
+	"      --locals-items N   items shown per container (10)\n"
+	"      --locals-depth N   containers shown inside containers (2);\n"
+	"                   past a limit a value ends in \"...\", an int of\n"
+	"                   more than 60 digits shows its first 20 and its\n"
+	"                   length. One dump reads at most 500,000 times and\n"
+	"                   256 MiB for locals; values past that show as\n"
+	"                   <not read: budget spent>"
 	"      --tasks      print the asyncio task graph instead of the thread\n"
 	"                   stacks (CPython 3.7+): each task that nobody\n"
 	"                   awaits, its coroutine stack (outermost first), and\n"
@@ -73,7 +87,10 @@ static const char usage_text[] =
 	"                \"frames\": [{\"function\": str, \"qualname\": str|null,\n"
 	"                            \"file\": str, \"line\": int}]}]}\n"
 	"  frames[0] is the innermost (currently executing) frame; qualname is\n"
-	"  null before Python 3.11.\n"
+	"  null before Python 3.11. With --locals each frame also has\n"
+	"  \"arguments\": {name: repr} and \"locals\": {name: repr} (code-object\n"
+	"  order; null if the frame's variables could not be read), and the\n"
+	"  document \"locals_budget_spent\": bool.\n"
 	"\n"
 	"Supported: CPython 3.6 to 3.15 on Linux x86-64, release and debug\n"
 	"builds, including processes in containers and chroots.\n"
@@ -114,6 +131,13 @@ static int check_sources(int argc, char **argv, struct options *o)
 		return cli_usage_error("%s", "--table goes with --tasks");
 	if (o->opt.table && o->opt.json)
 		return cli_usage_error("%s", "give one of --table and --json");
+	if (o->opt.locals && o->opt.tasks)
+		return cli_usage_error("%s", "--locals shows the thread stacks' "
+					     "variables: not with --tasks");
+	const struct pyd_repr_limits dflt = PYD_REPR_DEFAULTS;
+	if (!o->opt.locals && memcmp(&o->opt.repr, &dflt, sizeof dflt))
+		return cli_usage_error("%s", "--locals-string, --locals-items "
+					     "and --locals-depth go with --locals");
 	return files ? 0 : cli_parse_pid(argv[optind], &t->pid);
 }
 
@@ -170,6 +194,11 @@ static enum pyd_err take_dump(struct target *t, const struct options *o,
 	*decoding = true;
 	err = o->opt.tasks ? pyd_dump_tasks(*sess, graph)
 			   : pyd_dump_stacks(*sess, dump);
+	/* Locals of whatever frames were read: they change no exit status
+	 * unless we ran out of memory. */
+	if (o->opt.locals && !o->opt.tasks && dump->nthreads &&
+	    pyd_dump_locals(*sess, dump, &o->opt.repr) == PYD_E_NOMEM && !err)
+		err = PYD_E_NOMEM;
 	if (o->opt.locked)
 		pyd_live_resume(t->live);
 	return err;

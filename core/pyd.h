@@ -28,6 +28,26 @@ struct pyd_frame {
 	 * called into the interpreter here (py-bt -n pairs each such run
 	 * with its _PyEval_EvalFrameDefault native frame). */
 	bool entry;
+	/* The frame object (<= 3.10) or interpreter frame (3.11+) and its
+	 * code object, in the target; 0 where a frame has none (a task's
+	 * name standing in for a frame). */
+	uint64_t addr, code;
+};
+
+/* One variable of a frame, as pyd_dump_locals renders it. */
+struct pyd_var {
+	const char *name; /* the code object's; owned by the session */
+	char *repr;       /* owned by the dump */
+	bool argument;
+};
+
+/* The variables of one frame: arguments first, then the other locals
+ * (cell and free variables included), in code-object order; variables
+ * not bound yet are left out. */
+struct pyd_frame_vars {
+	struct pyd_var *v;
+	size_t n;
+	bool unreadable; /* the frame's variables could not be read at all */
 };
 
 struct pyd_thread {
@@ -42,6 +62,8 @@ struct pyd_thread {
 	enum pyd_thread_run run;
 	struct pyd_frame *frames; /* innermost first */
 	size_t nframes;
+	/* nframes entries once pyd_dump_locals ran, else NULL. */
+	struct pyd_frame_vars *vars;
 	/* PYD_OK, or why the stack is incomplete (frames holds what we got). */
 	enum pyd_err error;
 	bool truncated; /* deeper than PYD_MAX_FRAMES */
@@ -52,7 +74,30 @@ struct pyd_dump {
 	size_t nthreads;
 	size_t ninterps;
 	unsigned retries; /* torn reads we retried */
+	bool has_locals; /* pyd_dump_locals ran */
+	/* pyd_dump_locals stopped reading at its budget: the values left
+	 * show as <not read: budget spent>. */
+	bool locals_budget_spent;
 };
+
+/* How much of a value a repr shows. */
+struct pyd_repr_limits {
+	unsigned string; /* characters of a str or bytes */
+	unsigned items;  /* items of a container, attributes of an object */
+	unsigned depth;  /* levels of containers shown inside each other */
+	unsigned digits; /* digits of an int shown whole */
+	bool attrs;      /* a plain instance's attributes too (py-print) */
+};
+
+/* The defaults of --locals: 80 characters, 10 items, 2 levels, 60
+ * digits; py-print's deeper look. */
+#define PYD_REPR_DEFAULTS ((struct pyd_repr_limits){80, 10, 2, 60, false})
+#define PYD_REPR_DEEP ((struct pyd_repr_limits){1000, 100, 5, 1000, true})
+
+/* A dump's locals read at most this much of the target: a corrupt heap
+ * cannot make it slow or large. */
+#define PYD_LOCALS_MAX_READS 500000
+#define PYD_LOCALS_MAX_BYTES (256u << 20)
 
 /* Deepest stack we walk; Python's own recursion limit is far below. */
 #define PYD_MAX_FRAMES 100000
@@ -79,6 +124,25 @@ const char *pyd_session_layout_source(const struct pyd_session *s);
 /* Every thread of every interpreter with its Python stack. */
 enum pyd_err pyd_dump_stacks(struct pyd_session *s, struct pyd_dump *out);
 void pyd_dump_free(struct pyd_dump *d);
+
+/*
+ * The variables of every frame of a dump (struct pyd_thread.vars), their
+ * values rendered as Python's repr() within lim, reading at most
+ * PYD_LOCALS_MAX_READS / _BYTES.  A value that cannot be read shows as
+ * <unreadable at 0xADDR>; nothing else of the dump changes.
+ */
+enum pyd_err pyd_dump_locals(struct pyd_session *s, struct pyd_dump *d,
+			     const struct pyd_repr_limits *lim);
+
+/*
+ * The repr (malloc'd, within lim) of the variable `name` as frame f sees
+ * it: its locals, then its globals, then its builtins; *scope says which
+ * ("local", "global" or "builtin"); *repr is NULL if none has it.
+ */
+enum pyd_err pyd_frame_lookup(struct pyd_session *s, const struct pyd_frame *f,
+			      const char *name,
+			      const struct pyd_repr_limits *lim, char **repr,
+			      const char **scope);
 
 /*
  * asyncio task graphs.

@@ -13,7 +13,7 @@
 #define PYD_PROFILE_H
 
 #include "pyd.h"
-#include "report/buf.h"
+#include "buf.h"
 
 #define PYD_PROF_NONE UINT32_MAX
 

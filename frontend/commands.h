@@ -14,9 +14,29 @@
 #include "options.h"
 
 enum pyd_cmd_kind {
-	PYD_CMD_BT,     /* py-bt [all] [-n] */
+	PYD_CMD_BT,     /* py-bt [all] [-n] [-l] */
 	PYD_CMD_TASKS,  /* py-tasks [-t] [-j] */
 	PYD_CMD_SAMPLE, /* py-sample N [--rate HZ] [--mode M] [-o FILE] ... */
+	/* The selected Python frame (struct pyd_py_selection) and what it
+	 * holds: */
+	PYD_CMD_UP,     /* py-up [N] */
+	PYD_CMD_DOWN,   /* py-down [N] */
+	PYD_CMD_FRAME,  /* py-frame */
+	PYD_CMD_LIST,   /* py-list */
+	PYD_CMD_LOCALS, /* py-locals */
+	PYD_CMD_PRINT,  /* py-print NAME */
+};
+
+/* The Python frame py-up and py-down select, which py-frame, py-list,
+ * py-locals and py-print look at: the shell keeps it between commands.
+ * A new thread, or a stack shorter than level, starts over at #0. */
+struct pyd_py_selection {
+	int64_t tid;  /* the thread it was selected on; 0: none yet */
+	size_t level; /* 0: the innermost Python frame */
+	/* Set by each of these commands: the native frame (innermost
+	 * first, of pyd_cmd_target.native) that runs the selected one, for
+	 * the shell to select too; -1 if none is known. */
+	long native;
 };
 
 struct pyd_cmd {
@@ -45,7 +65,10 @@ struct pyd_cmd_target {
 	const char *origin;      /* "Process 1234", "Core file core.1234" */
 	const char *source_kind; /* "process", "core" */
 	int64_t selected_tid;    /* the debugger's selected thread, 0: none */
-	/* py-bt -n: the selected thread's native frames */
+	/* py-up, py-down, ...: the shell's selection (NULL: none kept) */
+	struct pyd_py_selection *sel;
+	/* py-bt -n, py-up, py-down, py-frame: the selected thread's native
+	 * frames */
 	const struct pyd_native_frame *native;
 	size_t nnative;
 	/* Source lines for the text report (optional). */
@@ -60,9 +83,15 @@ void pyd_show_dump(struct pyd_buf *out, const struct pyd_dump *d, bool json,
 void pyd_show_tasks(struct pyd_buf *out, const struct pyd_task_graph *g,
                     bool json, bool table, const struct pyd_report_opts *ro);
 
+/* The commands a shell defines (py-bt ... py-print), NULL-terminated. */
+extern const char *const pyd_cmd_names[];
+
+/* Does command c want the selected thread's native frames? */
+bool pyd_cmd_wants_native(const struct pyd_cmd *c);
+
 /*
- * Run py-bt or py-tasks (py-sample needs a running process: the frontend
- * runs it with pyd_sampler).  The report, or a message saying what went
+ * Run any command but py-sample (it needs a running process: the
+ * frontend runs it with pyd_cmd_sample).  The report, or a message saying what went
  * wrong and what to do, is appended to out.  Returns PYD_OK or the error.
  */
 enum pyd_err pyd_cmd_run(const struct pyd_cmd *c,

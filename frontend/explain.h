@@ -11,7 +11,7 @@
 #include <stddef.h>
 
 #include "../core/pyd_error.h"
-#include "../core/report/buf.h"
+#include "../core/buf.h"
 
 /* Where the words go: the CLI names the process or file it was given, a
  * debugger says "the program". */

@@ -21,6 +21,8 @@ enum kind {
 	SECONDS, /* > 0 */
 	COUNT,   /* a whole number > 0 */
 	LIMIT,   /* 0 or a count (fractions truncated) */
+	SIZE,    /* a whole number 0..10000 (unsigned) */
+	DEPTH,   /* a whole number 0..20 (unsigned) */
 	MODE,    /* a sampling mode's name */
 	FORMAT,  /* a profile format's name */
 };
@@ -56,10 +58,16 @@ static const struct opt opts[] = {
     {"json", 'j', "-j --json", FLAG, DUMP | PYD_IN_BT | PYD_IN_TASKS, AT(json)},
     {"locked", 'l', NULL, FLAG, DUMP, AT(locked)},
     {"no-source", 0, NULL, FLAG, DUMP, AT(no_source)},
+    {"locals", 'L', "-l --locals full", FLAG, DUMP | PYD_IN_BT, AT(locals)},
+    {"locals-string", 0, NULL, SIZE, DUMP, AT(repr.string)},
+    {"locals-items", 0, NULL, SIZE, DUMP, AT(repr.items)},
+    {"locals-depth", 0, NULL, DEPTH, DUMP, AT(repr.depth)},
     {"tasks", 0, NULL, FLAG, DUMP, AT(tasks)},
     {"table", 0, "-t", FLAG, DUMP | PYD_IN_TASKS, AT(table)},
     {NULL, 0, "all", FLAG, PYD_IN_BT, AT(all)},
     {NULL, 0, "-n", FLAG, PYD_IN_BT, AT(native)},
+    {NULL, 0, OPERAND, COUNT, PYD_IN_MOVE, AT(levels)},
+    {NULL, 0, OPERAND, STRING, PYD_IN_PRINT, AT(name)},
     {"rate", 'r', "-r --rate", RATE, SAMPLING, AT(rate)},
     {"duration", 'd', NULL, SECONDS, PYD_IN_SAMPLE, AT(duration)},
     {"samples", 'n', OPERAND, COUNT, SAMPLING, AT(samples)},
@@ -125,6 +133,14 @@ static bool parse(enum kind k, const char *s, enum shell sh, void *to)
 			return false;
 		*(size_t *)to = (size_t)v;
 		return true;
+	case SIZE:
+	case DEPTH:
+		if (strcmp(s, "0") && !number(s, &v))
+			return false;
+		if (v != (double)(unsigned)v || v > (k == SIZE ? 10000 : 20))
+			return false;
+		*(unsigned *)to = (unsigned)v;
+		return true;
 	case MODE:
 		return pyd_sample_mode_named(s, to);
 	case FORMAT:
@@ -155,6 +171,8 @@ static const struct refusal {
     [SECONDS] = {"duration", "seconds", NULL},
     [COUNT] = {"count", "a count", NULL},
     [LIMIT] = {"limit", "a count", NULL},
+    [SIZE] = {"size", "a whole number from 0 to 10000", NULL},
+    [DEPTH] = {"depth", "a whole number from 0 to 20", NULL},
     [MODE] = {"mode", NULL, mode_names},
     [FORMAT] = {"format", NULL, pyd_prof_format_list},
 };
@@ -173,8 +191,10 @@ static bool set(const struct opt *p, const char *s, enum shell sh,
 /* What every command starts from. */
 static void defaults(struct pyd_opts *o)
 {
-	*o = (struct pyd_opts){
-	    .rate = 1000, .mode = PYD_SAMPLE_WALL, .limit = 40};
+	*o = (struct pyd_opts){.rate = 1000,
+	                       .mode = PYD_SAMPLE_WALL,
+	                       .limit = 40,
+	                       .repr = PYD_REPR_DEFAULTS};
 }
 
 /* ---- the CLI ---- */

@@ -22,15 +22,23 @@
 #define PYD_IN_BT       4u  /* py-bt */
 #define PYD_IN_TASKS    8u  /* py-tasks */
 #define PYD_IN_PYSAMPLE 16u /* py-sample */
+#define PYD_IN_MOVE     32u /* py-up, py-down */
+#define PYD_IN_PRINT    64u /* py-print */
 
 /* Every option's value, whatever the command: what it was not given
- * stays as pyd_opts_* set it (rate 1000, mode wall, limit 40, else 0). */
+ * stays as pyd_opts_* set it (rate 1000, mode wall, limit 40, repr
+ * PYD_REPR_DEFAULTS, else 0). */
 struct pyd_opts {
 	/* where the dump reads from (pystack-dump) */
 	const char *core, *exe, *sysroot, *snapshot;
 	const char *save; /* --save-snapshot */
 	bool json, locked, no_source, tasks, table;
+	/* --locals (py-bt -l) and how much of each value it shows */
+	bool locals;
+	struct pyd_repr_limits repr;
 	bool all, native; /* py-bt all, -n */
+	uint64_t levels;  /* py-up, py-down N (0: not given, 1) */
+	const char *name; /* py-print NAME */
 	/* sampling (pystack-dump sample, py-sample) */
 	double rate;      /* Hz; 0: as fast as possible */
 	double duration;  /* seconds; 0: unbounded */

@@ -18,7 +18,7 @@
 
 #include "../frontend/source.h"
 #include "plugin.h"
-#include "report/buf.h"
+#include "buf.h"
 
 GDB_DECLARE_GPL_COMPATIBLE_READER
 
@@ -30,6 +30,8 @@ static char base[4096];
 static char request_path[4200];
 /* A request runs to its end before the next one is looked for. */
 static int running;
+/* The Python frame py-up and py-down selected, for the next command. */
+static struct pyd_py_selection selection = {0, 0, -1};
 
 static void print(const struct pyd_buf *b)
 {
@@ -83,6 +85,18 @@ static char *take_request(void)
 	return text;
 }
 
+/* BASE.sel: the native frame the command file's pyd-select selects. */
+static void write_selection(long frame)
+{
+	char path[4200];
+	snprintf(path, sizeof path, "%s.sel", base);
+	FILE *f = fopen(path, "we");
+	if (f) {
+		fprintf(f, "%ld\n", frame);
+		fclose(f);
+	}
+}
+
 static void run_dump(struct gdb_src *g, const struct pyd_cmd *c,
                      struct pyd_buf *out)
 {
@@ -98,13 +112,17 @@ static void run_dump(struct gdb_src *g, const struct pyd_cmd *c,
 	    .origin = origin,
 	    .source_kind = r->kind == GDB_TARGET_CORE ? "core" : "process",
 	    .selected_tid = r->selected,
+	    .sel = &selection,
 	    .native = r->native,
 	    .nnative = r->nnative,
 	    .source_line = sc ? source_cache_line : NULL,
 	    .source_ctx = sc,
 	};
+	selection.native = -1;
 	pyd_cmd_run(c, &t, out);
 	source_cache_free(sc);
+	if (selection.native >= 0)
+		write_selection(selection.native);
 }
 
 static void run_request(struct gdb_request *r, gdb_target_read *target_read)

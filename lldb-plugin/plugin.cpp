@@ -362,6 +362,9 @@ bool usable(lldb::SBProcess &process, const char *name,
 	return false;
 }
 
+/* The Python frame py-up and py-down selected, for the next command. */
+pyd_py_selection selection = {0, 0, -1};
+
 class bt_command : public lldb::SBCommandPluginInterface
 {
 	const char *name;
@@ -403,14 +406,19 @@ class bt_command : public lldb::SBCommandPluginInterface
 		    (int64_t)process.GetSelectedThread().GetThreadID();
 		t.source_line = source_cache_line;
 		t.source_ctx = sources;
+		t.sel = &selection;
 		std::vector<pyd_native_frame> native;
-		if (cmd.opt.native)
-			native_frames(process.GetSelectedThread(), native);
+		lldb::SBThread thread = process.GetSelectedThread();
+		if (pyd_cmd_wants_native(&cmd))
+			native_frames(thread, native);
 		t.native = native.data();
 		t.nnative = native.size();
 		pyd_buf out{};
+		selection.native = -1;
 		enum pyd_err e = pyd_cmd_run(&cmd, &t, &out);
 		source_cache_free(sources);
+		if (selection.native >= 0)
+			thread.SetSelectedFrame((uint32_t)selection.native);
 		bool ok = (e == PYD_OK || e == PYD_E_TORN) && !out.failed;
 		if (ok) {
 			result.Printf("%.*s", (int)out.len,
@@ -647,13 +655,17 @@ bool lldb::PluginInitialize(lldb::SBDebugger debugger)
 	if (loaded) {
 		fprintf(debugger.GetErrorFileHandle(),
 		        "pystack-dump: the lldb plugin is already loaded "
-		        "(py-bt, py-tasks, py-sample).\n");
+		        "(py-bt, py-tasks, py-sample, py-up, py-down, "
+		        "py-frame, py-list, py-locals, py-print).\n");
 		return true;
 	}
 	lldb::SBCommandInterpreter interp = debugger.GetCommandInterpreter();
-	add(interp, "py-bt", new bt_command("py-bt"));
-	add(interp, "py-tasks", new bt_command("py-tasks"));
-	add(interp, "py-sample", new sample_command());
+	for (const char *const *n = pyd_cmd_names; *n; n++)
+		add(interp, *n,
+		    strcmp(*n, "py-sample")
+		        ? static_cast<lldb::SBCommandPluginInterface *>(
+		              new bt_command(*n))
+		        : new sample_command());
 	loaded = true;
 	return true;
 }

@@ -12,6 +12,8 @@ import time
 
 import pytest
 
+from harness.locals import (DEBUGGER_CHECKS, FRAME_COMMANDS, core_host_file,
+                            frame_expectations, frame_results)
 from harness.procs import host_tmp, kill, run, spawn, task_states
 from harness.results import Result, settle
 from harness.target import Target, TargetError
@@ -181,6 +183,42 @@ def bt_job(interp, tool, plugin):
     return res
 
 
+def locals_job(interp, tool, plugin):
+    """locals.py: py-bt -l and py-bt all -l equal pystack-dump --locals;
+    py-frame, py-up, py-down, py-list, py-locals, py-print on the main
+    thread, and the native frame py-up selects; the same on a core."""
+    res = []
+    with Target(interp, "locals") as t:
+        t.wait_ground_truth()
+        t.wait_settled()
+        pid = str(t.pid)
+        cmds = ["py-bt -l", "py-bt all -l"] + FRAME_COMMANDS[:6] + ["frame"] + FRAME_COMMANDS[6:]
+        rc, parts, raw = gdb(plugin, ["-p", pid], cmds)
+        got = dict((c, parts.get(i, "")) for i, c in enumerate(cmds))
+        want = cli(tool, ["--locals", pid])[1]
+        res.append(same("py-bt -l (live)", got["py-bt -l"],
+                        thread_block(want, t.gt["main_tid"]) or "(no main thread)"))
+        res.append(same("py-bt all -l (live)", got["py-bt all -l"], want))
+        res += frame_results(frame_expectations(t.gt, interp.host_path), got, "live", Result)
+        res.append(verdict("py-up selects the eval loop (live)",
+                           None if interp.chroot else
+                           "_PyEval_EvalFrameDefault" in got["frame"],
+                           "gdb loads the host's libraries for a chroot's process "
+                           "(their in-chroot names): its native frames are unreliable "
+                           "(README)" if interp.chroot else got["frame"]))
+        core, exe = gcore(interp, t, "core-locals")
+        try:
+            cmds = ["py-bt all -l"] + FRAME_COMMANDS
+            rc, parts, raw = gdb(plugin, ["-c", core, exe], cmds)
+            got = dict((c, parts.get(i, "")) for i, c in enumerate(cmds))
+            want = cli(tool, ["--core", core, "--locals"])[1]
+            res.append(same("py-bt all -l (core)", got["py-bt all -l"], want))
+            res += frame_results(frame_expectations(t.gt, core_host_file), got, "core", Result)
+        finally:
+            os.unlink(core)
+    return res
+
+
 def sample_job(interp, plugin):
     """busy.py: py-sample 1000 returns within its budget (1 s at 1000 Hz,
     plus 1.5 s), leaves the inferior stopped with all its threads (info
@@ -248,6 +286,14 @@ def test_gdb_bt(interp, check, tool, gdb_plugin, jobs, request):
     settle(jobs.result(check, bt_job, interp, tool, gdb_plugin), request.node)
 
 
+@pytest.mark.job("gdb-locals")
+@pytest.mark.parametrize("check", DEBUGGER_CHECKS)
+def test_gdb_locals(interp, check, tool, gdb_plugin, jobs, request):
+    """py-bt -l, py-up, py-down, py-frame, py-list, py-locals and py-print
+    in gdb, live and on a core, against the target's own repr()."""
+    settle(jobs.result(check, locals_job, interp, tool, gdb_plugin), request.node)
+
+
 @pytest.mark.job("gdb-sample")
 @pytest.mark.parametrize("check", ["py-sample", "py-sample: stopped after",
                                    "py-sample: running after detach"])
@@ -291,7 +337,7 @@ def test_gdb_loaded_twice(gdb_plugin, sleeper):
                          ["py-bt", "jit-reader-load " + reader, "py-bt", "help py-bt"])
     assert (rc == 0 and "already loaded" in raw
             and all(parts.get(i, "").count("not running CPython") == 1 for i in (0, 2))
-            and parts.get(3, "").startswith("py-bt [all] [-n] [-j]")), raw[-800:]
+            and parts.get(3, "").startswith("py-bt [all] [-n] [-l] [-j]")), raw[-800:]
 
 
 def test_gdb_bad_arguments(gdb_plugin, sleeper):

@@ -11,6 +11,8 @@ import time
 import pytest
 
 from harness.cores import GCORE_TARGET_ENV
+from harness.locals import (DEBUGGER_CHECKS, FRAME_COMMANDS, core_host_file,
+                            frame_expectations, frame_results)
 from harness.procs import TOOL_TIMEOUT, alive, host_tmp, kill, run, spawn, tracer_pid
 from harness.results import Result, settle
 from harness.target import Target, TargetError
@@ -142,6 +144,44 @@ def bt_job(interp, tool, plugin):
     return res
 
 
+def locals_job(interp, tool, plugin):
+    """locals.py: py-bt -l and py-bt all -l equal pystack-dump --locals;
+    py-frame, py-up, py-down, py-list, py-locals, py-print on the main
+    thread, and the native frame py-up selects; the same on a core."""
+    res = []
+    with Target(interp, "locals", env_extra=GCORE_TARGET_ENV) as t:
+        t.wait_ground_truth()
+        t.wait_settled()
+        pid = str(t.pid)
+        want = cli(tool, ["--locals", pid])[1]
+        cmds = (["py-bt -l", "py-bt all -l"] + FRAME_COMMANDS[:6] + ["frame info"]
+                + FRAME_COMMANDS[6:])
+        rc, out, err = lldb(plugin, cmds, ["-p", pid])
+        got = sections(out)
+        res.append(same("py-bt -l (live)", selected_part(want, t.pid), got.get("py-bt -l", err)))
+        res.append(same("py-bt all -l (live)", want, got.get("py-bt all -l", err)))
+        res += frame_results(frame_expectations(t.gt, interp.host_path), got, "live", Result)
+        ok = "_PyEval_EvalFrameDefault" in got.get("frame info", "")
+        if interp.chroot:
+            res.append(Result("py-up selects the eval loop (live)", "SKIP",
+                              "lldb loads the host's libraries for a chroot's process: "
+                              "its native frames are unreliable (README)"))
+        else:
+            res.append(Result("py-up selects the eval loop (live)", "PASS" if ok else "FAIL",
+                              "" if ok else got.get("frame info", err)))
+        core = gcore(t, "core-locals")
+    try:
+        rc, want, err = cli(tool, ["--core", core, "--locals"])
+        cmds = ["py-bt all -l"] + FRAME_COMMANDS
+        rc, out, err = lldb(plugin, cmds, ["-c", core, exe_of(interp)])
+        got = sections(out)
+        res.append(same("py-bt all -l (core)", want, got.get("py-bt all -l", err)))
+        res += frame_results(frame_expectations(t.gt, core_host_file), got, "core", Result)
+    finally:
+        os.unlink(core)
+    return res
+
+
 def tasks_job(interp, tool, plugin):
     """asyncio_graph.py: py-tasks and py-tasks -t live, py-tasks on a gcore
     core, against pystack-dump --tasks [--table]."""
@@ -173,6 +213,14 @@ def tasks_job(interp, tool, plugin):
 def test_lldb_bt(interp, check, tool, lldb_plugin, jobs, request):
     """py-bt in lldb prints what pystack-dump prints, live and on a core."""
     settle(jobs.result(check, bt_job, interp, tool, lldb_plugin), request.node)
+
+
+@pytest.mark.job("lldb-locals")
+@pytest.mark.parametrize("check", DEBUGGER_CHECKS)
+def test_lldb_locals(interp, check, tool, lldb_plugin, jobs, request):
+    """py-bt -l, py-up, py-down, py-frame, py-list, py-locals and py-print
+    in lldb, live and on a core, against the target's own repr()."""
+    settle(jobs.result(check, locals_job, interp, tool, lldb_plugin), request.node)
 
 
 @pytest.mark.job("lldb-tasks")

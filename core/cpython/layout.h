@@ -133,6 +133,22 @@ struct py_layout {
 		int32_t ob_sval;
 	} bytes;
 
+	/* A frame's variables (locals.c).  <= 3.10: co_varnames, co_cellvars
+	 * and co_freevars name the f_localsplus slots (co_nlocals fast
+	 * locals, then one cell per cell and free variable).  3.11+: one
+	 * tuple co_localsplusnames and a bytes of CO_FAST_* kinds name the
+	 * slots at iframe.localsplus.  Arguments come first in both. */
+	struct {
+		int32_t co_argcount, co_kwonlyargcount, co_flags; /* int */
+		int32_t co_nlocals;                               /* int */
+		int32_t co_varnames, co_cellvars, co_freevars;    /* <= 3.10 */
+		int32_t co_localsplusnames, co_localspluskinds;   /* 3.11+ */
+		int32_t f_localsplus;          /* PyFrameObject (<= 3.10) */
+		/* the frame object's (<= 3.10) or the interpreter frame's */
+		int32_t f_globals, f_builtins;
+		int32_t ob_fval; /* PyFloatObject */
+	} vars;
+
 	struct {
 		int32_t ob_type;
 		int32_t tp_name;
@@ -246,7 +262,7 @@ struct py_layout {
 		/* _asyncio FutureObj / TaskObj */
 		int32_t fut_loop, fut_callback0, fut_callbacks, fut_state;
 		int32_t task_fut_waiter, task_coro, task_name; /* name 3.8+ */
-		int32_t task_size;
+		int32_t task_size; /* 0: no TaskObj measured (3.6) */
 	} objects;
 };
 
@@ -254,7 +270,8 @@ struct py_layout {
  * from the module state)? */
 static inline bool py_layout_has_module_tasks(const struct py_layout *l)
 {
-	return l->objects.valid && !l->objects.py_only;
+	return l->objects.valid && !l->objects.py_only &&
+	       l->objects.task_size > 0;
 }
 
 /* Does l carry what reading pure-Python tasks from the module state next

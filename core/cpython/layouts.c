@@ -59,6 +59,13 @@
 	.f_state = NO, .co_code = NO, .yield_from_op = 0, \
 	.func_closure = 72, .func_name = 32
 #define OBJECTS_311_DICT OBJECTS_LOG2_DICT, .if_stacktop = 64
+/* 3.6: the object readers only; its _asyncio is not decoded (task_size
+ * 0), so neither are its tasks nor threading's names. */
+#define OBJECTS_36 { OBJECTS_COMMON, OBJECTS_310_DICT, .interp_modules = 16, \
+	.tstate_dict = 128, .ht_cached_keys = 856, \
+	.func_closure = 48, .func_name = 64, .f_stacktop = 72, \
+	.f_valuestack = 64, .f_stackdepth = NO, .f_state = NO, .co_code = 40, \
+	.task_size = 0 }
 #define OBJECTS_37 { OBJECTS_COMMON, OBJECTS_310_DICT, .interp_modules = 40, \
 	.tstate_dict = 152, .ht_cached_keys = 856, \
 	.func_closure = 48, .func_name = 64, .f_stacktop = 72, \
@@ -144,6 +151,27 @@
 	.gen = { .gi_iframe = 72, .gi_frame_state = 67 }, \
 	.pylong = { .size = 16, .digit = 24, .tagged = true }
 
+/*
+ * struct py_layout.vars: the code object's argument counts and names of
+ * its variables, where a frame keeps their values, globals and builtins.
+ * 3.6 and 3.7 put co_kwonlyargcount right after co_argcount (3.8 added
+ * co_posonlyargcount between them); f_localsplus moves with the frame
+ * object's size.  3.11 and later: co_argcount at 56 in 3.11, 52 after.
+ */
+#define VARS_OBJECT(argc, kwonly, flags, nlocals, names, localsplus) \
+	.vars = { .co_argcount = argc, .co_kwonlyargcount = kwonly, \
+	.co_flags = flags, .co_nlocals = nlocals, .co_varnames = names, \
+	.co_cellvars = names + 16, .co_freevars = names + 8, \
+	.co_localsplusnames = NO, .co_localspluskinds = NO, \
+	.f_localsplus = localsplus, .f_globals = 48, .f_builtins = 40, \
+	.ob_fval = 16 }
+#define VARS_IFRAME(argc, kwonly, globals) \
+	.vars = { .co_argcount = argc, .co_kwonlyargcount = kwonly, \
+	.co_flags = 48, .co_nlocals = 80, .co_varnames = NO, \
+	.co_cellvars = NO, .co_freevars = NO, .co_localsplusnames = 96, \
+	.co_localspluskinds = 104, .f_localsplus = NO, \
+	.f_globals = globals, .f_builtins = globals + 8, .ob_fval = 16 }
+
 static const struct py_layout layouts[] = {
 	/* 3.6: pyenv 3.6.15 lib/libpython3.6m.so */
 	{
@@ -169,7 +197,9 @@ static const struct py_layout layouts[] = {
 		.unicode = { .length = 16, .state = 32, .ascii_size = 48,
 		             .compact_size = 72, .legacy_data = 72 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
+		VARS_OBJECT(16, 20, 32, 24, 64, 376),
 		OBJECTS_GROUPS_310,
+		.objects = OBJECTS_36,
 	},
 	/* 3.7: pyenv 3.7.16 lib/libpython3.7m.so */
 	{
@@ -195,6 +225,7 @@ static const struct py_layout layouts[] = {
 		.unicode = { .length = 16, .state = 32, .ascii_size = 48,
 		             .compact_size = 72, .legacy_data = 72 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
+		VARS_OBJECT(16, 20, 32, 24, 64, 360),
 		OBJECTS_GROUPS_310,
 		.objects = OBJECTS_37,
 	},
@@ -222,6 +253,7 @@ static const struct py_layout layouts[] = {
 		.unicode = { .length = 16, .state = 32, .ascii_size = 48,
 		             .compact_size = 72, .legacy_data = 72 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
+		VARS_OBJECT(16, 24, 36, 28, 72, 360),
 		OBJECTS_GROUPS_310,
 		.objects = OBJECTS_38,
 	},
@@ -249,6 +281,7 @@ static const struct py_layout layouts[] = {
 		.unicode = { .length = 16, .state = 32, .ascii_size = 48,
 		             .compact_size = 72, .legacy_data = 72 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
+		VARS_OBJECT(16, 24, 36, 28, 72, 360),
 		OBJECTS_GROUPS_310,
 		.objects = OBJECTS_39,
 	},
@@ -276,6 +309,7 @@ static const struct py_layout layouts[] = {
 		.unicode = { .length = 16, .state = 32, .ascii_size = 48,
 		             .compact_size = 72, .legacy_data = 72 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
+		VARS_OBJECT(16, 24, 36, 28, 72, 352),
 		OBJECTS_GROUPS_310,
 		.objects = OBJECTS_310,
 	},
@@ -303,6 +337,7 @@ static const struct py_layout layouts[] = {
 		.unicode = { .length = 16, .state = 32, .ascii_size = 48,
 		             .compact_size = 72, .legacy_data = 72 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
+		VARS_IFRAME(56, 64, 8),
 		OBJECTS_GROUPS_311,
 		.objects = OBJECTS_311,
 	},
@@ -330,6 +365,7 @@ static const struct py_layout layouts[] = {
 		.unicode = { .length = 16, .state = 32, .ascii_size = 48,
 		             .compact_size = 72, .legacy_data = 72 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
+		VARS_IFRAME(56, 64, 8),
 		OBJECTS_GROUPS_311,
 		.objects = OBJECTS_311,
 	},
@@ -357,6 +393,7 @@ static const struct py_layout layouts[] = {
 		.unicode = { .length = 16, .state = 32, .ascii_size = 40,
 		             .compact_size = 56, .legacy_data = 56 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
+		VARS_IFRAME(52, 60, 24),
 		OBJECTS_GROUPS_312,
 		.objects = OBJECTS_312,
 	},
@@ -384,6 +421,7 @@ static const struct py_layout layouts[] = {
 		.unicode = { .length = 16, .state = 32, .ascii_size = 40,
 		             .compact_size = 56, .legacy_data = 56 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
+		VARS_IFRAME(52, 60, 24),
 		OBJECTS_GROUPS_312,
 		.objects = OBJECTS_313,
 	},
@@ -411,6 +449,7 @@ static const struct py_layout layouts[] = {
 		.unicode = { .length = 16, .state = 32, .ascii_size = 40,
 		             .compact_size = 56, .legacy_data = 56 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
+		VARS_IFRAME(52, 60, 24),
 		OBJECTS_GROUPS_312,
 		.objects = OBJECTS_313,
 	},
@@ -438,6 +477,7 @@ static const struct py_layout layouts[] = {
 		.unicode = { .length = 16, .state = 32, .ascii_size = 40,
 		             .compact_size = 56, .legacy_data = 56 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
+		VARS_IFRAME(52, 60, 24),
 		OBJECTS_GROUPS_312,
 		.objects = OBJECTS_314,
 	},
@@ -465,6 +505,7 @@ static const struct py_layout layouts[] = {
 		.unicode = { .length = 16, .state = 32, .ascii_size = 40,
 		             .compact_size = 56, .legacy_data = 56 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
+		VARS_IFRAME(52, 60, 24),
 		OBJECTS_GROUPS_312,
 		.objects = OBJECTS_314,
 	},
@@ -492,6 +533,7 @@ static const struct py_layout layouts[] = {
 		.unicode = { .length = 16, .state = 32, .ascii_size = 40,
 		             .compact_size = 56, .legacy_data = 56 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
+		VARS_IFRAME(52, 60, 24),
 		OBJECTS_GROUPS_312,
 		.objects = OBJECTS_315,
 	},
@@ -519,6 +561,7 @@ static const struct py_layout layouts[] = {
 		.unicode = { .length = 16, .state = 32, .ascii_size = 40,
 		             .compact_size = 56, .legacy_data = 56 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
+		VARS_IFRAME(52, 60, 24),
 		OBJECTS_GROUPS_312,
 		.objects = OBJECTS_315,
 	},

@@ -50,38 +50,122 @@ enum pyd_err pyd_read_i32(struct pyd_session *s, uint64_t addr, int32_t *out)
 	return pyd_read(s->src, addr, out, sizeof *out);
 }
 
-char *pyd_read_str(struct pyd_session *s, uint64_t addr)
+/* Where the str at addr keeps its characters: at *data, kind bytes each,
+ * *len of them. */
+static enum pyd_err str_data(struct pyd_session *s, uint64_t addr,
+			     uint64_t *data, unsigned *kind, size_t *len)
 {
 	const struct py_layout *L = &s->layout;
 	uint8_t head[128];
-	if (!addr || (size_t)L->unicode.compact_size + 8 > sizeof head ||
-	    pyd_read(s->src, addr, head, (size_t)L->unicode.compact_size + 8))
-		return NULL;
-	int64_t len = (int64_t)pyd_u64_at(head, L->unicode.length);
+	enum pyd_err err;
+	if (!addr || (size_t)L->unicode.compact_size + 8 > sizeof head)
+		return PYD_E_READ;
+	if ((err = pyd_read(s->src, addr, head,
+			    (size_t)L->unicode.compact_size + 8)))
+		return err;
+	int64_t n = (int64_t)pyd_u64_at(head, L->unicode.length);
 	uint32_t state;
 	memcpy(&state, head + L->unicode.state, sizeof state);
 	struct pyd_str_state st = pyd_str_state_decode(state);
-	if (len < 0 || (st.kind != 1 && st.kind != 2 && st.kind != 4))
-		return NULL;
-	uint64_t data;
+	if (n < 0 || n > PYD_MAX_STR_LEN ||
+	    (st.kind != 1 && st.kind != 2 && st.kind != 4))
+		return PYD_E_READ;
 	if (st.compact)
-		data = addr + (uint64_t)(st.ascii ? L->unicode.ascii_size
-						  : L->unicode.compact_size);
+		*data = addr + (uint64_t)(st.ascii ? L->unicode.ascii_size
+						   : L->unicode.compact_size);
 	else
-		data = pyd_u64_at(head, L->unicode.legacy_data);
-	size_t n = len > PYD_MAX_STR_CHARS ? PYD_MAX_STR_CHARS : (size_t)len;
-	uint8_t *raw = malloc(n * st.kind + 1);
+		*data = pyd_u64_at(head, L->unicode.legacy_data);
+	*kind = st.kind;
+	*len = (size_t)n;
+	return PYD_OK;
+}
+
+char *pyd_read_str(struct pyd_session *s, uint64_t addr)
+{
+	uint64_t data;
+	unsigned kind;
+	size_t len;
+	if (str_data(s, addr, &data, &kind, &len))
+		return NULL;
+	size_t n = len > PYD_MAX_STR_CHARS ? PYD_MAX_STR_CHARS : len;
+	uint8_t *raw = malloc(n * kind + 1);
 	char *out = malloc(n * 4 + 4);
-	if (!raw || !out || pyd_read(s->src, data, raw, n * st.kind) ||
-	    pyd_str_to_utf8(raw, n, st.kind, out, n * 4 + 1) < 0) {
+	if (!raw || !out || pyd_read(s->src, data, raw, n * kind) ||
+	    pyd_str_to_utf8(raw, n, kind, out, n * 4 + 1) < 0) {
 		free(raw);
 		free(out);
 		return NULL;
 	}
 	free(raw);
-	if ((size_t)len > n)
+	if (len > n)
 		strcat(out, "...");
 	return out;
+}
+
+enum pyd_err pyd_read_codepoints(struct pyd_session *s, uint64_t addr,
+				 size_t max, uint32_t **cp, size_t *n,
+				 size_t *len)
+{
+	uint64_t data;
+	unsigned kind;
+	*cp = NULL;
+	*n = 0;
+	enum pyd_err err = str_data(s, addr, &data, &kind, len);
+	if (err)
+		return err;
+	size_t want = *len < max ? *len : max;
+	uint8_t *raw = malloc(want * kind + 1);
+	uint32_t *out = malloc(want * sizeof *out + 1);
+	if (!raw || !out) {
+		err = PYD_E_NOMEM;
+	} else if (!(err = pyd_read(s->src, data, raw, want * kind))) {
+		for (size_t i = 0; i < want; i++) {
+			uint16_t u16;
+			if (kind == 1) {
+				out[i] = raw[i];
+			} else if (kind == 2) {
+				memcpy(&u16, raw + 2 * i, 2);
+				out[i] = u16;
+			} else {
+				memcpy(&out[i], raw + 4 * i, 4);
+			}
+		}
+		*cp = out;
+		*n = want;
+		out = NULL;
+	}
+	free(raw);
+	free(out);
+	return err;
+}
+
+enum pyd_err pyd_read_bytes_head(struct pyd_session *s, uint64_t addr,
+				 size_t max, uint8_t **buf, size_t *n,
+				 size_t *len)
+{
+	const struct py_layout *L = &s->layout;
+	int64_t size;
+	*buf = NULL;
+	*n = 0;
+	enum pyd_err err = rd(s, addr + (uint64_t)L->bytes.ob_size, &size,
+			      sizeof size);
+	if (err)
+		return err;
+	if (size < 0 || size > PYD_MAX_STR_LEN)
+		return PYD_E_READ;
+	*len = (size_t)size;
+	size_t want = *len < max ? *len : max;
+	uint8_t *out = malloc(want + 1);
+	if (!out)
+		return PYD_E_NOMEM;
+	if ((err = pyd_read(s->src, addr + (uint64_t)L->bytes.ob_sval, out,
+			    want))) {
+		free(out);
+		return err;
+	}
+	*buf = out;
+	*n = want;
+	return PYD_OK;
 }
 
 uint8_t *pyd_read_bytes(struct pyd_session *s, uint64_t addr, size_t max,
@@ -223,13 +307,18 @@ static enum pyd_err keys_view(struct pyd_session *s, uint64_t keys,
 	return PYD_OK;
 }
 
+/* Entries (or set slots) read at a time while looking for the first
+ * few live ones: a table is mostly live, so one chunk usually does. */
+#define CHUNK_MIN 64
+
 /*
- * Every (key, value) of a keys table, values from the entries or (split)
- * from the values array at `values`.  Deleted and empty entries (NULL key
- * or value) are skipped.
+ * The first max live (key, value) pairs of a keys table, values from the
+ * entries or (split) from the values array at `values`.  Deleted and
+ * empty entries (NULL key or value) are skipped.
  */
 static enum pyd_err keys_items(struct pyd_session *s, uint64_t keys,
-			       uint64_t values, uint64_t **kv, size_t *n)
+			       uint64_t values, size_t max, uint64_t **kv,
+			       size_t *n)
 {
 	struct keys_view v;
 	*kv = NULL;
@@ -237,27 +326,36 @@ static enum pyd_err keys_items(struct pyd_session *s, uint64_t keys,
 	enum pyd_err err = keys_view(s, keys, &v);
 	if (err)
 		return err;
-	if (!v.nentries)
+	size_t want = v.nentries < max ? v.nentries : max;
+	size_t chunk = want * 2 > CHUNK_MIN ? want * 2 : CHUNK_MIN;
+	if (chunk > v.nentries)
+		chunk = v.nentries;
+	if (!want)
 		return PYD_OK;
-	uint8_t *ents = malloc(v.nentries * v.entry_size);
-	uint64_t *vals = values ? malloc(v.nentries * 8) : NULL;
-	uint64_t *out = malloc(v.nentries * 16);
+	uint8_t *ents = malloc(chunk * v.entry_size);
+	uint64_t *vals = values ? malloc(chunk * 8) : NULL;
+	uint64_t *out = malloc(want * 16);
 	if (!ents || !out || (values && !vals)) {
 		err = PYD_E_NOMEM;
 		goto done;
 	}
-	if ((err = rd(s, v.entries, ents, v.nentries * v.entry_size)) ||
-	    (values && (err = rd(s, values, vals, v.nentries * 8))))
-		goto done;
-	for (size_t i = 0; i < v.nentries; i++) {
-		const uint8_t *e = ents + i * v.entry_size;
-		uint64_t key = pyd_u64_at(e, (int32_t)v.key_off);
-		uint64_t val = values ? vals[i] : pyd_u64_at(e, (int32_t)v.key_off + 8);
-		if (!key || !val)
-			continue;
-		out[2 * *n] = key;
-		out[2 * *n + 1] = val;
-		(*n)++;
+	for (size_t at = 0; at < v.nentries && *n < want; at += chunk) {
+		size_t k = v.nentries - at < chunk ? v.nentries - at : chunk;
+		if ((err = rd(s, v.entries + at * v.entry_size, ents,
+			      k * v.entry_size)) ||
+		    (values && (err = rd(s, values + at * 8, vals, k * 8))))
+			goto done;
+		for (size_t i = 0; i < k && *n < want; i++) {
+			const uint8_t *e = ents + i * v.entry_size;
+			uint64_t key = pyd_u64_at(e, (int32_t)v.key_off);
+			uint64_t val = values ? vals[i]
+					      : pyd_u64_at(e, (int32_t)v.key_off + 8);
+			if (!key || !val)
+				continue;
+			out[2 * *n] = key;
+			out[2 * *n + 1] = val;
+			(*n)++;
+		}
 	}
 	*kv = out;
 	out = NULL;
@@ -275,8 +373,8 @@ static uint64_t values_array(struct pyd_session *s, uint64_t values)
 	return values ? values + (uint64_t)(off > 0 ? off : 0) : 0;
 }
 
-enum pyd_err pyd_dict_items(struct pyd_session *s, uint64_t dict,
-			    uint64_t **kv, size_t *n)
+enum pyd_err pyd_dict_items(struct pyd_session *s, uint64_t dict, size_t max,
+			    uint64_t **kv, size_t *n, size_t *used)
 {
 	const struct py_objects *o = OT(s);
 	uint8_t hdr[64];
@@ -289,7 +387,9 @@ enum pyd_err pyd_dict_items(struct pyd_session *s, uint64_t dict,
 		return err;
 	uint64_t keys = pyd_u64_at(hdr, o->ma_keys);
 	uint64_t values = pyd_u64_at(hdr, o->ma_values);
-	return keys_items(s, keys, values_array(s, values), kv, n);
+	if (used)
+		*used = (size_t)pyd_u64_at(hdr, o->ma_used);
+	return keys_items(s, keys, values_array(s, values), max, kv, n);
 }
 
 /*
@@ -332,41 +432,25 @@ enum pyd_err pyd_dict_get(struct pyd_session *s, uint64_t dict,
 	uint64_t *kv;
 	size_t n;
 	*val = 0;
-	enum pyd_err err = pyd_dict_items(s, dict, &kv, &n);
+	enum pyd_err err = pyd_dict_items(s, dict, PYD_MAX_ITEMS, &kv, &n, NULL);
 	if (!err)
 		err = pyd_kv_find(s, dict, kv, n, key, val);
 	free(kv);
 	return err;
 }
 
-/* Split values with the type's cached keys. */
-static enum pyd_err values_get(struct pyd_session *s, uint64_t type,
-			       uint64_t values, const char *key, uint64_t *val)
-{
-	uint64_t keys, *kv;
-	size_t n;
-	*val = 0;
-	enum pyd_err err = pyd_read_ptr(
-		s, type + (uint64_t)OT(s)->ht_cached_keys, &keys);
-	if (err || !keys)
-		return err;
-	if ((err = keys_items(s, keys, values, &kv, &n)))
-		return err;
-	err = pyd_kv_find(s, keys, kv, n, key, val);
-	free(kv);
-	return err;
-}
-
-enum pyd_err pyd_obj_attr(struct pyd_session *s, uint64_t obj,
-			  const char *key, uint64_t *val)
+/* Where an instance keeps its attributes: a dict, or split values (whose
+ * keys are its type's cached keys); both 0 if it has none. */
+static enum pyd_err attr_home(struct pyd_session *s, uint64_t obj,
+			      uint64_t *type, uint64_t *dict, uint64_t *values)
 {
 	const struct py_objects *o = OT(s);
-	uint64_t type, flags, dict = 0, values = 0;
-	*val = 0;
+	uint64_t flags;
+	*dict = *values = 0;
 	if (!o->valid)
 		return PYD_E_UNSUPPORTED;
-	enum pyd_err err = pyd_obj_type(s, obj, &type);
-	if (err || (err = pyd_read_ptr(s, type + (uint64_t)s->layout.object.tp_flags, &flags)))
+	enum pyd_err err = pyd_obj_type(s, obj, type);
+	if (err || (err = pyd_read_ptr(s, *type + (uint64_t)s->layout.object.tp_flags, &flags)))
 		return err;
 	bool managed = (flags & TPFLAGS_MANAGED_DICT) != 0;
 	switch (o->obj_dict) {
@@ -374,59 +458,84 @@ enum pyd_err pyd_obj_attr(struct pyd_session *s, uint64_t obj,
 		managed = false;
 		break;
 	case PY_DICT_MANAGED_311:
-		if (managed && ((err = pyd_read_ptr(s, obj - 24, &dict)) ||
-				(!dict && (err = pyd_read_ptr(s, obj - 32, &values)))))
+		if (managed && ((err = pyd_read_ptr(s, obj - 24, dict)) ||
+				(!*dict && (err = pyd_read_ptr(s, obj - 32, values)))))
 			return err;
-		values = values_array(s, values);
+		*values = values_array(s, *values);
 		break;
 	case PY_DICT_MANAGED_312: {
 		uint64_t dv = 0;
 		if (managed && (err = pyd_read_ptr(s, obj - 24, &dv)))
 			return err;
 		if (dv & 1) /* stored as (char *)values - 1 */
-			values = values_array(s, dv + 1);
+			*values = values_array(s, dv + 1);
 		else
-			dict = dv;
+			*dict = dv;
 		break;
 	}
 	case PY_DICT_INLINE_313:
-		if (managed && (err = pyd_read_ptr(s, obj - 24, &dict)))
+		if (managed && (err = pyd_read_ptr(s, obj - 24, dict)))
 			return err;
-		if (!dict && (flags & TPFLAGS_INLINE_VALUES)) {
+		if (!*dict && (flags & TPFLAGS_INLINE_VALUES)) {
 			uint64_t basic;
 			uint8_t hdr[4];
-			if ((err = pyd_read_ptr(s, type + (uint64_t)o->tp_basicsize,
+			if ((err = pyd_read_ptr(s, *type + (uint64_t)o->tp_basicsize,
 						&basic)) ||
 			    basic > (1u << 20) ||
 			    (err = rd(s, obj + basic, hdr, sizeof hdr)))
 				return err;
 			if (hdr[3]) /* valid */
-				values = obj + basic + (uint64_t)o->dv_values;
+				*values = obj + basic + (uint64_t)o->dv_values;
 		}
 		managed = true;
 		break;
 	}
-	if (!managed) {
-		int64_t off;
-		if ((err = pyd_read_ptr(s, type + (uint64_t)o->tp_dictoffset,
-					(uint64_t *)&off)))
-			return err;
-		if (off <= 0 || off > (1 << 20))
-			return PYD_OK; /* no dict (or a var-sized one: not ours) */
-		if ((err = pyd_read_ptr(s, obj + (uint64_t)off, &dict)))
-			return err;
-	}
-	if (dict)
-		return pyd_dict_get(s, dict, key, val);
-	if (values)
-		return values_get(s, type, values, key, val);
-	return PYD_OK;
+	if (managed)
+		return PYD_OK;
+	int64_t off;
+	if ((err = pyd_read_ptr(s, *type + (uint64_t)o->tp_dictoffset,
+				(uint64_t *)&off)))
+		return err;
+	if (off <= 0 || off > (1 << 20))
+		return PYD_OK; /* no dict (or a var-sized one: not ours) */
+	return pyd_read_ptr(s, obj + (uint64_t)off, dict);
+}
+
+enum pyd_err pyd_obj_attrs(struct pyd_session *s, uint64_t obj, size_t max,
+			   uint64_t *owner, uint64_t **kv, size_t *n)
+{
+	uint64_t type, dict, values;
+	*owner = 0;
+	*kv = NULL;
+	*n = 0;
+	enum pyd_err err = attr_home(s, obj, &type, &dict, &values);
+	if (err || dict)
+		return err ? err : pyd_dict_items(s, *owner = dict, max, kv, n, NULL);
+	if (!values)
+		return PYD_OK;
+	if ((err = pyd_read_ptr(s, type + (uint64_t)OT(s)->ht_cached_keys,
+				owner)) || !*owner)
+		return err;
+	return keys_items(s, *owner, values, max, kv, n);
+}
+
+enum pyd_err pyd_obj_attr(struct pyd_session *s, uint64_t obj,
+			  const char *key, uint64_t *val)
+{
+	uint64_t owner, *kv;
+	size_t n;
+	*val = 0;
+	enum pyd_err err = pyd_obj_attrs(s, obj, PYD_MAX_ITEMS, &owner, &kv, &n);
+	if (!err)
+		err = pyd_kv_find(s, owner, kv, n, key, val);
+	free(kv);
+	return err;
 }
 
 /* ---- sets, sequences, ints, weakrefs --------------------------------- */
 
-enum pyd_err pyd_set_items(struct pyd_session *s, uint64_t set,
-			   uint64_t **keys, size_t *n)
+enum pyd_err pyd_set_items(struct pyd_session *s, uint64_t set, size_t max,
+			   uint64_t **keys, size_t *n, size_t *used)
 {
 	const struct py_layout *L = &s->layout;
 	int32_t hi = L->set.used;
@@ -442,32 +551,43 @@ enum pyd_err pyd_set_items(struct pyd_session *s, uint64_t set,
 	enum pyd_err err = rd(s, set, hdr, (size_t)hi + 8);
 	if (err)
 		return err;
-	int64_t used = (int64_t)pyd_u64_at(hdr, (uint64_t)L->set.used);
+	int64_t nused = (int64_t)pyd_u64_at(hdr, (uint64_t)L->set.used);
 	int64_t mask = (int64_t)pyd_u64_at(hdr, (uint64_t)L->set.mask);
 	uint64_t table = pyd_u64_at(hdr, (uint64_t)L->set.table);
 	if (mask < 0 || (uint64_t)mask + 1 > PYD_MAX_ITEMS ||
-	    ((uint64_t)mask & ((uint64_t)mask + 1)) || used < 0 || used > mask + 1)
+	    ((uint64_t)mask & ((uint64_t)mask + 1)) || nused < 0 ||
+	    nused > mask + 1)
 		return PYD_E_READ;
+	if (used)
+		*used = (size_t)nused;
 	size_t slots = (size_t)mask + 1;
-	uint8_t *t = malloc(slots * 16);
-	uint64_t *out = malloc((size_t)(used ? used : 1) * 8);
+	size_t want = (size_t)nused < max ? (size_t)nused : max;
+	/* A set is at most 60% full: twice the keys wanted, in slots. */
+	size_t chunk = want * 4 > CHUNK_MIN ? want * 4 : CHUNK_MIN;
+	if (chunk > slots)
+		chunk = slots;
+	uint8_t *t = malloc(chunk * 16);
+	uint64_t *out = malloc((want ? want : 1) * 8);
 	if (!t || !out) {
 		free(t);
 		free(out);
 		return PYD_E_NOMEM;
 	}
-	if ((err = rd(s, table, t, slots * 16))) {
-		free(t);
-		free(out);
-		return err;
-	}
 	/* setentry {key, hash}: NULL key free, hash -1 the dummy of a
 	 * deleted entry. */
-	for (size_t i = 0; i < slots && *n < (size_t)used; i++) {
-		uint64_t key = pyd_u64_at(t, (int32_t)(i * 16));
-		int64_t hash = (int64_t)pyd_u64_at(t, (int32_t)(i * 16 + 8));
-		if (key && hash != -1)
-			out[(*n)++] = key;
+	for (size_t at = 0; at < slots && *n < want; at += chunk) {
+		if ((err = rd(s, table + at * 16, t, chunk * 16))) {
+			free(t);
+			free(out);
+			*n = 0;
+			return err;
+		}
+		for (size_t i = 0; i < chunk && *n < want; i++) {
+			uint64_t key = pyd_u64_at(t, (int32_t)(i * 16));
+			int64_t hash = (int64_t)pyd_u64_at(t, (int32_t)(i * 16 + 8));
+			if (key && hash != -1)
+				out[(*n)++] = key;
+		}
 	}
 	free(t);
 	*keys = out;
@@ -475,19 +595,23 @@ enum pyd_err pyd_set_items(struct pyd_session *s, uint64_t set,
 }
 
 enum pyd_err pyd_seq_items(struct pyd_session *s, uint64_t seq, bool is_list,
-			   uint64_t **items, size_t *n)
+			   size_t max, uint64_t **items, size_t *n,
+			   size_t *size)
 {
 	const struct py_objects *o = OT(s);
-	int64_t size;
+	int64_t len;
 	uint64_t base;
 	*items = NULL;
 	*n = 0;
-	enum pyd_err err = rd(s, seq + (uint64_t)o->seq_size, &size, sizeof size);
+	enum pyd_err err = rd(s, seq + (uint64_t)o->seq_size, &len, sizeof len);
 	if (err)
 		return err;
-	if (size < 0 || size > (int64_t)PYD_MAX_ITEMS)
+	if (len < 0 || len > (int64_t)PYD_MAX_ITEMS)
 		return PYD_E_READ;
-	if (!size)
+	if (size)
+		*size = (size_t)len;
+	size_t want = (size_t)len < max ? (size_t)len : max;
+	if (!want)
 		return PYD_OK;
 	if (is_list) {
 		if ((err = pyd_read_ptr(s, seq + (uint64_t)o->list_items, &base)))
@@ -495,15 +619,15 @@ enum pyd_err pyd_seq_items(struct pyd_session *s, uint64_t seq, bool is_list,
 	} else {
 		base = seq + (uint64_t)o->tuple_items;
 	}
-	uint64_t *out = malloc((size_t)size * 8);
+	uint64_t *out = malloc(want * 8);
 	if (!out)
 		return PYD_E_NOMEM;
-	if ((err = rd(s, base, out, (size_t)size * 8))) {
+	if ((err = rd(s, base, out, want * 8))) {
 		free(out);
 		return err;
 	}
 	*items = out;
-	*n = (size_t)size;
+	*n = want;
 	return PYD_OK;
 }
 

@@ -21,6 +21,8 @@
 
 /* Most entries of a dict / set / sequence we read. */
 #define PYD_MAX_ITEMS (1u << 22)
+/* Longest str or bytes we believe (in characters): longer is garbage. */
+#define PYD_MAX_STR_LEN (1LL << 40)
 
 /* A pointer / an int32 of the target. */
 enum pyd_err pyd_read_ptr(struct pyd_session *s, uint64_t addr, uint64_t *out);
@@ -30,10 +32,20 @@ enum pyd_err pyd_read_i32(struct pyd_session *s, uint64_t addr, int32_t *out);
  * a bad read or not a str. */
 char *pyd_read_str(struct pyd_session *s, uint64_t addr);
 
+/* The first max code points of a str (malloc'd, *n of them) and its
+ * length in *len. */
+enum pyd_err pyd_read_codepoints(struct pyd_session *s, uint64_t addr,
+				 size_t max, uint32_t **cp, size_t *n,
+				 size_t *len);
+
 /* A bytes object's contents (malloc'd, *len bytes), at most max; NULL if
  * unreadable or longer. */
 uint8_t *pyd_read_bytes(struct pyd_session *s, uint64_t addr, size_t max,
 			size_t *len);
+/* Its first max bytes (malloc'd, *n of them) and its length in *len. */
+enum pyd_err pyd_read_bytes_head(struct pyd_session *s, uint64_t addr,
+				 size_t max, uint8_t **buf, size_t *n,
+				 size_t *len);
 
 /* ob_type of obj. */
 enum pyd_err pyd_obj_type(struct pyd_session *s, uint64_t obj, uint64_t *type);
@@ -54,9 +66,17 @@ enum pyd_err pyd_dict_get(struct pyd_session *s, uint64_t dict,
 enum pyd_err pyd_obj_attr(struct pyd_session *s, uint64_t obj,
 			  const char *key, uint64_t *val);
 
-/* (key, value) pairs of a dict; malloc'd array of 2*n words in *kv. */
-enum pyd_err pyd_dict_items(struct pyd_session *s, uint64_t dict,
-			    uint64_t **kv, size_t *n);
+/* The first max (key, value) pairs of a dict; malloc'd array of 2*n
+ * words in *kv; *used (if not NULL) is how many it holds. */
+enum pyd_err pyd_dict_items(struct pyd_session *s, uint64_t dict, size_t max,
+			    uint64_t **kv, size_t *n, size_t *used);
+
+/* The first max (name, value) pairs of an instance's attributes (its
+ * __dict__, or values split from the keys its type caches), as
+ * pyd_dict_items gives them; *owner is the dict or keys table they are
+ * in (0 and none if it has no attributes). */
+enum pyd_err pyd_obj_attrs(struct pyd_session *s, uint64_t obj, size_t max,
+			   uint64_t *owner, uint64_t **kv, size_t *n);
 
 /* The value of str key among the n pairs kv of the dict (or split keys
  * table) at owner, as pyd_dict_items gives them; *val = 0 if absent. */
@@ -64,13 +84,16 @@ enum pyd_err pyd_kv_find(struct pyd_session *s, uint64_t owner,
 			 const uint64_t *kv, size_t n, const char *key,
 			 uint64_t *val);
 
-/* The keys of a set (or frozenset); malloc'd. */
-enum pyd_err pyd_set_items(struct pyd_session *s, uint64_t set,
-			   uint64_t **keys, size_t *n);
+/* The first max keys of a set (or frozenset), in table order; malloc'd;
+ * *used (if not NULL) is how many it holds. */
+enum pyd_err pyd_set_items(struct pyd_session *s, uint64_t set, size_t max,
+			   uint64_t **keys, size_t *n, size_t *used);
 
-/* The items of a tuple (is_list false) or a list; malloc'd. */
+/* The first max items of a tuple (is_list false) or a list; malloc'd;
+ * *size (if not NULL) is its length. */
 enum pyd_err pyd_seq_items(struct pyd_session *s, uint64_t seq, bool is_list,
-			   uint64_t **items, size_t *n);
+			   size_t max, uint64_t **items, size_t *n,
+			   size_t *size);
 
 /* The same from the int's first len bytes in buf (already read); false
  * if it does not fit 90 bits or its digits are not all in buf. */

@@ -63,6 +63,9 @@ static void code_free(struct pyd_code *c)
 	free(c->qualname);
 	free(c->file);
 	free(c->linetable);
+	for (size_t i = 0; i < c->nvars; i++)
+		free(c->vars[i].name);
+	free(c->vars);
 	free(c);
 }
 
@@ -250,6 +253,7 @@ bool pyd_frame_push(struct pyd_frame_buf *b, const struct pyd_code *c,
 		b->cap = cap;
 	}
 	b->v[b->n++] = (struct pyd_frame){
+		.code = c->addr,
 		.function = c->name,
 		.qualname = c->qualname,
 		.file = c->file,

@@ -19,7 +19,23 @@ struct pyd_code {
 	/* co_name and co_filename as read: pyd_code_cache_revalidate()
 	 * compares them to tell a reused address. */
 	uint64_t name_ptr, file_ptr;
+	/* Its variables (locals.c), read the first time they are asked
+	 * for: vars_state 0 not yet, 1 read, -1 unreadable. */
+	int vars_state;
+	struct pyd_code_var *vars;
+	size_t nvars;
+	size_t nslots; /* the frame's slots that hold them */
 };
+
+/* A variable of a code object: its name and the frame slot holding its
+ * value (or, PYD_VAR_CELL, the cell holding it). */
+struct pyd_code_var {
+	char *name;
+	uint32_t slot;
+	uint8_t flags;
+};
+#define PYD_VAR_ARG 1
+#define PYD_VAR_CELL 2
 
 /* Lines already computed, by (code object, bytecode offset). */
 #define PYD_LINE_CACHE 4096 /* 1 << 12: the hash's top 12 bits index it */

@@ -115,11 +115,15 @@ enum pyd_err pyd_walk_thread(struct pyd_session *s, uint64_t tstate,
 			return PYD_E_TORN;
 		if (!(b = r->get(r->ctx, idx++, f, flen, &err)))
 			return err;
+		size_t had = out->n;
+		uint64_t at = f;
 		err = L->frame_model == PY_FRAMES_OBJECT
 			      ? frame_object(s, b, out, &f)
 			      : interp_frame(s, b, out, &f);
 		if (err)
 			return err;
+		if (out->n > had)
+			out->v[had].addr = at;
 	}
 	return PYD_OK;
 }
@@ -368,8 +372,16 @@ enum pyd_err pyd_dump_stacks(struct pyd_session *s, struct pyd_dump *d)
 
 void pyd_dump_free(struct pyd_dump *d)
 {
-	for (size_t i = 0; i < d->nthreads; i++)
-		free(d->threads[i].frames);
+	for (size_t i = 0; i < d->nthreads; i++) {
+		struct pyd_thread *t = &d->threads[i];
+		for (size_t j = 0; t->vars && j < t->nframes; j++) {
+			for (size_t k = 0; k < t->vars[j].n; k++)
+				free(t->vars[j].v[k].repr);
+			free(t->vars[j].v);
+		}
+		free(t->vars);
+		free(t->frames);
+	}
 	free(d->threads);
 	memset(d, 0, sizeof *d);
 }

@@ -137,7 +137,7 @@ static enum pyd_err add_set(struct tctx *c, uint64_t set, bool weak)
 		if (!set)
 			return PYD_E_READ;
 	}
-	if ((err = pyd_set_items(c->s, set, &keys, &n)))
+	if ((err = pyd_set_items(c->s, set, PYD_MAX_ITEMS, &keys, &n, NULL)))
 		return err;
 	for (size_t i = 0; i < n && !err; i++) {
 		uint64_t t = keys[i];
@@ -170,7 +170,7 @@ static enum pyd_err module_list(struct tctx *c, uint64_t interp,
 		return err;
 	uint64_t *kv;
 	size_t n;
-	if ((err = pyd_dict_items(c->s, md, &kv, &n)))
+	if ((err = pyd_dict_items(c->s, md, PYD_MAX_ITEMS, &kv, &n, NULL)))
 		return err;
 	uint64_t all, sched, eager, current, pytask;
 	pyd_kv_find(c->s, md, kv, n, "_all_tasks", &all);
@@ -184,7 +184,7 @@ static enum pyd_err module_list(struct tctx *c, uint64_t interp,
 		c->pytask_types[c->npytask_types++] = pytask;
 	size_t first = c->nraw;
 	/* The running tasks first: a task in two places is listed once. */
-	if (current && !pyd_dict_items(c->s, current, &kv, &n)) {
+	if (current && !pyd_dict_items(c->s, current, PYD_MAX_ITEMS, &kv, &n, NULL)) {
 		for (size_t i = 0; i < n && !err; i++)
 			err = module_add(c, kv[2 * i + 1]);
 		for (size_t i = 0; i < n; i++) {
@@ -270,7 +270,7 @@ static enum pyd_err callback(struct tctx *c, uint64_t cb, size_t task,
 	if (pyd_read_ptr(c->s, cb + (uint64_t)o->func_name, &name) ||
 	    !pyd_str_eq(c->s, name, "_inner_done_callback") ||
 	    pyd_read_ptr(c->s, cb + (uint64_t)o->func_closure, &closure) ||
-	    !closure || pyd_seq_items(c->s, closure, false, &cells, &n))
+	    !closure || pyd_seq_items(c->s, closure, false, PYD_MAX_ITEMS, &cells, &n, NULL))
 		return PYD_OK;
 	enum pyd_err err = PYD_OK;
 	for (size_t i = 0; i < n && !err; i++) {
@@ -293,7 +293,7 @@ static enum pyd_err callbacks(struct tctx *c, size_t task,
 	enum pyd_err err = PYD_OK;
 	if (c->raw[task].py) {
 		if (pyd_obj_attr(c->s, id, "_callbacks", &list) || !list ||
-		    pyd_seq_items(c->s, list, true, &items, &n))
+		    pyd_seq_items(c->s, list, true, PYD_MAX_ITEMS, &items, &n, NULL))
 			return PYD_OK;
 	} else {
 		if (!pyd_read_ptr(c->s, id + (uint64_t)o->fut_callback0, &cb0) &&
@@ -301,7 +301,7 @@ static enum pyd_err callbacks(struct tctx *c, size_t task,
 			err = callback(c, cb0, task, e);
 		if (err ||
 		    pyd_read_ptr(c->s, id + (uint64_t)o->fut_callbacks, &list) ||
-		    !list || pyd_seq_items(c->s, list, true, &items, &n))
+		    !list || pyd_seq_items(c->s, list, true, PYD_MAX_ITEMS, &items, &n, NULL))
 			return err;
 	}
 	/* Items are (callback, context) tuples. */
@@ -333,7 +333,7 @@ static enum pyd_err gather(struct tctx *c, size_t waiter, uint64_t fut,
 	*was_gather = false;
 	if (depth > MAX_GATHER_DEPTH ||
 	    pyd_obj_attr(c->s, fut, "_children", &children) || !children ||
-	    pyd_seq_items(c->s, children, true, &items, &n))
+	    pyd_seq_items(c->s, children, true, PYD_MAX_ITEMS, &items, &n, NULL))
 		return PYD_OK;
 	*was_gather = true;
 	enum pyd_err err = PYD_OK;

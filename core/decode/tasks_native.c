@@ -223,7 +223,7 @@ static enum pyd_err native_edges(struct tctx *c, size_t i, struct pyd_task *t)
 	if (r->py || !r->awaited_by)
 		return PYD_OK;
 	if (r->awaited_by_is_set) {
-		enum pyd_err e = pyd_set_items(c->s, r->awaited_by, &ids, &n);
+		enum pyd_err e = pyd_set_items(c->s, r->awaited_by, PYD_MAX_ITEMS, &ids, &n, NULL);
 		if (e == PYD_E_EXITED || e == PYD_E_NOMEM)
 			return e;
 		if (e && !t->error)

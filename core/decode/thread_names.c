@@ -53,7 +53,7 @@ void pyd_thread_names(struct pyd_session *s, uint64_t interp,
 	size_t nkv;
 	if (!n || !py_layout_has_module_tasks(&s->layout) ||
 	    !(active = active_threads(s, interp)) ||
-	    pyd_dict_items(s, active, &kv, &nkv))
+	    pyd_dict_items(s, active, PYD_MAX_ITEMS, &kv, &nkv, NULL))
 		return;
 	for (size_t i = 0; i < nkv; i++) {
 		int64_t ident;

@@ -6,7 +6,7 @@
 #define PYD_REPORT_H
 
 #include "../pyd.h"
-#include "buf.h"
+#include "../buf.h"
 
 struct pyd_report_opts {
 	int pid;                    /* the target's pid, <= 0 if unknown */
@@ -39,6 +39,18 @@ void pyd_report_text_native(struct pyd_buf *b, const struct pyd_dump *d,
 			    const struct pyd_report_opts *o, int64_t tid,
 			    const struct pyd_native_frame *native,
 			    size_t nnative);
+/* Frame j of thread t on its own, numbered from the innermost (#0), with
+ * its source line (py-frame, py-up, py-down). */
+void pyd_report_frame(struct pyd_buf *b, const struct pyd_thread *t,
+		      size_t j, const struct pyd_report_opts *o);
+/* A frame's arguments and locals as the text dump shows them (py-locals). */
+void pyd_report_vars(struct pyd_buf *b, const struct pyd_frame_vars *fv);
+/* Which of the native frames nf (innermost first) is the evaluation loop
+ * running Python frame j of t, paired as the -n report pairs them; -1 if
+ * the debugger showed none. */
+long pyd_native_of(const struct pyd_thread *t, size_t j,
+		   const struct pyd_native_frame *nf, size_t n);
+
 /* {"pid", "python_version", "threads": [...]} with frames innermost first. */
 void pyd_report_json(struct pyd_buf *b, const struct pyd_dump *d,
 		     const struct pyd_report_opts *o);

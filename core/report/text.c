@@ -21,10 +21,10 @@ static void thread_header(struct pyd_buf *b, const struct pyd_thread *t,
 		       pyd_run_state_name(t->run));
 }
 
-static void frame_lines(struct pyd_buf *b, const struct pyd_frame *f,
-			const struct pyd_report_opts *o)
+static void source_lines(struct pyd_buf *b, const struct pyd_frame *f,
+			 const struct pyd_report_opts *o)
 {
-	pyd_buf_printf(b, "  File \"%s\", line %d, in %s\n", f->file, f->line,
+	pyd_buf_printf(b, "File \"%s\", line %d, in %s\n", f->file, f->line,
 		       f->qualname ? f->qualname : f->function);
 	const char *src = o->source_line && f->line > 0
 				  ? o->source_line(o->source_ctx, f->file, f->line)
@@ -36,6 +36,52 @@ static void frame_lines(struct pyd_buf *b, const struct pyd_frame *f,
 	if (*src)
 		pyd_buf_printf(b, "    %s\n", src);
 }
+
+/* Under a frame: its arguments, then its other locals, one a line. */
+static void vars_lines(struct pyd_buf *b, const struct pyd_frame_vars *fv)
+{
+	if (fv->unreadable) {
+		pyd_buf_printf(b, "    (variables unreadable)\n");
+		return;
+	}
+	for (int args = 1; args >= 0; args--) {
+		bool head = false;
+		for (size_t i = 0; i < fv->n; i++) {
+			if (fv->v[i].argument != (args == 1))
+				continue;
+			if (!head)
+				pyd_buf_printf(b, "    %s:\n",
+					       args ? "Arguments" : "Locals");
+			head = true;
+			pyd_buf_printf(b, "      %s = %s\n", fv->v[i].name,
+				       fv->v[i].repr);
+		}
+	}
+}
+
+static void frame_lines(struct pyd_buf *b, const struct pyd_thread *t,
+			size_t j, const struct pyd_report_opts *o)
+{
+	pyd_buf_put(b, "  ", 2);
+	source_lines(b, &t->frames[j], o);
+	if (t->vars)
+		vars_lines(b, &t->vars[j]);
+}
+
+void pyd_report_frame(struct pyd_buf *b, const struct pyd_thread *t,
+		      size_t j, const struct pyd_report_opts *o)
+{
+	pyd_buf_printf(b, "#%zu ", j);
+	source_lines(b, &t->frames[j], o);
+}
+
+void pyd_report_vars(struct pyd_buf *b, const struct pyd_frame_vars *fv)
+{
+	if (!fv->unreadable && !fv->n)
+		pyd_buf_printf(b, "    (no variables bound)\n");
+	vars_lines(b, fv);
+}
+
 
 static void thread_text(struct pyd_buf *b, const struct pyd_thread *t,
 			size_t ninterps, const struct pyd_report_opts *o)
@@ -49,7 +95,7 @@ static void thread_text(struct pyd_buf *b, const struct pyd_thread *t,
 	if (t->nframes)
 		pyd_buf_printf(b, "Traceback (most recent call last):\n");
 	for (size_t j = t->nframes; j-- > 0;)
-		frame_lines(b, &t->frames[j], o);
+		frame_lines(b, t, j, o);
 	if (t->error)
 		pyd_buf_printf(b, "  [stack incomplete: %s]\n",
 			       pyd_strerror(t->error));
@@ -83,12 +129,25 @@ static const char *eval_loop_name(const struct pyd_native_frame *nf, size_t n)
 	return "PyEval_EvalFrameEx";
 }
 
+long pyd_native_of(const struct pyd_thread *t, size_t j,
+		   const struct pyd_native_frame *nf, size_t n)
+{
+	const char *loop = eval_loop_name(nf, n);
+	size_t run = 0;
+	for (size_t i = 0; i < j && i < t->nframes; i++)
+		run += t->frames[i].entry;
+	for (size_t i = 0; i < n; i++)
+		if (is_eval_loop(&nf[i], loop) && run-- == 0)
+			return (long)i;
+	return -1;
+}
+
 /* Python frames lo..hi-1 (innermost first), printed outermost first. */
 static void python_frames(struct pyd_buf *b, const struct pyd_thread *t,
 			  size_t lo, size_t hi, const struct pyd_report_opts *o)
 {
 	for (size_t j = hi; j-- > lo;)
-		frame_lines(b, &t->frames[j], o);
+		frame_lines(b, t, j, o);
 }
 
 /*

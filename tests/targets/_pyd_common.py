@@ -29,7 +29,9 @@ Ground truth format (JSON)::
                 "stable_outer": [frame...],    # busy only: innermost first
                 "allowed_inner": [str...]}]}   # busy only: function names
   frame = {"function": co_name, "qualname": co_qualname or null,
-           "file": co_filename, "line": int}
+           "file": co_filename, "line": int,
+           # with RECORD_VARS (_pyd_vars.frame_vars), code-object order:
+           "arguments": [[name, repr]...], "locals": [[name, repr]...]}
 """
 
 import json
@@ -143,14 +145,22 @@ def ready(name):
     # returns None so that ``ready(x) or blocking_call()`` works in expressions
 
 
+# Set by a target to record each frame's variables too (_pyd_vars).
+RECORD_VARS = False
+
+
 def _frame_dict(frame, lineno):
     code = frame.f_code
-    return {
+    d = {
         "function": code.co_name,
         "qualname": getattr(code, "co_qualname", None),
         "file": code.co_filename,
         "line": lineno,
     }
+    if RECORD_VARS:
+        import _pyd_vars
+        d.update(_pyd_vars.frame_vars(frame))
+    return d
 
 
 def _stack(frame):
@@ -270,6 +280,13 @@ def base_truth():
         "executable": sys.executable,
         "main_tid": main_tid if main_tid is not None else native_tid(),
     }
+
+
+def write_text(path, text):
+    """Write text to path atomically (tmp + rename)."""
+    with open(path + ".tmp", "w") as f:
+        f.write(text)
+    os.replace(path + ".tmp", path)
 
 
 def write_json(path, doc):

@@ -117,20 +117,20 @@ static struct pyd_profile *make_profile(void)
 {
 	struct pyd_profile *p = pyd_profile_new(true, 0);
 	const struct pyd_frame main_stack[] = {
-	    {"leaf", "Outer.leaf", "/app/x.py", 30, false},
-	    {"mid", "mid", "/app/x.py", 20, false},
-	    {"main", "main", "/app/main.py", 10, false},
+	    {"leaf", "Outer.leaf", "/app/x.py", 30, false, 0, 0},
+	    {"mid", "mid", "/app/x.py", 20, false, 0, 0},
+	    {"main", "main", "/app/main.py", 10, false, 0, 0},
 	};
 	const struct pyd_frame evil_stack[] = {
-	    {EVIL, NULL, "/app/\xc3\xa9t\xc3\xa9.py", 5, false},
-	    {"mid", "mid", "/app/x.py", 21, false},
-	    {"main", "main", "/app/main.py", 10, false},
+	    {EVIL, NULL, "/app/\xc3\xa9t\xc3\xa9.py", 5, false, 0, 0},
+	    {"mid", "mid", "/app/x.py", 21, false, 0, 0},
+	    {"main", "main", "/app/main.py", 10, false, 0, 0},
 	};
 	/* A task awaiting, below the task boundary (file NULL). */
 	const struct pyd_frame task_stack[] = {
-	    {"sleep", "sleep", "/usr/lib/asyncio/tasks.py", 600, false},
-	    {"worker", "worker", "/app/x.py", 40, false},
-	    {"Task-2", NULL, NULL, 0, false},
+	    {"sleep", "sleep", "/usr/lib/asyncio/tasks.py", 600, false, 0, 0},
+	    {"worker", "worker", "/app/x.py", 40, false, 0, 0},
+	    {"Task-2", NULL, NULL, 0, false, 0, 0},
 	};
 	if (!p)
 		return NULL;

@@ -1,0 +1,32 @@
+/*
+ * A memory source that keeps the pages it read: many small reads of
+ * objects that sit close together (a frame's locals, their items) cost
+ * one read per page.  Only for a pass that reads many scattered small
+ * objects at one moment: what it serves may be older than the target's
+ * memory by the length of the pass.
+ */
+#ifndef PYD_MEMSRC_PAGECACHE_H
+#define PYD_MEMSRC_PAGECACHE_H
+
+#include "memsrc.h"
+
+#define PYD_PAGE 4096
+
+struct pyd_page_slot {
+	uint64_t page; /* address of the page held, +1 (0: empty) */
+	uint8_t data[PYD_PAGE];
+};
+
+struct pyd_pagecache {
+	struct pyd_memsrc src; /* read through here */
+	const struct pyd_memsrc *inner;
+	struct pyd_page_slot *slots;
+	size_t nslots; /* a power of two */
+};
+
+/* false if out of memory (then src reads inner directly). */
+bool pyd_pagecache_init(struct pyd_pagecache *c, const struct pyd_memsrc *inner,
+			size_t nslots);
+void pyd_pagecache_free(struct pyd_pagecache *c);
+
+#endif

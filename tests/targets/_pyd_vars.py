@@ -1,0 +1,81 @@
+# -*- coding: utf-8 -*-
+"""A frame's variables as Python itself sees them, rendered with the
+bounded repr that pystack-dump --locals promises: repr() itself for None,
+bool, int, float, str and bytes, reprlib's rules for containers (depth,
+items, "..."), and <TYPE object at 0xADDR> for anything else.
+
+Must run unchanged on CPython 3.6 through 3.15."""
+
+import ctypes
+
+STRING, ITEMS, DEPTH, DIGITS, INT_HEAD = 80, 10, 2, 60, 20
+HEAPTYPE = 1 << 9
+CO_VARARGS, CO_VARKEYWORDS = 0x4, 0x8
+EMPTY = {tuple: "()", list: "[]", dict: "{}", set: "set()", frozenset: "frozenset()"}
+
+
+def type_name(t):
+    """tp_name, which <TYPE object at ...> shows: read from the type
+    object itself (offset 24 in every 3.x release and debug build here),
+    since __name__ drops the module part of a C type's name."""
+    try:
+        return ctypes.c_char_p.from_address(id(t) + 24).value.decode("utf-8")
+    except Exception:
+        return t.__name__
+
+
+def brepr(v, level=0):
+    t = type(v)
+    if v is None or t is bool or t is float:
+        return repr(v)
+    if t is int:
+        s = repr(v)
+        digits = s.lstrip("-")
+        if len(digits) > DIGITS:
+            return s[:len(s) - len(digits)] + digits[:INT_HEAD] + "... (%d digits)" % len(digits)
+        return s
+    if t is str or t is bytes:
+        return repr(v[:STRING]) + ("..." if len(v) > STRING else "")
+    if t in EMPTY:
+        items = list(v.items()) if t is dict else list(v)
+        if not items:
+            return EMPTY[t]
+        shown = items[:ITEMS] if level < DEPTH else []
+        if t is dict:
+            parts = [brepr(k, level + 1) + ": " + brepr(x, level + 1) for k, x in shown]
+        else:
+            parts = [brepr(x, level + 1) for x in shown]
+        if len(items) > len(shown):
+            parts.append("...")
+        body = ", ".join(parts)
+        if t is tuple:
+            return "(" + body + ("," if len(items) == 1 and shown else "") + ")"
+        if t is list:
+            return "[" + body + "]"
+        if t is frozenset:
+            return "frozenset({" + body + "})"
+        return "{" + body + "}"
+    return "<%s object at 0x%x>" % (type_name(t), id(v))
+
+
+def ordered_names(code):
+    """Every variable of a code object in code-object order (arguments
+    first), and how many are arguments."""
+    names = list(code.co_varnames)
+    names += [c for c in code.co_cellvars if c not in names]
+    names += list(code.co_freevars)
+    nargs = code.co_argcount + code.co_kwonlyargcount
+    nargs += bool(code.co_flags & CO_VARARGS) + bool(code.co_flags & CO_VARKEYWORDS)
+    return names, nargs
+
+
+def frame_vars(frame):
+    """{"arguments": [[name, repr]...], "locals": [[name, repr]...]} of
+    the variables bound in frame, in code-object order."""
+    names, nargs = ordered_names(frame.f_code)
+    fl = frame.f_locals
+    out = {"arguments": [], "locals": []}
+    for i, n in enumerate(names):
+        if n in fl:
+            out["arguments" if i < nargs else "locals"].append([n, brepr(fl[n])])
+    return out

@@ -94,10 +94,11 @@ struct pyd_repr_limits {
 #define PYD_REPR_DEFAULTS ((struct pyd_repr_limits){80, 10, 2, 60, false})
 #define PYD_REPR_DEEP ((struct pyd_repr_limits){1000, 100, 5, 1000, true})
 
-/* A dump's locals read at most this much of the target: a corrupt heap
- * cannot make it slow or large. */
-#define PYD_LOCALS_MAX_READS 500000
+/* A dump's locals read at most this much of the target and render at
+ * most this much text: a corrupt heap cannot make it slow or large. */
+#define PYD_LOCALS_MAX_READS 1000000
 #define PYD_LOCALS_MAX_BYTES (256u << 20)
+#define PYD_LOCALS_MAX_TEXT (64u << 20)
 
 /* Deepest stack we walk; Python's own recursion limit is far below. */
 #define PYD_MAX_FRAMES 100000
@@ -128,7 +129,8 @@ void pyd_dump_free(struct pyd_dump *d);
 /*
  * The variables of every frame of a dump (struct pyd_thread.vars), their
  * values rendered as Python's repr() within lim, reading at most
- * PYD_LOCALS_MAX_READS / _BYTES.  A value that cannot be read shows as
+ * PYD_LOCALS_MAX_READS / _BYTES and rendering PYD_LOCALS_MAX_TEXT.  A
+ * value that cannot be read shows as
  * <unreadable at 0xADDR>; nothing else of the dump changes.
  */
 enum pyd_err pyd_dump_locals(struct pyd_session *s, struct pyd_dump *d,

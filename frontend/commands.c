@@ -90,9 +90,10 @@ static const struct {
 
 #define NCMDS (sizeof cmds / sizeof *cmds)
 
-const char *const pyd_cmd_names[] = {
-    "py-bt", "py-tasks", "py-sample", "py-up", "py-down",
-    "py-frame", "py-list", "py-locals", "py-print", NULL};
+const char *pyd_cmd_nth(size_t i)
+{
+	return i < NCMDS ? cmds[i].name : NULL;
+}
 
 const char *pyd_cmd_help(const char *name)
 {

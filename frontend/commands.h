@@ -83,8 +83,9 @@ void pyd_show_dump(struct pyd_buf *out, const struct pyd_dump *d, bool json,
 void pyd_show_tasks(struct pyd_buf *out, const struct pyd_task_graph *g,
                     bool json, bool table, const struct pyd_report_opts *ro);
 
-/* The commands a shell defines (py-bt ... py-print), NULL-terminated. */
-extern const char *const pyd_cmd_names[];
+/* The name of the i-th command a shell defines (py-bt ... py-print);
+ * NULL past the last. */
+const char *pyd_cmd_nth(size_t i);
 
 /* Does command c want the selected thread's native frames? */
 bool pyd_cmd_wants_native(const struct pyd_cmd *c);

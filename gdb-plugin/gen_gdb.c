@@ -86,13 +86,14 @@ static void words(int from, int n)
 static void native_pattern(char *out, size_t size)
 {
 	size_t len = (size_t)snprintf(out, size, "-n");
-	for (const char *const *n = pyd_cmd_names; *n && len < size; n++) {
+	const char *n;
+	for (size_t i = 0; (n = pyd_cmd_nth(i)) && len < size; i++) {
 		struct pyd_cmd c;
 		char err[256];
-		if (pyd_cmd_parse(*n, "", &c, err, sizeof err) &&
+		if (pyd_cmd_parse(n, "", &c, err, sizeof err) &&
 		    pyd_cmd_wants_native(&c))
 			len += (size_t)snprintf(out + len, size - len, "|@cmd %s",
-			                        *n);
+			                        n);
 	}
 }
 
@@ -215,7 +216,8 @@ int main(int argc, char **argv)
 	run(argv[1]);
 	sample_wait();
 	select_native();
-	for (const char *const *n = pyd_cmd_names; *n; n++)
-		command(*n);
+	const char *n;
+	for (size_t i = 0; (n = pyd_cmd_nth(i)); i++)
+		command(n);
 	return 0;
 }

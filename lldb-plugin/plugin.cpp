@@ -653,18 +653,23 @@ bool PluginInitialize(lldb::SBDebugger debugger);
 bool lldb::PluginInitialize(lldb::SBDebugger debugger)
 {
 	if (loaded) {
+		std::string names;
+		const char *n;
+		for (size_t i = 0; (n = pyd_cmd_nth(i)); i++)
+			names += std::string(i ? ", " : "") + n;
 		fprintf(debugger.GetErrorFileHandle(),
 		        "pystack-dump: the lldb plugin is already loaded "
-		        "(py-bt, py-tasks, py-sample, py-up, py-down, "
-		        "py-frame, py-list, py-locals, py-print).\n");
+		        "(%s).\n",
+		        names.c_str());
 		return true;
 	}
 	lldb::SBCommandInterpreter interp = debugger.GetCommandInterpreter();
-	for (const char *const *n = pyd_cmd_names; *n; n++)
-		add(interp, *n,
-		    strcmp(*n, "py-sample")
+	const char *n;
+	for (size_t i = 0; (n = pyd_cmd_nth(i)); i++)
+		add(interp, n,
+		    strcmp(n, "py-sample")
 		        ? static_cast<lldb::SBCommandPluginInterface *>(
-		              new bt_command(*n))
+		              new bt_command(n))
 		        : new sample_command());
 	loaded = true;
 	return true;

@@ -131,3 +131,29 @@ def test_locals_dangling(interp, tool, request):
             elif frames[0]["locals"] != want:
                 errs.append("dangling() locals %r, expected %r" % (frames[0]["locals"], want))
     settle(result("dangling", errs), request.node)
+
+
+BUDGET_SECONDS = 10.0
+
+
+def test_locals_budget(interp, tool, request):
+    """Locals that cost more than the budget: the dump stops reading them
+    there (locals_budget_spent, <not read: budget spent>), prints every
+    frame, exits 0, quickly and within the text budget."""
+    with Target(interp, "locals_budget") as tg:
+        gt = tg.settled_truth(gt_sanity)
+        argv = [tool.path, "--locals", "--json", str(tg.pid)]
+        rc, out, err, secs = run(argv, TOOL_TIMEOUT)
+        doc, e = parse_dump(rc, out, err, secs)
+        errs = [e] if e else compare(gt, doc, interp, tg.pid)
+        if doc:
+            if doc.get("locals_budget_spent") is not True:
+                errs.append("locals_budget_spent is %r, expected true"
+                            % (doc.get("locals_budget_spent"),))
+            if b"<not read: budget spent>" not in out:
+                errs.append("no value says <not read: budget spent>")
+        if secs > BUDGET_SECONDS:
+            errs.append("took %.1fs (more than %.0fs)" % (secs, BUDGET_SECONDS))
+        if len(out) > (80 << 20):
+            errs.append("printed %d MB" % (len(out) >> 20))
+    settle(result("budget", errs, info="%.2fs, %d MB" % (secs, len(out) >> 20)), request.node)

@@ -15,9 +15,10 @@
  * *args and **kwargs where CO_VARARGS / CO_VARKEYWORDS say so.
  *
  * Every read of a dump's locals goes through a budget (a memory source
- * wrapped around the session's), so a corrupt heap costs at most
- * PYD_LOCALS_MAX_READS reads and PYD_LOCALS_MAX_BYTES bytes, and through
- * a page cache in front of it.
+ * wrapped around the session's, with a page cache behind it), and so
+ * does the text rendered, so a corrupt heap costs at most
+ * PYD_LOCALS_MAX_READS reads of PYD_LOCALS_MAX_BYTES bytes and renders at
+ * most PYD_LOCALS_MAX_TEXT bytes.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -280,13 +281,13 @@ static char *render(struct pyd_repr *r, uint64_t val, bool tagged_int)
 /* Where a dump's reads are counted (the budget section below). */
 struct budget {
 	struct pyd_memsrc src;
-	const struct pyd_memsrc *inner;
-	uint64_t reads, bytes;
+	const struct pyd_memsrc *inner; /* the session's own source */
+	uint64_t reads, bytes, text;
 	bool spent;
-	struct pyd_pagecache cache; /* in front of the budget */
+	struct pyd_pagecache cache; /* behind the budget */
 };
 
-static enum pyd_err frame_vars(struct pyd_repr *r, const struct budget *bud,
+static enum pyd_err frame_vars(struct pyd_repr *r, struct budget *bud,
 			       const struct pyd_frame *f,
 			       struct pyd_frame_vars *out)
 {
@@ -309,6 +310,11 @@ static enum pyd_err frame_vars(struct pyd_repr *r, const struct budget *bud,
 		struct pyd_var *o = &out->v[out->n];
 		o->repr = bud->spent ? strdup("<not read: budget spent>")
 				     : render(r, val, tagged);
+		if (o->repr && !bud->spent) {
+			size_t len = strlen(o->repr);
+			bud->spent = len >= bud->text;
+			bud->text -= bud->spent ? bud->text : len;
+		}
 		if (!o->repr) {
 			err = PYD_E_NOMEM;
 			break;
@@ -333,22 +339,25 @@ static enum pyd_err budget_read(void *ctx, uint64_t addr, void *buf,
 	}
 	b->reads--;
 	b->bytes -= len;
-	return pyd_read(b->inner, addr, buf, len);
+	return pyd_read(&b->cache.src, addr, buf, len);
 }
 
-/* Put the session's reads on a budget, through a page cache (objects
- * sit close together: most reads then cost none), until budget_end. */
+/* Put the session's reads on a budget, served by a page cache (objects
+ * sit close together: most reads then cost no syscall), until
+ * budget_end.  The budget counts every read asked for, cached or not, so
+ * values sharing a page cannot multiply what one dump renders. */
 static void budget_begin(struct budget *b, struct pyd_session *s)
 {
 	*b = (struct budget){.inner = s->src,
 			     .reads = PYD_LOCALS_MAX_READS,
-			     .bytes = PYD_LOCALS_MAX_BYTES};
-	b->src = *s->src;
+			     .bytes = PYD_LOCALS_MAX_BYTES,
+			     .text = PYD_LOCALS_MAX_TEXT};
+	pyd_pagecache_init(&b->cache, s->src, CACHED_PAGES);
+	b->src = b->cache.src;
 	b->src.ctx = b;
 	b->src.read = budget_read;
 	b->src.readv = NULL;
-	pyd_pagecache_init(&b->cache, &b->src, CACHED_PAGES);
-	s->src = &b->cache.src;
+	s->src = &b->src;
 }
 
 static void budget_end(struct budget *b, struct pyd_session *s)

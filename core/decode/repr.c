@@ -428,6 +428,7 @@ static void repr_container(struct pyd_repr *r, uint64_t obj,
 		close = frozen ? "})" : "}";
 		if (!err && !total) {
 			pyd_buf_printf(out, frozen ? "frozenset()" : "set()");
+			free(v);
 			return;
 		}
 		break;

@@ -2,6 +2,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static enum pyd_err open_source(const struct target_spec *spec,
 				struct target *t, char *detail, size_t detailsz)
@@ -32,7 +33,19 @@ static enum pyd_err open_source(const struct target_spec *spec,
 	}
 	t->kind = "process";
 	t->pid = spec->pid;
-	enum pyd_err err = pyd_live_open(spec->pid, &t->live);
+	enum pyd_err err = PYD_OK;
+	const char *odd = pyd_live_oddity(spec->pid, &err);
+	if (odd) {
+		snprintf(detail, detailsz, "%s", odd);
+		return err;
+	}
+	if ((err = pyd_live_open(spec->pid, &t->live)) == PYD_E_PERM &&
+	    geteuid() == 0)
+		snprintf(detail, detailsz,
+			 "even as root: a security module (AppArmor, SELinux, "
+			 "Yama's ptrace_scope 3) or another user namespace "
+			 "protects it. Run pystack-dump where the process "
+			 "runs (in its container, with CAP_SYS_PTRACE)");
 	if (err)
 		return err;
 	t->src = pyd_live_memsrc(t->live);

@@ -54,8 +54,8 @@ struct pyd_thread {
 	int64_t tid;       /* OS thread id, 0 if unknown */
 	int64_t interp_id; /* interpreter the thread belongs to */
 	uint64_t ident;    /* threading.get_ident(): the pthread_t */
-	/* threading.Thread.name where the target tells it (3.7-3.13; from
-	 * 3.14 CPython gives it to the OS), else the OS thread name; "" if
+	/* threading.Thread.name, read from threading._active; else (a
+	 * thread threading does not know) the OS thread name; "" if
 	 * unknown.  Long names are cut (at a character boundary). */
 	char name[64];
 	bool holds_gil;
@@ -100,8 +100,9 @@ struct pyd_repr_limits {
 #define PYD_LOCALS_MAX_BYTES (256u << 20)
 #define PYD_LOCALS_MAX_TEXT (64u << 20)
 
-/* Deepest stack we walk; Python's own recursion limit is far below. */
-#define PYD_MAX_FRAMES 100000
+/* Deepest stack we walk (its innermost frames; the thread is then marked
+ * truncated): a recursion limit raised that far costs 50 MB here. */
+#define PYD_MAX_FRAMES 1000000
 
 struct pyd_session;
 

@@ -41,6 +41,14 @@ struct row {
 
 static const struct row rows[] = {
 	/* Errors of reading a target, in the CLI. */
+	{PYD_SAY_ERROR, PYD_E_NOPROC, PROCESS, true,
+	 "{prog}: process {pid} is {detail}; there is nothing left to read. "
+	 "Dump it before it exits, or read the core it left (--core).\n"},
+	{PYD_SAY_ERROR, PYD_E_NOTPYTHON, PROCESS, true,
+	 "{prog}: process {pid} is {detail}: it runs no Python. Check the "
+	 "pid (e.g. pgrep -a python).\n"},
+	{PYD_SAY_ERROR, PYD_E_PERM, PROCESS, true,
+	 "{prog}: permission denied reading process {pid}{owner}, {detail}.\n"},
 	{PYD_SAY_ERROR, PYD_E_NOPROC, CLI, false,
 	 "{prog}: no process with pid {pid}. Check the pid (e.g. pgrep -a "
 	 "python).\n"},

@@ -224,9 +224,9 @@ bool pyd_opts_getopt(int argc, char **argv, unsigned in, struct pyd_opts *o,
                      char *err, size_t errsz)
 {
 	struct option longopts[NOPTS + 1] = {{0}};
-	/* pystack-dump's options come before the PID ("+"); sample's may
-	 * also follow it. */
-	char letters[2 + 2 * NOPTS] = "+", *l = letters + (in == PYD_IN_DUMP);
+	/* Options go anywhere, before or after the PID, as GNU programs take
+	 * them (getopt_long permutes); "--" ends them. */
+	char letters[1 + 2 * NOPTS] = "", *l = letters;
 	size_t n = 0;
 	for (const struct opt *p = opts; p < opts + NOPTS; p++) {
 		if (!(p->in & in))
@@ -244,7 +244,7 @@ bool pyd_opts_getopt(int argc, char **argv, unsigned in, struct pyd_opts *o,
 	}
 	*l = 0;
 	defaults(o);
-	/* 0, not 1: glibc then forgets an earlier call's ordering ("+") */
+	/* 0, not 1: glibc then starts afresh (a test parses many argvs) */
 	optind = 0;
 	int c;
 	while ((c = getopt_long(argc, argv, letters, longopts, NULL)) != -1) {

@@ -114,3 +114,75 @@ def test_exited_mid_read(tool):
         kill(p)
     assert dumper.returncode == 7 and b"exited" in err, "expected exit 7, got %s: %s" % (
         dumper.returncode, short(err, 300))
+
+
+@pytest.fixture
+def zombie():
+    """A child of this test that has exited and is not waited for."""
+    p = subprocess.Popen(["true"])
+    deadline = time.time() + 5
+    while time.time() < deadline:
+        with open("/proc/%d/stat" % p.pid) as f:
+            if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                break
+        time.sleep(0.02)
+    yield p.pid
+    p.wait()
+
+
+@pytest.mark.parametrize("args", [["--json"], ["sample", "-d", "1"]], ids=["dump", "sample"])
+def test_zombie(tool, args, zombie):
+    """A zombie is named as one (exit 3), with no permission advice."""
+    rc, out, err, secs = run([tool.path] + args + [str(zombie)], TOOL_TIMEOUT)
+    text = err.decode("utf-8", "replace")
+    assert rc == 3 and "a zombie" in text and "permission" not in text, \
+        "expected exit 3 naming a zombie, got %s: %s" % (rc, short(err, 300))
+
+
+def kernel_thread():
+    """The pid of a kernel thread (kthreadd is 2 outside a pid namespace)."""
+    for pid in os.listdir("/proc"):
+        try:
+            with open("/proc/%s/stat" % pid) as f:
+                flags = int(f.read().rsplit(")", 1)[1].split()[6])
+        except (OSError, ValueError, IndexError):
+            continue
+        if flags & 0x00200000:
+            return int(pid)
+    return None
+
+
+@pytest.mark.parametrize("args", [["--json"], ["sample", "-d", "1"]], ids=["dump", "sample"])
+def test_kernel_thread(tool, args):
+    """A kernel thread is named as one (exit 5), with no permission advice."""
+    pid = kernel_thread()
+    if pid is None:
+        pytest.skip("no kernel thread visible (a pid namespace)")
+    rc, out, err, secs = run([tool.path] + args + [str(pid)], TOOL_TIMEOUT)
+    text = err.decode("utf-8", "replace")
+    assert rc == 5 and "kernel thread" in text and "permission" not in text, \
+        "expected exit 5 naming a kernel thread, got %s: %s" % (rc, short(err, 300))
+
+
+def test_root_advice(tool):
+    """Whatever pid 1 is, root is never told to run as root: a process
+    root cannot read is said to be protected."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root")
+    rc, out, err, secs = run([tool.path, "1"], TOOL_TIMEOUT)
+    text = err.decode("utf-8", "replace")
+    assert "sudo pystack-dump" not in text, "root told to run as root: %s" % short(err, 400)
+    assert rc in (0, 4, 5, 9), "unexpected exit %s: %s" % (rc, short(err, 300))
+    if rc == 4:
+        assert "even as root" in text, short(err, 400)
+
+
+def test_options_after_pid(tool):
+    """Options may follow the PID (GNU order); "--" ends them."""
+    sleeper = spawn(["sleep", "1000"], stdout=subprocess.DEVNULL)
+    try:
+        time.sleep(0.1)
+        expect(tool, [str(sleeper.pid), "--json"], 5)          # parsed: not Python
+        expect(tool, ["--", str(sleeper.pid), "--json"], 2)    # "--json" is a 2nd PID
+    finally:
+        kill(sleeper)

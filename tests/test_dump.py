@@ -172,3 +172,13 @@ def locked_kill(interp, tool):
 def test_locked_kill(interp, tool, request):
     """SIGKILL pystack-dump --locked mid-pause: the target runs on."""
     settle(locked_kill(interp, tool), request.node)
+
+
+def test_very_deep(interp, tool, request):
+    """A 150,000-frame stack (a raised recursion limit) is dumped whole,
+    exactly, with no "stack kept changing"."""
+    with Target(interp, "very_deep") as tg:
+        gt = tg.settled_truth(gt_sanity)
+        doc, err = parse_dump(*tool.dump(tg.pid))
+        errs = [err] if err else compare(gt, doc, interp, tg.pid)
+    settle(Result("very deep", "FAIL" if errs else "PASS", "\n".join(errs[:20])), request.node)

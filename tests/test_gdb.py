@@ -192,7 +192,7 @@ def locals_job(interp, tool, plugin):
         t.wait_ground_truth()
         t.wait_settled()
         pid = str(t.pid)
-        cmds = ["py-bt -l", "py-bt all -l"] + FRAME_COMMANDS[:6] + ["frame"] + FRAME_COMMANDS[6:]
+        cmds = ["py-bt -l", "py-bt all -l"] + FRAME_COMMANDS[:7] + ["frame"] + FRAME_COMMANDS[7:]
         rc, parts, raw = gdb(plugin, ["-p", pid], cmds)
         got = dict((c, parts.get(i, "")) for i, c in enumerate(cmds))
         want = cli(tool, ["--locals", pid])[1]

@@ -154,8 +154,8 @@ def locals_job(interp, tool, plugin):
         t.wait_settled()
         pid = str(t.pid)
         want = cli(tool, ["--locals", pid])[1]
-        cmds = (["py-bt -l", "py-bt all -l"] + FRAME_COMMANDS[:6] + ["frame info"]
-                + FRAME_COMMANDS[6:])
+        cmds = (["py-bt -l", "py-bt all -l"] + FRAME_COMMANDS[:7] + ["frame info"]
+                + FRAME_COMMANDS[7:])
         rc, out, err = lldb(plugin, cmds, ["-p", pid])
         got = sections(out)
         res.append(same("py-bt -l (live)", selected_part(want, t.pid), got.get("py-bt -l", err)))

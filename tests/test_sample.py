@@ -435,3 +435,26 @@ def sample_launch(interp, tool, name):
 def test_sample(interp, kind, check, tool, jobs, request):
     """One check of `pystack-dump sample` (SAMPLE_JOBS says which)."""
     settle(jobs.result(check, sample_job, interp, kind, tool), request.node)
+
+
+def test_sample_very_deep(interp, tool, request):
+    """A 150,000-frame stack is sampled whole: its samples are kept, with
+    every frame, not dropped as a stack that kept changing."""
+    with Target(interp, "very_deep") as tg:
+        gt = tg.settled_truth(base_gt_sanity)
+        deep = [t for t in gt["threads"] if t["name"] == "very_deep"][0]
+        out = os.path.join(tg.out_host, "deep.collapsed")
+        argv, rc, so, se, secs = tool_run(tool, ["sample", "-d", "1", "-q", "-f", "collapsed",
+                                                 "-o", out, str(tg.pid)], timeout=60)
+        errs = []
+        if rc != 0:
+            errs.append("%s exited %s: %s" % (" ".join(argv), rc, short(se)))
+        else:
+            with open(out) as f:
+                depths = [len(line.rsplit(" ", 1)[0].split(";")) for line in f if line.strip()]
+            # the collapsed stack: the thread's frames, plus a root for the thread
+            want = len(deep["frames"])
+            if not any(d >= want for d in depths):
+                errs.append("no sample has the %d frames of the deep thread; deepest %s"
+                            % (want, max(depths) if depths else None))
+    settle(Result("very deep", "FAIL" if errs else "PASS", "\n".join(errs)), request.node)

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../memsrc/pagecache.h"
 #include "objects.h"
 #include "session.h"
 #include "thread_names.h"
@@ -110,8 +111,10 @@ enum pyd_err pyd_walk_thread(struct pyd_session *s, uint64_t tstate,
 	}
 	*top = f;
 	size_t flen = frame_len(L);
-	while (f) {
-		if (idx > PYD_MAX_FRAMES + 1)
+	while (f && out->n < PYD_MAX_FRAMES) {
+		/* Shim frames push nothing: a list of them that loops ends
+		 * here. */
+		if (idx > 2 * (size_t)PYD_MAX_FRAMES)
 			return PYD_E_TORN;
 		if (!(b = r->get(r->ctx, idx++, f, flen, &err)))
 			return err;
@@ -139,9 +142,17 @@ static enum pyd_err top_frame(struct pyd_session *s, uint64_t tstate,
 	return pyd_read_ptr(s, *frame + (uint64_t)L->cframe.current_frame, frame);
 }
 
-/* The plain reader: every node read on its own. */
+/* Nodes read one by one before the walk reads whole pages: an ordinary
+ * stack costs (and a snapshot records) only its nodes' bytes, a deep one
+ * a read per page of frames instead of one per frame. */
+#define PLAIN_NODES 1024
+#define DEEP_PAGES 64
+
+/* The plain reader: every node read on its own, then through pages. */
 struct plain_reader {
 	struct pyd_session *s;
+	struct pyd_pagecache cache; /* set up at node PLAIN_NODES */
+	bool cached;
 	uint8_t buf[256];
 };
 
@@ -149,12 +160,14 @@ static const uint8_t *plain_get(void *ctx, size_t index, uint64_t addr,
 				size_t len, enum pyd_err *err)
 {
 	struct plain_reader *p = ctx;
-	(void)index;
 	if (len > sizeof p->buf) {
 		*err = PYD_E_READ;
 		return NULL;
 	}
-	*err = pyd_read(p->s->src, addr, p->buf, len);
+	if (index >= PLAIN_NODES && !p->cached)
+		p->cached = pyd_pagecache_init(&p->cache, p->s->src, DEEP_PAGES);
+	*err = pyd_read(p->cached ? &p->cache.src : p->s->src, addr, p->buf,
+			len);
 	return *err ? NULL : p->buf;
 }
 
@@ -164,7 +177,10 @@ static enum pyd_err walk_once(struct pyd_session *s, uint64_t tstate,
 	struct plain_reader pr = {.s = s};
 	struct pyd_node_reader r = {plain_get, &pr};
 	*top = 0;
-	return pyd_walk_thread(s, tstate, &r, out, top);
+	enum pyd_err err = pyd_walk_thread(s, tstate, &r, out, top);
+	if (pr.cached)
+		pyd_pagecache_free(&pr.cache);
+	return err;
 }
 
 /*

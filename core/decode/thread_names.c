@@ -1,11 +1,13 @@
 /*
- * Python thread names before 3.14.
+ * Python thread names.
  *
  * Until 3.14 CPython never tells the kernel a thread's name, so the OS
- * name is the program's ("python3") for every thread.  The names people
- * set live in threading._active, {ident: Thread}, where ident is the
- * pthread_t the thread state records.  From 3.14 the OS name is the
- * Python name already.
+ * name is the program's ("python3") for every thread; from 3.14 it does,
+ * but the kernel keeps 15 bytes, the main thread keeps the program's name
+ * and a thread renamed later keeps its first.  The names people set live
+ * in threading._active, {ident: Thread}, where ident is the pthread_t the
+ * thread state records: read them there on every version, and leave the
+ * OS name to threads threading does not know.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,7 +53,7 @@ void pyd_thread_names(struct pyd_session *s, uint64_t interp,
 {
 	uint64_t active, *kv;
 	size_t nkv;
-	if (!n || !py_layout_has_module_tasks(&s->layout) ||
+	if (!n || !s->layout.objects.valid ||
 	    !(active = active_threads(s, interp)) ||
 	    pyd_dict_items(s, active, PYD_MAX_ITEMS, &kv, &nkv, NULL))
 		return;

@@ -376,6 +376,38 @@ static int live_open_file(void *ctx, const struct pyd_mapping *m, char *used,
 	return fd;
 }
 
+/* PF_KTHREAD, the stat flag of a kernel thread (include/linux/sched.h). */
+#define PF_KTHREAD 0x00200000u
+
+const char *pyd_live_oddity(int pid, enum pyd_err *err)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof path, "/proc/%d/stat", pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return NULL;
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	/* "PID (COMM) STATE PPID PGRP SESSION TTY TPGID FLAGS ...": COMM may
+	 * hold anything, so fields count from its last ')'. */
+	char *p = strrchr(buf, ')'), state;
+	unsigned long flags;
+	if (!p || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %lu", &state,
+			 &flags) != 2)
+		return NULL;
+	if (state == 'Z' || state == 'X') {
+		*err = PYD_E_NOPROC;
+		return "a zombie: it has exited and waits for its parent to "
+		       "collect its status";
+	}
+	if (flags & PF_KTHREAD) {
+		*err = PYD_E_NOTPYTHON;
+		return "a kernel thread, not a program";
+	}
+	return NULL;
+}
+
 enum pyd_err pyd_live_open(int pid, struct pyd_live **out)
 {
 	if (pid <= 0 || !proc_alive(pid))

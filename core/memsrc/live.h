@@ -13,6 +13,11 @@ struct pyd_live;
 
 /* PYD_E_NOPROC, PYD_E_PERM or PYD_OK. */
 enum pyd_err pyd_live_open(int pid, struct pyd_live **out);
+
+/* Why pid cannot be a Python process to read, whatever the permissions:
+ * "a zombie: ..." (*err PYD_E_NOPROC) or "a kernel thread ..."
+ * (PYD_E_NOTPYTHON); NULL for an ordinary process. */
+const char *pyd_live_oddity(int pid, enum pyd_err *err);
 const struct pyd_memsrc *pyd_live_memsrc(struct pyd_live *live);
 /* Stop every thread of the target; pyd_live_resume() (or our death)
  * lets them go again. */

@@ -94,6 +94,9 @@ static void thread_text(struct pyd_buf *b, const struct pyd_thread *t,
 	}
 	if (t->nframes)
 		pyd_buf_printf(b, "Traceback (most recent call last):\n");
+	if (t->truncated)
+		pyd_buf_printf(b, "  [%zu frames shown: the innermost; the "
+				  "stack goes deeper]\n", t->nframes);
 	for (size_t j = t->nframes; j-- > 0;)
 		frame_lines(b, t, j, o);
 	if (t->error)

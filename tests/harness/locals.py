@@ -60,9 +60,9 @@ def check_locals_doc(gt, doc, interp, pid):
 
 # The frame commands of both debuggers on the locals target's main thread
 # (selected when a debugger attaches): main() is #0, <module> #1.
-FRAME_COMMANDS = ["py-frame", "py-locals", "py-print req", "py-print len",
-                  "py-print nope", "py-up", "py-list", "py-up 5", "py-down",
-                  "py-down 3"]
+FRAME_COMMANDS = ["py-frame", "py-locals", "py-print req", "py-print Request",
+                  "py-print len", "py-print nope", "py-up", "py-list", "py-up 5",
+                  "py-down", "py-down 3"]
 
 
 # What test_gdb.py and test_lldb.py check of them, live and on a core.
@@ -109,6 +109,7 @@ def frame_expectations(gt, host_file):
         "py-frame": ("equal", frame_text(f0, 0, hf0)),
         "py-locals": ("equal", frame_text(f0, 0, hf0) + vars0),
         "py-print req": ("equal", "local req = %s: path='/main'>\n" % req[:-1]),
+        "py-print Request": ("prefix", "global Request = <type object at 0x"),
         "py-print len": ("prefix", "builtin len = <builtin_function_or_method object at 0x"),
         "py-print nope": ("equal", "py-print: 'nope' is not a local, global or builtin "
                                    "name of #0 (main)\n"),

@@ -32,6 +32,13 @@ def in_sleep():
     ready("sleep"); time.sleep(1e6)
 
 
+def in_renamed():
+    # Renamed after it started, to a name longer than the kernel keeps:
+    # the OS name (3.14+) is still the first one, cut at 15 bytes.
+    threading.current_thread().name = "renamed after it started: Größe"
+    ready("renamed"); BLOCK.acquire()
+
+
 def in_select():
     a, b = socket.socketpair()
     ready("select"); select.select([a], [], [])
@@ -68,6 +75,7 @@ def main():
     spawn("rlock", in_rlock, rlock)
     spawn("event", in_event)
     spawn("sleep", in_sleep)
+    spawn("renamed", in_renamed)
     spawn("select", in_select)
     spawn("accept", in_accept)
     spawn("queue", in_queue)

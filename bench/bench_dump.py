@@ -3,11 +3,13 @@
 
 Both tools dump the same Python 3.15 target (Debian sid's, from the chroot
 tests/setup-sid.sh makes), interleaved in one run, so machine noise hits both
-alike.  Scenarios: a 200-frame stack, 100 threads, and a 200-frame stack
-whose frames hold six locals each (an int, a str, a list, a dict, an
-object, a bytes), also dumped with --locals (goal: under 50 ms).
+alike.  Scenarios: a 200-frame stack, 20 and 100 threads, and a 200-frame
+stack whose frames hold six locals each (an int, a str, a list, a dict,
+an object, a bytes); each also dumped with --locals (goal: under 50 ms)
+and --native (libdwfl unwinding every thread, the target paused).
 Reported: median wall time and peak RSS of each tool per scenario, the
-anchor/ours ratios, and what --locals costs over the plain dump.
+anchor/ours ratios, and what --locals and --native cost over the plain
+dump.
 Usage: bench/bench_dump.py [--build build] [--runs 20]
 """
 import argparse
@@ -45,13 +47,14 @@ def main():
         ("pystack-dump --json", lambda pid: [ours, "--json", str(pid)]),
         ("pystack-dump --locals", lambda pid: [ours, "--locals", "--no-source", str(pid)]),
         ("pystack-dump --locals --json", lambda pid: [ours, "--locals", "--json", str(pid)]),
+        ("pystack-dump --native", lambda pid: [ours, "--native", "--no-source", str(pid)]),
         ("profiling.sampling dump -a", lambda pid: ["chroot", SID, "/usr/bin/python3.15", "-m",
                                                     "profiling.sampling", "dump", "-a", str(pid)]),
     ]
     print("dump benchmark, target: Debian sid python3.15, %d interleaved runs each" % args.runs)
     print("%-22s %-28s %12s %12s" % ("scenario", "tool", "median ms", "peak RSS MB"))
-    for name, kind, n in (("200-frame stack", "deep", 200), ("100 threads", "threads", 100),
-                          ("200 frames, 6 locals", "locals", 200)):
+    for name, kind, n in (("200-frame stack", "deep", 200), ("20 threads", "threads", 20),
+                          ("100 threads", "threads", 100), ("200 frames, 6 locals", "locals", 200)):
         target = start_target(kind, n)
         try:
             rows = bench(target, tools, args.runs)
@@ -63,9 +66,10 @@ def main():
         wall, rss = rows["pystack-dump"]
         print("%-22s %-28s %11.1fx %11.1fx" % (name, "anchor / pystack-dump", anchor_wall / wall,
                                              anchor_rss / rss))
-        lwall, lrss = rows["pystack-dump --locals"]
-        print("%-22s %-28s %11.2fx %11.2fx" % (name, "--locals / pystack-dump", lwall / wall,
-                                             lrss / rss))
+        for opt in ("--locals", "--native"):
+            owall, orss = rows["pystack-dump " + opt]
+            print("%-22s %-28s %11.2fx %11.2fx" % (name, opt + " / pystack-dump", owall / wall,
+                                                 orss / rss))
     return 0
 
 

@@ -51,6 +51,14 @@ static const char usage_text[] =
 	"                   (ptrace), for a perfectly consistent snapshot; the\n"
 	"                   target resumes even if pystack-dump is killed\n"
 	"      --no-source  do not print source lines under each frame\n"
+	"      --native     merge each thread's native (C) stack with its\n"
+	"                   Python one: the frames of C extensions and libc\n"
+	"                   between Python frames, the innermost native ones\n"
+	"                   (e.g. futex_wait) on top, threads that run no\n"
+	"                   Python too. Unwound with elfutils from a core's\n"
+	"                   registers, or a live process's: implies --locked\n"
+	"      --native-all the same, keeping the interpreter's own frames\n"
+	"                   (_PyEval_EvalFrameDefault ...) too\n"
 	"  -L, --locals     also print each frame's arguments and local\n"
 	"                   variables (cells and free variables included), as\n"
 	"                   Python's repr() shows them, read from memory: no\n"
@@ -131,6 +139,12 @@ static int check_sources(int argc, char **argv, struct options *o)
 		return cli_usage_error("%s", "--table goes with --tasks");
 	if (o->opt.table && o->opt.json)
 		return cli_usage_error("%s", "give one of --table and --json");
+	if (o->opt.native_all)
+		o->opt.native = true;
+	if (o->opt.native && (o->opt.tasks || t->snapshot))
+		return cli_usage_error("%s", "--native unwinds a live process or "
+					     "a core: not with --tasks or "
+					     "--snapshot");
 	if (o->opt.locals && o->opt.tasks)
 		return cli_usage_error("%s", "--locals shows the thread stacks' "
 					     "variables: not with --tasks");
@@ -186,7 +200,10 @@ static enum pyd_err take_dump(struct target *t, const struct options *o,
 		err = pyd_session_open(t->src, rt, sess, detail, detailsz);
 	if (err)
 		return err;
-	if (o->opt.locked) {
+	/* Native stacks are unwound from registers: a live process's
+	 * threads must be stopped to give them. */
+	bool locked = o->opt.locked || (o->opt.native && t->live);
+	if (locked) {
 		if ((err = pyd_live_pause(t->live)))
 			return err;
 		test_pause_hook();
@@ -194,12 +211,16 @@ static enum pyd_err take_dump(struct target *t, const struct options *o,
 	*decoding = true;
 	err = o->opt.tasks ? pyd_dump_tasks(*sess, graph)
 			   : pyd_dump_stacks(*sess, dump);
-	/* Locals of whatever frames were read: they change no exit status
-	 * unless we ran out of memory. */
+	/* Locals and native stacks of whatever was read: they change no
+	 * exit status unless we ran out of memory. */
 	if (o->opt.locals && !o->opt.tasks && dump->nthreads &&
 	    pyd_dump_locals(*sess, dump, &o->opt.repr) == PYD_E_NOMEM && !err)
 		err = PYD_E_NOMEM;
-	if (o->opt.locked)
+	if (o->opt.native && !o->opt.tasks &&
+	    pyd_dump_native(*sess, dump, o->opt.native_all) == PYD_E_NOMEM &&
+	    !err)
+		err = PYD_E_NOMEM;
+	if (locked)
 		pyd_live_resume(t->live);
 	return err;
 }
@@ -281,6 +302,7 @@ static enum pyd_err print_dump(const struct options *o, const struct target *t,
 			: NULL;
 	ro.source_line = sc ? source_cache_line : NULL;
 	ro.source_ctx = sc;
+	ro.native_all = o->opt.native_all;
 	struct pyd_buf b = {0};
 	pyd_show_dump(&b, dump, o->opt.json, &ro);
 	source_cache_free(sc);

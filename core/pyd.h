@@ -50,6 +50,16 @@ struct pyd_frame_vars {
 	bool unreadable; /* the frame's variables could not be read at all */
 };
 
+/* A native frame: unwound by pyd_dump_native, or a debugger's. */
+struct pyd_native_frame {
+	uint64_t pc;
+	const char *function; /* NULL if unknown */
+	const char *library;  /* its file's name; NULL if unknown */
+	const char *file;     /* source file, NULL if unknown */
+	int line;             /* its line, 0 if unknown */
+	bool interp;          /* in the interpreter's own binary */
+};
+
 struct pyd_thread {
 	int64_t tid;       /* OS thread id, 0 if unknown */
 	int64_t interp_id; /* interpreter the thread belongs to */
@@ -64,6 +74,11 @@ struct pyd_thread {
 	size_t nframes;
 	/* nframes entries once pyd_dump_locals ran, else NULL. */
 	struct pyd_frame_vars *vars;
+	/* Its native stack, innermost first, once pyd_dump_native ran
+	 * (strings owned by the dump). */
+	struct pyd_native_frame *native;
+	size_t nnative;
+	enum pyd_err native_error; /* PYD_OK, or why native is short */
 	/* PYD_OK, or why the stack is incomplete (frames holds what we got). */
 	enum pyd_err error;
 	bool truncated; /* deeper than PYD_MAX_FRAMES */
@@ -75,6 +90,7 @@ struct pyd_dump {
 	size_t ninterps;
 	unsigned retries; /* torn reads we retried */
 	bool has_locals; /* pyd_dump_locals ran */
+	bool has_native; /* pyd_dump_native ran */
 	/* pyd_dump_locals stopped reading at its budget: the values left
 	 * show as <not read: budget spent>. */
 	bool locals_budget_spent;
@@ -136,6 +152,20 @@ void pyd_dump_free(struct pyd_dump *d);
  */
 enum pyd_err pyd_dump_locals(struct pyd_session *s, struct pyd_dump *d,
 			     const struct pyd_repr_limits *lim);
+
+/*
+ * The native stack of every thread (struct pyd_thread.native), unwound
+ * with elfutils' libdwfl from the source's registers (a core's, or a live
+ * process's paused threads': pyd_live_pause first) and memory; threads
+ * that run no Python are added with their native stack only.
+ * interp_lines: find the source lines of the interpreter's own frames
+ * too (costly: its debug info is large), for a report that shows them.
+ */
+enum pyd_err pyd_dump_native(struct pyd_session *s, struct pyd_dump *d,
+			     bool interp_lines);
+
+/* Most native frames we unwind per thread. */
+#define PYD_MAX_NATIVE 4096
 
 /*
  * The repr (malloc'd, within lim) of the variable `name` as frame f sees

@@ -36,7 +36,8 @@ struct pyd_opts {
 	/* --locals (py-bt -l) and how much of each value it shows */
 	bool locals;
 	struct pyd_repr_limits repr;
-	bool all, native; /* py-bt all, -n */
+	bool all, native; /* py-bt all, -n; pystack-dump --native */
+	bool native_all;  /* --native-all */
 	uint64_t levels;  /* py-up, py-down N (0: not given, 1) */
 	const char *name; /* py-print NAME */
 	/* sampling (pystack-dump sample, py-sample) */

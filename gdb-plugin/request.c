@@ -174,8 +174,8 @@ static void parse_frame(struct gdb_request *r, char *line)
 	r->native = f;
 	f = &r->native[r->nnative++];
 	p[strcspn(p, " (")] = 0;
-	f->pc = pc;
-	f->function = *p && strcmp(p, "??") ? p : NULL;
+	*f = (struct pyd_native_frame){
+	    .pc = pc, .function = *p && strcmp(p, "??") ? p : NULL};
 }
 
 static void add_arg(struct gdb_request *r, const char *w)

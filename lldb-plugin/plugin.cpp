@@ -340,7 +340,10 @@ void native_frames(lldb::SBThread thread, std::vector<pyd_native_frame> &out)
 {
 	for (uint32_t i = 0; i < thread.GetNumFrames(); i++) {
 		lldb::SBFrame f = thread.GetFrameAtIndex(i);
-		out.push_back({f.GetPC(), f.GetFunctionName()});
+		pyd_native_frame nf{};
+		nf.pc = f.GetPC();
+		nf.function = f.GetFunctionName();
+		out.push_back(nf);
 	}
 }
 

@@ -4,7 +4,7 @@ set -eu
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends \
-	gcc libc6-dev meson ninja-build pkg-config libelf-dev \
+	gcc libc6-dev meson ninja-build pkg-config libelf-dev libdw-dev \
 	python3 python3-dbg debootstrap procps time util-linux gdb ca-certificates \
 	zlib1g-dev strace chromium python3-pytest python3-pytest-xdist golang-go golang-github-google-pprof-dev \
 	gdbserver lldb-16 liblldb-16-dev \

@@ -397,6 +397,12 @@ void pyd_dump_free(struct pyd_dump *d)
 		}
 		free(t->vars);
 		free(t->frames);
+		for (size_t j = 0; j < t->nnative; j++) {
+			free((char *)t->native[j].function);
+			free((char *)t->native[j].library);
+			free((char *)t->native[j].file);
+		}
+		free(t->native);
 	}
 	free(d->threads);
 	memset(d, 0, sizeof *d);

@@ -3,6 +3,7 @@
  */
 #define _GNU_SOURCE
 #include "coredump.h"
+#include "regs.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -25,6 +26,7 @@
 
 /* struct elf_prstatus / elf_prpsinfo on x86-64 */
 #define PRSTATUS_PID 32
+#define PRSTATUS_REG 112
 #define PRPSINFO_PID 24
 
 struct segment {
@@ -37,8 +39,15 @@ struct backing_file {
 	int fd;     /* -1: looked for and not found */
 };
 
+/* Each thread's registers, from its NT_PRSTATUS (DWARF order). */
+struct thread_regs {
+	uint64_t r[PYD_NREGS];
+	bool valid;
+};
+
 struct pyd_core {
 	struct pyd_memsrc src;
+	struct thread_regs *regs; /* one per thread */
 	int fd;
 	uint64_t file_size;
 	Elf *elf;
@@ -189,6 +198,17 @@ static enum pyd_err core_threads(void *ctx, const struct pyd_os_thread **t,
 	return PYD_OK;
 }
 
+static enum pyd_err core_regs(void *ctx, int64_t tid, uint64_t *regs)
+{
+	struct pyd_core *c = ctx;
+	for (size_t i = 0; i < c->nthreads; i++)
+		if (c->threads[i].tid == tid && c->regs[i].valid) {
+			memcpy(regs, c->regs[i].r, sizeof c->regs[i].r);
+			return PYD_OK;
+		}
+	return PYD_E_READ;
+}
+
 static uint64_t get_u64(const uint8_t *p)
 {
 	uint64_t v;
@@ -228,12 +248,20 @@ static void add_thread(struct pyd_core *c, const uint8_t *d, size_t len)
 	if ((c->nthreads & (c->nthreads - 1)) == 0) {
 		size_t cap = c->nthreads ? c->nthreads * 2 : 1;
 		void *p = realloc(c->threads, cap * sizeof *c->threads);
-		if (!p)
+		void *r = realloc(c->regs, cap * sizeof *c->regs);
+		if (p)
+			c->threads = p;
+		if (r)
+			c->regs = r;
+		if (!p || !r)
 			return;
-		c->threads = p;
 	}
 	int32_t tid;
 	memcpy(&tid, d + PRSTATUS_PID, sizeof tid);
+	struct thread_regs *tr = &c->regs[c->nthreads];
+	tr->valid = len >= PRSTATUS_REG + PYD_USER_REGS_SIZE;
+	if (tr->valid)
+		pyd_regs_from_user(d + PRSTATUS_REG, tr->r);
 	c->threads[c->nthreads++] = (struct pyd_os_thread){
 		.tid = tid,
 		.run = PYD_RUN_UNKNOWN,
@@ -441,6 +469,7 @@ enum pyd_err pyd_core_open(const char *path, const struct pyd_core_opts *o,
 		.mappings = core_mappings,
 		.threads = core_threads,
 		.open_file = core_open_file,
+		.regs = core_regs,
 	};
 	enum pyd_err err = check_header(c, detail, detailsz);
 	if (!err)
@@ -497,6 +526,7 @@ void pyd_core_close(struct pyd_core *c)
 	free(c->maps);
 	free(c->segs);
 	free(c->threads);
+	free(c->regs);
 	if (c->elf)
 		elf_end(c->elf);
 	close(c->fd);

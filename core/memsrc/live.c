@@ -3,6 +3,7 @@
  */
 #define _GNU_SOURCE
 #include "live.h"
+#include "regs.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/user.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -376,6 +378,20 @@ static int live_open_file(void *ctx, const struct pyd_mapping *m, char *used,
 	return fd;
 }
 
+/* A paused thread's registers (it must be in its ptrace stop). */
+static enum pyd_err live_regs(void *ctx, int64_t tid, uint64_t *regs)
+{
+	struct pyd_live *l = ctx;
+	struct user_regs_struct u;
+	bool ours = false;
+	for (size_t i = 0; i < l->npaused && !ours; i++)
+		ours = l->paused[i] == tid;
+	if (!ours || ptrace(PTRACE_GETREGS, (pid_t)tid, 0, &u) != 0)
+		return PYD_E_READ;
+	pyd_regs_from_user(&u, regs);
+	return PYD_OK;
+}
+
 /* PF_KTHREAD, the stat flag of a kernel thread (include/linux/sched.h). */
 #define PF_KTHREAD 0x00200000u
 
@@ -427,6 +443,7 @@ enum pyd_err pyd_live_open(int pid, struct pyd_live **out)
 		.readv = live_readv,
 		.thread_run = live_thread_run,
 		.open_file = live_open_file,
+		.regs = live_regs,
 	};
 	*out = l;
 	/* Reading the maps needs the same permission as reading memory

@@ -73,6 +73,10 @@ struct pyd_memsrc {
 	 * enough to ask every sample.  PYD_E_READ if the thread is gone. */
 	enum pyd_err (*thread_run)(void *ctx, int64_t tid,
 				   enum pyd_thread_run *run);
+	/* Thread tid's registers in DWARF order (regs.h), for native
+	 * unwinding: a core's NT_PRSTATUS, a paused live thread's.
+	 * PYD_E_READ if unknown. */
+	enum pyd_err (*regs)(void *ctx, int64_t tid, uint64_t *regs);
 };
 
 static inline enum pyd_err pyd_read(const struct pyd_memsrc *src,

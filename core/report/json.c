@@ -1,8 +1,16 @@
 #include "report.h"
 
-static void frame_json(struct pyd_buf *b, const struct pyd_frame *f)
+#include <stdlib.h>
+
+/* kind: with native frames, "kind": "python" first. */
+static void frame_json(struct pyd_buf *b, const struct pyd_frame *f,
+		       bool kind)
 {
-	pyd_buf_put(b, "{\"function\": ", 13);
+	if (kind)
+		pyd_buf_printf(b, "{\"kind\": \"python\", ");
+	else
+		pyd_buf_put(b, "{", 1);
+	pyd_buf_put(b, "\"function\": ", 12);
 	pyd_buf_json_str(b, f->function);
 	pyd_buf_put(b, ", \"qualname\": ", 14);
 	pyd_buf_json_str(b, f->qualname);
@@ -39,7 +47,52 @@ static void vars_json(struct pyd_buf *b, const struct pyd_frame_vars *fv)
 	pyd_buf_put(b, "}", 1);
 }
 
-static void thread_json(struct pyd_buf *b, const struct pyd_thread *t)
+static void native_json(struct pyd_buf *b, const struct pyd_native_frame *f)
+{
+	pyd_buf_put(b, "{\"kind\": \"native\", \"function\": ", 31);
+	pyd_buf_json_str(b, f->function);
+	pyd_buf_put(b, ", \"library\": ", 13);
+	pyd_buf_json_str(b, f->library);
+	pyd_buf_printf(b, ", \"address\": %llu, \"file\": ",
+		       (unsigned long long)f->pc);
+	pyd_buf_json_str(b, f->file);
+	if (f->file)
+		pyd_buf_printf(b, ", \"line\": %d}", f->line);
+	else
+		pyd_buf_put(b, ", \"line\": null}", 15);
+}
+
+static void python_json(struct pyd_buf *b, const struct pyd_thread *t,
+			size_t j, bool kind)
+{
+	frame_json(b, &t->frames[j], kind);
+	if (t->vars && !b->failed)
+		vars_json(b, &t->vars[j]);
+}
+
+/* With native frames: one merged stack, innermost first. */
+static void merged_json(struct pyd_buf *b, const struct pyd_thread *t,
+			bool keep_interp)
+{
+	struct pyd_merged *m = malloc((t->nframes + t->nnative + 1) * sizeof *m);
+	if (!m) {
+		b->failed = true;
+		return;
+	}
+	size_t k = pyd_merge_stacks(t, t->native, t->nnative, keep_interp, m);
+	for (size_t i = 0; i < k; i++) {
+		if (i)
+			pyd_buf_put(b, ", ", 2);
+		if (m[i].native)
+			native_json(b, &t->native[m[i].index]);
+		else
+			python_json(b, t, m[i].index, true);
+	}
+	free(m);
+}
+
+static void thread_json(struct pyd_buf *b, const struct pyd_thread *t,
+			bool native, bool keep_interp)
 {
 	pyd_buf_printf(b, "{\"tid\": %lld, \"interpreter\": %lld, \"name\": ",
 		       (long long)t->tid, (long long)t->interp_id);
@@ -47,13 +100,21 @@ static void thread_json(struct pyd_buf *b, const struct pyd_thread *t)
 	pyd_buf_printf(b, ", \"holds_gil\": %s, \"state\": \"%s\", \"error\": ",
 		       t->holds_gil ? "true" : "false", pyd_run_state_name(t->run));
 	pyd_buf_json_str(b, t->error ? pyd_strerror(t->error) : NULL);
+	if (native) {
+		pyd_buf_put(b, ", \"native_error\": ", 18);
+		pyd_buf_json_str(b, t->native_error
+					    ? pyd_strerror(t->native_error)
+					    : NULL);
+	}
 	pyd_buf_put(b, ", \"frames\": [", 13);
-	for (size_t j = 0; j < t->nframes; j++) {
-		if (j)
-			pyd_buf_put(b, ", ", 2);
-		frame_json(b, &t->frames[j]);
-		if (t->vars && !b->failed)
-			vars_json(b, &t->vars[j]);
+	if (native) {
+		merged_json(b, t, keep_interp);
+	} else {
+		for (size_t j = 0; j < t->nframes; j++) {
+			if (j)
+				pyd_buf_put(b, ", ", 2);
+			python_json(b, t, j, false);
+		}
 	}
 	pyd_buf_put(b, "]}", 2);
 }
@@ -70,7 +131,7 @@ void pyd_report_json(struct pyd_buf *b, const struct pyd_dump *d,
 	pyd_buf_put(b, ", \"threads\": [", 14);
 	for (size_t i = 0; i < d->nthreads; i++) {
 		pyd_buf_put(b, i ? ",\n  " : "\n  ", i ? 4 : 3);
-		thread_json(b, &d->threads[i]);
+		thread_json(b, &d->threads[i], d->has_native, o->native_all);
 	}
 	pyd_buf_put(b, "\n]", 2);
 	if (d->has_locals)

@@ -18,6 +18,9 @@ struct pyd_report_opts {
 	 * NULL.  Core reads no files; the frontend knows where they are. */
 	const char *(*source_line)(void *ctx, const char *file, int line);
 	void *source_ctx;
+	/* Threads with native frames (pyd_dump_native): keep the
+	 * interpreter's own frames too (--native-all). */
+	bool native_all;
 };
 
 /* "running", "idle" or "unknown" */
@@ -26,11 +29,6 @@ const char *pyd_run_state_name(enum pyd_thread_run r);
 /* Python-traceback style: most recent call last. */
 void pyd_report_text(struct pyd_buf *b, const struct pyd_dump *d,
 		     const struct pyd_report_opts *o);
-/* A native frame the debugger knows, innermost first (py-bt -n). */
-struct pyd_native_frame {
-	uint64_t pc;
-	const char *function; /* NULL if unknown */
-};
 
 /* The same, but thread tid (the debugger's selected thread) with its
  * native frames (innermost first) interleaved: each Python frame under
@@ -46,10 +44,31 @@ void pyd_report_frame(struct pyd_buf *b, const struct pyd_thread *t,
 /* A frame's arguments and locals as the text dump shows them (py-locals). */
 void pyd_report_vars(struct pyd_buf *b, const struct pyd_frame_vars *fv);
 /* Which of the native frames nf (innermost first) is the evaluation loop
- * running Python frame j of t, paired as the -n report pairs them; -1 if
- * the debugger showed none. */
+ * running Python frame j of t, paired as pyd_merge_stacks pairs them; -1
+ * if nf has none for it. */
 long pyd_native_of(const struct pyd_thread *t, size_t j,
 		   const struct pyd_native_frame *nf, size_t n);
+
+/* One frame of a merged stack: t->frames[index], or nf[index]. */
+struct pyd_merged {
+	bool native;
+	size_t index;
+	/* A Python frame whose evaluation-loop frame nf lacks (the
+	 * outermost ones, when a backtrace stops short). */
+	bool orphan;
+};
+
+/*
+ * Thread t's Python frames and native frames nf (both innermost first)
+ * as one stack, innermost first, into out (room for t->nframes + n):
+ * each run of Python frames where the evaluation-loop frame running it
+ * is.  keep_interp keeps that loop frame (after its run) and the other
+ * frames of the interpreter's own binary; else they are left out.
+ * Returns the number of entries.
+ */
+size_t pyd_merge_stacks(const struct pyd_thread *t,
+			const struct pyd_native_frame *nf, size_t n,
+			bool keep_interp, struct pyd_merged *out);
 
 /* {"pid", "python_version", "threads": [...]} with frames innermost first. */
 void pyd_report_json(struct pyd_buf *b, const struct pyd_dump *d,

@@ -83,11 +83,25 @@ void pyd_report_vars(struct pyd_buf *b, const struct pyd_frame_vars *fv)
 }
 
 
+static void thread_native(struct pyd_buf *b, const struct pyd_thread *t,
+			  const struct pyd_native_frame *nf, size_t n,
+			  bool keep_interp, const struct pyd_report_opts *o);
+
 static void thread_text(struct pyd_buf *b, const struct pyd_thread *t,
 			size_t ninterps, const struct pyd_report_opts *o)
 {
 	pyd_buf_put(b, "\n", 1);
 	thread_header(b, t, ninterps);
+	if (t->nnative) {
+		thread_native(b, t, t->native, t->nnative, o->native_all, o);
+		if (t->error)
+			pyd_buf_printf(b, "  [stack incomplete: %s]\n",
+				       pyd_strerror(t->error));
+		return;
+	}
+	if (t->native_error)
+		pyd_buf_printf(b, "  [native stack unreadable: %s]\n",
+			       pyd_strerror(t->native_error));
 	if (t->nframes == 0 && !t->error) {
 		pyd_buf_printf(b, "  (no Python frames)\n");
 		return;
@@ -115,84 +129,46 @@ void pyd_report_text(struct pyd_buf *b, const struct pyd_dump *d,
 }
 
 
-/* Where the evaluation loop runs, by name: _PyEval_EvalFrameDefault from
- * 3.6 on (a ".cold" part included), PyEval_EvalFrameEx as a last resort. */
-static bool is_eval_loop(const struct pyd_native_frame *f, const char *name)
+/* A native frame: "#N 0xPC in FUNCTION (LIBRARY) at FILE:LINE", the
+ * parts it has. */
+static void native_line(struct pyd_buf *b, const struct pyd_native_frame *f,
+			size_t i)
 {
-	size_t n = strlen(name);
-	return f->function && !strncmp(f->function, name, n) &&
-	       (!f->function[n] || f->function[n] == '.');
-}
-
-static const char *eval_loop_name(const struct pyd_native_frame *nf, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (is_eval_loop(&nf[i], "_PyEval_EvalFrameDefault"))
-			return "_PyEval_EvalFrameDefault";
-	return "PyEval_EvalFrameEx";
-}
-
-long pyd_native_of(const struct pyd_thread *t, size_t j,
-		   const struct pyd_native_frame *nf, size_t n)
-{
-	const char *loop = eval_loop_name(nf, n);
-	size_t run = 0;
-	for (size_t i = 0; i < j && i < t->nframes; i++)
-		run += t->frames[i].entry;
-	for (size_t i = 0; i < n; i++)
-		if (is_eval_loop(&nf[i], loop) && run-- == 0)
-			return (long)i;
-	return -1;
-}
-
-/* Python frames lo..hi-1 (innermost first), printed outermost first. */
-static void python_frames(struct pyd_buf *b, const struct pyd_thread *t,
-			  size_t lo, size_t hi, const struct pyd_report_opts *o)
-{
-	for (size_t j = hi; j-- > lo;)
-		frame_lines(b, t, j, o);
+	pyd_buf_printf(b, "  #%-3zu 0x%016llx in %s", i,
+		       (unsigned long long)f->pc,
+		       f->function ? f->function : "??");
+	if (f->library)
+		pyd_buf_printf(b, " (%s)", f->library);
+	if (f->file)
+		pyd_buf_printf(b, " at %s:%d", f->file, f->line);
+	pyd_buf_put(b, "\n", 1);
 }
 
 /*
- * A thread's native frames, outermost first, each evaluation-loop frame
- * followed by the Python frames its run executes.  A run ends (outwards)
- * at an entry frame; runs and loop frames pair up from the innermost, so
- * runs the debugger showed no loop frame for (a backtrace cut short) are
- * the outermost ones: they come first.
+ * A thread as one stack, outermost first: its native frames nf with the
+ * Python frames each evaluation-loop frame runs (pyd_merge_stacks);
+ * Python frames with no loop frame in nf come first, under a note.
  */
 static void thread_native(struct pyd_buf *b, const struct pyd_thread *t,
 			  const struct pyd_native_frame *nf, size_t n,
-			  const struct pyd_report_opts *o)
+			  bool keep_interp, const struct pyd_report_opts *o)
 {
-	const char *loop = eval_loop_name(nf, n);
-	size_t *ends = malloc((t->nframes + 1) * sizeof *ends);
-	size_t runs = 0, loops = 0, hi = t->nframes;
-	if (!ends) {
+	struct pyd_merged *m = malloc((t->nframes + n + 1) * sizeof *m);
+	if (!m) {
 		b->failed = true;
 		return;
 	}
-	ends[0] = 0;
-	for (size_t i = 0; i < t->nframes; i++)
-		if (t->frames[i].entry || i + 1 == t->nframes)
-			ends[++runs] = i + 1;
-	for (size_t i = 0; i < n; i++)
-		loops += is_eval_loop(&nf[i], loop);
+	size_t k = pyd_merge_stacks(t, nf, n, keep_interp, m);
 	pyd_buf_printf(b, "Traceback (most recent call last):\n");
-	if (runs > loops) {
+	if (k && m[k - 1].orphan)
 		pyd_buf_printf(b, "  (no evaluation-loop frame shown for:)\n");
-		python_frames(b, t, ends[loops], hi, o);
-		hi = ends[loops];
+	for (size_t i = k; i-- > 0;) {
+		if (m[i].native)
+			native_line(b, &nf[m[i].index], m[i].index);
+		else
+			frame_lines(b, t, m[i].index, o);
 	}
-	for (size_t i = n, run = runs < loops ? runs : loops; i-- > 0;) {
-		pyd_buf_printf(b, "  #%-3zu 0x%016llx in %s\n", i,
-			       (unsigned long long)nf[i].pc,
-			       nf[i].function ? nf[i].function : "??");
-		if (!is_eval_loop(&nf[i], loop) || loops-- > run)
-			continue;
-		python_frames(b, t, ends[--run], hi, o);
-		hi = ends[run];
-	}
-	free(ends);
+	free(m);
 }
 
 void pyd_report_text_native(struct pyd_buf *b, const struct pyd_dump *d,
@@ -210,7 +186,7 @@ void pyd_report_text_native(struct pyd_buf *b, const struct pyd_dump *d,
 		}
 		pyd_buf_put(b, "\n", 1);
 		thread_header(b, t, d->ninterps);
-		thread_native(b, t, native, nnative, o);
+		thread_native(b, t, native, nnative, true, o);
 		if (t->error)
 			pyd_buf_printf(b, "  [stack incomplete: %s]\n",
 				       pyd_strerror(t->error));

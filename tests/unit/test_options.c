@@ -31,8 +31,9 @@ static void test_dump_argv(void)
 	         true);
 	CHECK_EQ(o.json && o.tasks && o.no_source && !o.table, true);
 	CHECK_EQ(same(o.core, "c") && same(o.exe, "e"), true);
-	/* The options come before the PID. */
-	CHECK_EQ(optind, 7);
+	/* Options after the PID count too: getopt moves the PID last. */
+	CHECK_EQ(optind, 8);
+	CHECK_EQ(same(argv[optind], "1"), true);
 
 	char *bad[] = {"pystack-dump", "--rate", "5", "1", NULL};
 	CHECK_EQ(pyd_opts_getopt(ARGC(bad), bad, PYD_IN_DUMP, &o, err,

@@ -1,0 +1,62 @@
+# -*- coding: utf-8 -*-
+"""Native frames between Python frames: a thread calls libc's qsort
+through ctypes with a Python comparison callback that blocks, so its
+stack is Python -> ctypes/libffi -> qsort -> libffi -> Python; a thread
+that runs no Python at all (pthread_create of libc's sleep); and
+threads blocked in sleep, a lock and select.
+
+usage: native.py GROUND_TRUTH.json
+"""
+import ctypes
+import ctypes.util
+import os
+import select
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _pyd_common import BLOCK, checkpoint, ready, spawn, write_text  # noqa: E402
+
+LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+CMP = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
+
+
+def compare(a, b):
+    ready("callback"); BLOCK.acquire()
+    return 0
+
+
+def sort_with_callback():
+    arr = (ctypes.c_int * 2)(2, 1)
+    LIBC.qsort(arr, 2, ctypes.sizeof(ctypes.c_int), CMP(compare))
+
+
+def in_sleep():
+    ready("sleep"); time.sleep(1e6)
+
+
+def in_select():
+    r, w = os.pipe()
+    ready("select"); select.select([r], [], [])
+
+
+def c_thread():
+    """A thread that never runs Python: pthread_create(sleep, 100000)."""
+    tid = ctypes.c_ulong()
+    start = ctypes.cast(LIBC.sleep, ctypes.c_void_p)
+    LIBC.pthread_create.argtypes = [ctypes.POINTER(ctypes.c_ulong), ctypes.c_void_p,
+                                    ctypes.c_void_p, ctypes.c_void_p]
+    if LIBC.pthread_create(ctypes.byref(tid), None, start, ctypes.c_void_p(100000)):
+        raise OSError("pthread_create failed")
+
+
+def main():
+    spawn("callback", sort_with_callback)
+    spawn("sleep", in_sleep)
+    spawn("select", in_select)
+    c_thread()
+    checkpoint(); time.sleep(1e6)
+
+
+if __name__ == "__main__":
+    main()

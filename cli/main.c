@@ -73,6 +73,14 @@ static const char usage_text[] =
 	"                   length. The locals of one dump cost at most\n"
 	"                   1,000,000 reads of 256 MiB and 64 MiB of text;\n"
 	"                   values past that show as <not read: budget spent>\n"
+	"      --subprocesses  also every process descended from PID that\n"
+	"                   runs CPython (multiprocessing workers, pre-fork\n"
+	"                   servers' workers, subprocess children), each\n"
+	"                   headed by its pid, parent and command line; the\n"
+	"                   others are listed as skipped. With --json:\n"
+	"                   {\"processes\": [each process's document, with\n"
+	"                   \"ppid\" and \"cmdline\", or {\"pid\", \"ppid\",\n"
+	"                   \"cmdline\", \"skipped\": why}]}\n"
 	"      --tasks      print the asyncio task graph instead of the thread\n"
 	"                   stacks (CPython 3.7+): each task that nobody\n"
 	"                   awaits, its coroutine stack (outermost first), and\n"
@@ -119,6 +127,10 @@ static const char usage_text[] =
 struct options {
 	struct target_spec spec; /* from opt's core, exe, ... and the PID */
 	struct pyd_opts opt;
+	/* --subprocesses: the process being read is one of a family */
+	bool family;
+	int ppid;
+	char cmdline[1024];
 };
 
 /* Exactly one source: a PID, --core or --snapshot. */
@@ -145,6 +157,13 @@ static int check_sources(int argc, char **argv, struct options *o)
 		return cli_usage_error("%s", "--native unwinds a live process or "
 					     "a core: not with --tasks or "
 					     "--snapshot");
+	if (o->opt.subprocesses && (o->spec.core || o->spec.snapshot))
+		return cli_usage_error("%s", "--subprocesses reads a live "
+					     "process and its children: give a "
+					     "PID");
+	if (o->opt.subprocesses && o->opt.save)
+		return cli_usage_error("%s", "--save-snapshot records one "
+					     "process: not with --subprocesses");
 	if (o->opt.locals && o->opt.tasks)
 		return cli_usage_error("%s", "--locals shows the thread stacks' "
 					     "variables: not with --tasks");
@@ -247,7 +266,10 @@ static void describe_origin(const struct options *o, const struct target *t,
 {
 	const char *file = o->spec.core ? o->spec.core : o->spec.snapshot;
 	const char *what = o->spec.core ? "Core file" : "Snapshot";
-	if (!file)
+	if (!file && o->family)
+		snprintf(out, outsz, "Process %d (parent %d: %s)", t->pid,
+			 o->ppid, o->cmdline);
+	else if (!file)
 		snprintf(out, outsz, "Process %d", t->pid);
 	else if (t->pid > 0)
 		snprintf(out, outsz, "%s %s (process %d)", what, file, t->pid);
@@ -255,7 +277,8 @@ static void describe_origin(const struct options *o, const struct target *t,
 		snprintf(out, outsz, "%s %s", what, file);
 }
 
-static struct pyd_report_opts report_opts(const struct target *t,
+static struct pyd_report_opts report_opts(const struct options *o,
+					  const struct target *t,
 					  const struct pyd_session *s,
 					  const char *origin)
 {
@@ -265,6 +288,8 @@ static struct pyd_report_opts report_opts(const struct target *t,
 		.source_kind = t->kind,
 		.python_version = pyd_session_version(s),
 		.binary = pyd_session_binary(s),
+		.ppid = o->ppid,
+		.cmdline = o->family ? o->cmdline : NULL,
 	};
 }
 
@@ -284,7 +309,7 @@ static enum pyd_err print_tasks(const struct options *o,
 {
 	char origin[4200];
 	describe_origin(o, t, origin, sizeof origin);
-	struct pyd_report_opts ro = report_opts(t, s, origin);
+	struct pyd_report_opts ro = report_opts(o, t, s, origin);
 	struct pyd_buf b = {0};
 	pyd_show_tasks(&b, g, o->opt.json, o->opt.table, &ro);
 	return emit(&b);
@@ -295,7 +320,7 @@ static enum pyd_err print_dump(const struct options *o, const struct target *t,
 {
 	char origin[4200];
 	describe_origin(o, t, origin, sizeof origin);
-	struct pyd_report_opts ro = report_opts(t, s, origin);
+	struct pyd_report_opts ro = report_opts(o, t, s, origin);
 	struct source_cache *sc =
 		!o->opt.no_source && !o->opt.json && !o->spec.snapshot
 			? source_cache_new(t->source_root)
@@ -434,14 +459,10 @@ static void print_warnings(const struct target *t)
 		fputs(w, stderr);
 }
 
-int main(int argc, char **argv)
+/* One process (or core, or snapshot): read it, print it. */
+static enum pyd_err dump_one(struct options *opts)
 {
-	if (argc > 1 && !strcmp(argv[1], "sample"))
-		return sample_main(argc - 1, argv + 1);
-	struct options o;
-	int rc = parse_args(argc, argv, &o);
-	if (rc)
-		return rc;
+	const struct options o = *opts;
 	struct target t;
 	struct pyd_runtime rt;
 	struct pyd_session *sess = NULL;
@@ -468,4 +489,89 @@ int main(int argc, char **argv)
 	pyd_session_close(sess);
 	target_close(&t);
 	return err;
+}
+
+/* A descendant that is not a Python process (or is gone): listed, not
+ * read. */
+static bool skipped(const struct options *o, enum pyd_err *why)
+{
+	struct target t;
+	struct pyd_runtime rt;
+	char detail[512];
+	enum pyd_err err = target_open(&o->spec, &t, detail, sizeof detail);
+	if (!err)
+		err = target_runtime(&t, &rt, detail, sizeof detail);
+	target_close(&t);
+	*why = err;
+	return err == PYD_E_NOTPYTHON || err == PYD_E_NOPROC ||
+	       err == PYD_E_EXITED;
+}
+
+static void print_skipped(const struct options *o, enum pyd_err why,
+			  bool first)
+{
+	const char *reason = why == PYD_E_NOTPYTHON ? "not a Python process"
+						    : "exited";
+	if (!o->opt.json) {
+		printf("%sProcess %d (parent %d: %s): skipped, %s\n",
+		       first ? "" : "\n", o->spec.pid, o->ppid, o->cmdline,
+		       reason);
+		return;
+	}
+	struct pyd_buf b = {0};
+	pyd_buf_printf(&b, "{\"pid\": %d, \"ppid\": %d, \"cmdline\": ",
+		       o->spec.pid, o->ppid);
+	pyd_buf_json_str(&b, o->cmdline);
+	pyd_buf_printf(&b, ", \"skipped\": \"%s\"}\n", reason);
+	emit(&b);
+}
+
+/*
+ * --subprocesses: the process and every descendant, parents first; the
+ * exit status is the first failure among the Python ones.  JSON:
+ * {"processes": [each process's document with "ppid" and "cmdline", or
+ * {"pid", "ppid", "cmdline", "skipped"}]}.
+ */
+static enum pyd_err dump_family(struct options *o)
+{
+	struct pyd_proc *fam;
+	size_t n;
+	enum pyd_err err = pyd_live_family(o->spec.pid, &fam, &n), worst = PYD_OK;
+	if (err)
+		return dump_one(o);
+	if (o->opt.json)
+		fputs("{\"processes\": [\n", stdout);
+	o->family = true;
+	for (size_t i = 0; i < n; i++) {
+		o->spec.pid = fam[i].pid;
+		o->ppid = fam[i].ppid;
+		pyd_live_cmdline(fam[i].pid, o->cmdline, sizeof o->cmdline);
+		if (i && o->opt.json)
+			fputs(",\n", stdout);
+		if (i && skipped(o, &err)) {
+			print_skipped(o, err, false);
+			continue;
+		}
+		if (i && !o->opt.json)
+			fputs("\n", stdout);
+		fflush(stdout);
+		err = dump_one(o);
+		if (err && !worst)
+			worst = err;
+	}
+	if (o->opt.json)
+		fputs("]}\n", stdout);
+	free(fam);
+	return worst;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && !strcmp(argv[1], "sample"))
+		return sample_main(argc - 1, argv + 1);
+	struct options o;
+	int rc = parse_args(argc, argv, &o);
+	if (rc)
+		return rc;
+	return o.opt.subprocesses ? dump_family(&o) : dump_one(&o);
 }

@@ -38,6 +38,7 @@ struct pyd_opts {
 	struct pyd_repr_limits repr;
 	bool all, native; /* py-bt all, -n; pystack-dump --native */
 	bool native_all;  /* --native-all */
+	bool subprocesses; /* --subprocesses */
 	uint64_t levels;  /* py-up, py-down N (0: not given, 1) */
 	const char *name; /* py-print NAME */
 	/* sampling (pystack-dump sample, py-sample) */

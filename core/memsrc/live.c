@@ -392,6 +392,97 @@ static enum pyd_err live_regs(void *ctx, int64_t tid, uint64_t *regs)
 	return PYD_OK;
 }
 
+/* The parent of pid from /proc/PID/stat; -1 if gone. */
+static int parent_of(int pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof path, "/proc/%d/stat", pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -1;
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	char *p = strrchr(buf, ')');
+	int ppid;
+	return p && sscanf(p + 1, " %*c %d", &ppid) == 1 ? ppid : -1;
+}
+
+/* Most processes we look through for descendants. */
+#define MAX_PROCS 65536
+
+enum pyd_err pyd_live_family(int pid, struct pyd_proc **out, size_t *n)
+{
+	struct pyd_proc *all = calloc(MAX_PROCS, sizeof *all);
+	size_t nall = 0;
+	*out = NULL;
+	*n = 0;
+	DIR *d = opendir("/proc");
+	if (!all || !d) {
+		free(all);
+		if (d)
+			closedir(d);
+		return all ? PYD_E_READ : PYD_E_NOMEM;
+	}
+	struct dirent *e;
+	while ((e = readdir(d)) && nall < MAX_PROCS) {
+		char *end;
+		long p = strtol(e->d_name, &end, 10);
+		int ppid;
+		if (*end || p <= 0 || (ppid = parent_of((int)p)) < 0)
+			continue;
+		all[nall++] = (struct pyd_proc){(int)p, ppid};
+	}
+	closedir(d);
+	/* Depth first from the root, children in pid order: a stack of
+	 * processes still to list, each pushed once (a pid has one
+	 * parent, and the root is never pushed again). */
+	struct pyd_proc *fam = calloc(nall + 1, sizeof *fam);
+	struct pyd_proc *stack = calloc(nall + 1, sizeof *stack);
+	if (!fam || !stack) {
+		free(all);
+		free(fam);
+		free(stack);
+		return PYD_E_NOMEM;
+	}
+	size_t k = 0, top = 0;
+	stack[top++] = (struct pyd_proc){pid, parent_of(pid)};
+	while (top && k <= nall) {
+		struct pyd_proc p = stack[--top];
+		fam[k++] = p;
+		for (size_t j = nall; j-- > 0;)
+			if (all[j].ppid == p.pid && all[j].pid != pid &&
+			    top <= nall)
+				stack[top++] = all[j];
+	}
+	free(stack);
+	free(all);
+	*out = fam;
+	*n = k;
+	return PYD_OK;
+}
+
+void pyd_live_cmdline(int pid, char *out, size_t size)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/cmdline", pid);
+	out[0] = 0;
+	FILE *f = fopen(path, "re");
+	if (!f || size < 2) {
+		if (f)
+			fclose(f);
+		return;
+	}
+	size_t n = fread(out, 1, size - 1, f);
+	fclose(f);
+	while (n && !out[n - 1])
+		n--;
+	for (size_t i = 0; i < n; i++)
+		if (!out[i])
+			out[i] = ' ';
+	out[n] = 0;
+}
+
 /* PF_KTHREAD, the stat flag of a kernel thread (include/linux/sched.h). */
 #define PF_KTHREAD 0x00200000u
 

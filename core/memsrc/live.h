@@ -14,6 +14,18 @@ struct pyd_live;
 /* PYD_E_NOPROC, PYD_E_PERM or PYD_OK. */
 enum pyd_err pyd_live_open(int pid, struct pyd_live **out);
 
+/* A process and its parent. */
+struct pyd_proc {
+	int pid, ppid;
+};
+
+/* pid and every process descended from it (its children, theirs ...),
+ * depth first, parents before their children; malloc'd. */
+enum pyd_err pyd_live_family(int pid, struct pyd_proc **out, size_t *n);
+
+/* pid's command line, its arguments joined by blanks ("" if gone). */
+void pyd_live_cmdline(int pid, char *out, size_t size);
+
 /* Why pid cannot be a Python process to read, whatever the permissions:
  * "a zombie: ..." (*err PYD_E_NOPROC) or "a kernel thread ..."
  * (PYD_E_NOTPYTHON); NULL for an ordinary process. */

@@ -119,15 +119,26 @@ static void thread_json(struct pyd_buf *b, const struct pyd_thread *t,
 	pyd_buf_put(b, "]}", 2);
 }
 
-void pyd_report_json(struct pyd_buf *b, const struct pyd_dump *d,
-		     const struct pyd_report_opts *o)
+void pyd_report_json_head(struct pyd_buf *b, const struct pyd_report_opts *o)
 {
-	pyd_buf_printf(b, "{\"pid\": %d, \"source\": ", o->pid);
+	pyd_buf_printf(b, "{\"pid\": %d, ", o->pid);
+	if (o->cmdline) {
+		pyd_buf_printf(b, "\"ppid\": %d, \"cmdline\": ", o->ppid);
+		pyd_buf_json_str(b, o->cmdline);
+		pyd_buf_put(b, ", ", 2);
+	}
+	pyd_buf_put(b, "\"source\": ", 10);
 	pyd_buf_json_str(b, o->source_kind);
 	pyd_buf_put(b, ", \"python_version\": ", 20);
 	pyd_buf_json_str(b, o->python_version);
 	pyd_buf_put(b, ", \"binary\": ", 12);
 	pyd_buf_json_str(b, o->binary);
+}
+
+void pyd_report_json(struct pyd_buf *b, const struct pyd_dump *d,
+		     const struct pyd_report_opts *o)
+{
+	pyd_report_json_head(b, o);
 	pyd_buf_put(b, ", \"threads\": [", 14);
 	for (size_t i = 0; i < d->nthreads; i++) {
 		pyd_buf_put(b, i ? ",\n  " : "\n  ", i ? 4 : 3);

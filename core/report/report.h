@@ -21,6 +21,10 @@ struct pyd_report_opts {
 	/* Threads with native frames (pyd_dump_native): keep the
 	 * interpreter's own frames too (--native-all). */
 	bool native_all;
+	/* One process of several (--subprocesses): its parent and command
+	 * line, which the JSON gives; cmdline NULL otherwise. */
+	int ppid;
+	const char *cmdline;
 };
 
 /* "running", "idle" or "unknown" */
@@ -69,6 +73,10 @@ struct pyd_merged {
 size_t pyd_merge_stacks(const struct pyd_thread *t,
 			const struct pyd_native_frame *nf, size_t n,
 			bool keep_interp, struct pyd_merged *out);
+
+/* The members every JSON document of a process starts with: {"pid",
+ * ("ppid", "cmdline",) "source", "python_version", "binary" (left open). */
+void pyd_report_json_head(struct pyd_buf *b, const struct pyd_report_opts *o);
 
 /* {"pid", "python_version", "threads": [...]} with frames innermost first. */
 void pyd_report_json(struct pyd_buf *b, const struct pyd_dump *d,

@@ -411,12 +411,7 @@ static void task_json(struct pyd_buf *b, const struct pyd_task *k)
 void pyd_report_tasks_json(struct pyd_buf *b, const struct pyd_task_graph *g,
 			   const struct pyd_report_opts *o)
 {
-	pyd_buf_printf(b, "{\"pid\": %d, \"source\": ", o->pid);
-	pyd_buf_json_str(b, o->source_kind);
-	PUT(b, ", \"python_version\": ");
-	pyd_buf_json_str(b, o->python_version);
-	PUT(b, ", \"binary\": ");
-	pyd_buf_json_str(b, o->binary);
+	pyd_report_json_head(b, o);
 	pyd_buf_printf(b, ", \"asyncio_loaded\": %s, \"truncated\": %s, "
 			  "\"error\": ",
 		       g->asyncio_loaded ? "true" : "false",

@@ -10,6 +10,7 @@
  * each thread's first registers through the callbacks below, so the
  * same code serves a live process and a core.
  */
+#include <dwarf.h>
 #include <elfutils/libdwfl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,10 +32,15 @@ struct thread_ref {
 #define DEBUG_DIRS 8
 #define DEBUG_PATH_MAX 4096
 
+/* Functions inlined at one address we show, besides the one they are
+ * inlined into. */
+#define MAX_INLINE 7
+
 struct described {
 	Dwarf_Addr pc;
 	bool activation, used;
-	struct pyd_native_frame f;
+	unsigned n; /* frames at this address: inlined ones first */
+	struct pyd_native_frame f[MAX_INLINE + 1];
 };
 
 struct unwind {
@@ -110,16 +116,16 @@ static const Dwfl_Thread_Callbacks thread_callbacks = {
 	.set_initial_registers = set_initial_registers,
 };
 
-static void describe(struct unwind *u, Dwarf_Addr pc, bool activation,
-		     struct pyd_native_frame *f);
+static unsigned describe(struct unwind *u, Dwarf_Addr pc, bool activation,
+			struct pyd_native_frame *f);
 
 /* Threads blocked alike share return addresses, and a symbol lookup
  * is a linear search of a module's symbol table: each address is
  * described once per dump. */
-#define DESCRIBED 4096
+#define DESCRIBED 1024
 
-static struct pyd_native_frame *described(struct unwind *u, Dwarf_Addr pc,
-					  bool activation)
+static struct described *described(struct unwind *u, Dwarf_Addr pc,
+				   bool activation)
 {
 	size_t h = (size_t)(((pc << 1 | activation) * 0x9E3779B97F4A7C15ULL) >>
 			    52) % DESCRIBED;
@@ -129,11 +135,11 @@ static struct pyd_native_frame *described(struct unwind *u, Dwarf_Addr pc,
 			d->used = true;
 			d->pc = pc;
 			d->activation = activation;
-			describe(u, pc, activation, &d->f);
-			return &d->f;
+			d->n = describe(u, pc, activation, d->f);
+			return d;
 		}
 		if (d->pc == pc && d->activation == activation)
-			return &d->f;
+			return d;
 	}
 	return NULL;
 }
@@ -143,16 +149,69 @@ static char *dup_or_null(const char *s)
 	return s ? strdup(s) : NULL;
 }
 
-/* What a frame at pc is: function, its file, source file:line. */
-static void describe(struct unwind *u, Dwarf_Addr pc, bool activation,
-		     struct pyd_native_frame *f)
+/* The source file of index idx of a CU's file table. */
+static const char *cu_file(Dwarf_Die *cu, Dwarf_Word idx)
+{
+	Dwarf_Files *files;
+	size_t n;
+	if (dwarf_getsrcfiles(cu, &files, &n) != 0 || idx >= n)
+		return NULL;
+	return dwarf_filesrc(files, idx, NULL, NULL);
+}
+
+static Dwarf_Word die_udata(Dwarf_Die *die, int name)
+{
+	Dwarf_Attribute a;
+	Dwarf_Word v = 0;
+	if (dwarf_attr(die, name, &a))
+		dwarf_formudata(&a, &v);
+	return v;
+}
+
+/*
+ * The functions inlined at `at` (where debug info says so), innermost
+ * first, into f[1..]: each one's name, and the place it was called from
+ * goes to the frame outside it.  f[0] arrives with the real function's
+ * name and the line table's file:line; returns the frames in all.
+ */
+static unsigned inlined(Dwfl_Module *m, Dwarf_Addr at,
+			struct pyd_native_frame *f)
+{
+	Dwarf_Addr bias;
+	Dwarf_Die *cu = dwfl_module_addrdie(m, at, &bias), *scopes = NULL;
+	int ns = cu ? dwarf_getscopes(cu, at - bias, &scopes) : 0;
+	unsigned n = 1;
+	for (int i = 0; i < ns && n <= MAX_INLINE; i++) {
+		if (dwarf_tag(&scopes[i]) != DW_TAG_inlined_subroutine)
+			continue;
+		/* The frame so far (innermost first) is this inlined
+		 * function: the next outer one takes its call site. */
+		struct pyd_native_frame *in = &f[n - 1], *out = &f[n];
+		*out = *in;
+		const char *name = dwarf_diename(&scopes[i]);
+		in->function = name ? strdup(name) : NULL;
+		const char *file = cu_file(cu, die_udata(&scopes[i],
+							 DW_AT_call_file));
+		out->file = file ? strdup(file) : NULL;
+		out->line = (int)die_udata(&scopes[i], DW_AT_call_line);
+		out->library = in->library ? strdup(in->library) : NULL;
+		n++;
+	}
+	free(scopes);
+	return n;
+}
+
+/* What the frame at pc is: function, its file, source file:line, and
+ * the functions inlined there (f[0] innermost); returns how many. */
+static unsigned describe(struct unwind *u, Dwarf_Addr pc, bool activation,
+			 struct pyd_native_frame *f)
 {
 	/* A return address points after its call: look up the call. */
 	Dwarf_Addr at = activation ? pc : pc - 1;
 	Dwfl_Module *m = dwfl_addrmodule(u->dwfl, at);
 	*f = (struct pyd_native_frame){.pc = pc};
 	if (!m)
-		return;
+		return 1;
 	const char *name = dwfl_module_addrname(m, at), *mod;
 	mod = dwfl_module_info(m, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
 	/* A versioned dynamic symbol: "clock_nanosleep@GLIBC_2.2.5". */
@@ -162,7 +221,7 @@ static void describe(struct unwind *u, Dwarf_Addr pc, bool activation,
 	/* Line tables cost most (inflating the interpreter's debug info):
 	 * not for its own frames, which only --native-all shows. */
 	if (f->interp && !u->interp_lines)
-		return;
+		return 1;
 	Dwfl_Line *line = dwfl_module_getsrc(m, at);
 	int lineno = 0;
 	const char *file = line ? dwfl_lineinfo(line, NULL, &lineno, NULL,
@@ -172,6 +231,7 @@ static void describe(struct unwind *u, Dwarf_Addr pc, bool activation,
 		f->file = strdup(file);
 		f->line = lineno;
 	}
+	return inlined(m, at, f);
 }
 
 static int frame_cb(Dwfl_Frame *state, void *arg)
@@ -182,20 +242,23 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 	if (!dwfl_frame_pc(state, &pc, &activation) ||
 	    u->n >= PYD_MAX_NATIVE)
 		return DWARF_CB_ABORT;
-	struct pyd_native_frame *v = realloc(u->v, (u->n + 1) * sizeof *v);
+	struct pyd_native_frame *v =
+		realloc(u->v, (u->n + MAX_INLINE + 1) * sizeof *v);
 	if (!v)
 		return DWARF_CB_ABORT;
 	u->v = v;
-	const struct pyd_native_frame *d = described(u, pc, activation);
-	struct pyd_native_frame *f = &v[u->n++];
+	const struct described *d = described(u, pc, activation);
 	if (!d) {
-		describe(u, pc, activation, f);
+		u->n += describe(u, pc, activation, &v[u->n]);
 		return DWARF_CB_OK;
 	}
-	*f = *d;
-	f->function = dup_or_null(d->function);
-	f->library = dup_or_null(d->library);
-	f->file = dup_or_null(d->file);
+	for (unsigned i = 0; i < d->n; i++) {
+		struct pyd_native_frame *f = &v[u->n++];
+		*f = d->f[i];
+		f->function = dup_or_null(d->f[i].function);
+		f->library = dup_or_null(d->f[i].library);
+		f->file = dup_or_null(d->f[i].file);
+	}
 	return DWARF_CB_OK;
 }
 
@@ -319,11 +382,12 @@ enum pyd_err pyd_dump_native(struct pyd_session *s, struct pyd_dump *d,
 	}
 	dwfl_end(u.dwfl);
 	free(u.threads);
-	for (size_t i = 0; i < DESCRIBED; i++) {
-		free((char *)u.described[i].f.function);
-		free((char *)u.described[i].f.library);
-		free((char *)u.described[i].f.file);
-	}
+	for (size_t i = 0; i < DESCRIBED; i++)
+		for (unsigned k = 0; k < u.described[i].n; k++) {
+			free((char *)u.described[i].f[k].function);
+			free((char *)u.described[i].f[k].library);
+			free((char *)u.described[i].f[k].file);
+		}
 	free(u.described);
 	return err;
 }

@@ -82,6 +82,9 @@ struct pyd_thread {
 	/* PYD_OK, or why the stack is incomplete (frames holds what we got). */
 	enum pyd_err error;
 	bool truncated; /* deeper than PYD_MAX_FRAMES */
+	/* Its outer frames were read back from its data stack: the C-stack
+	 * frames linking them are not in the core (3.12+). */
+	bool recovered;
 };
 
 struct pyd_dump {

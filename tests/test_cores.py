@@ -17,11 +17,15 @@ from harness.target import Target, parse_json_out, tool_file_run
 CORE_TARGETS = ["threads", "names", "generators"]   # gcore and kernel cores, every interpreter
 NOBIN_MIN = (3, 13)                     # cores decoded with no binaries at all (cookie scan)
 
+RECOVER_MIN = (3, 12)
+
+
 def gcore_job(interp, target, tool):
     """gcore of a live target, decoded with --core and compared with the
     ground truth. Threads whose C stack gcore could not read (gdb 13 on sid:
-    guard pages inside thread stack mappings) must say so (error) and hold
-    the innermost frames; every other thread must match exactly."""
+    guard pages inside thread stack mappings) are read back from their data
+    stack and marked recovered (3.12+), or say so (error) and hold the
+    innermost frames; every other thread must match exactly."""
     name = "gcore:" + target
     with Target(interp, target, env_extra=GCORE_TARGET_ENV) as tg:
         gt = tg.settled_truth(gt_sanity)
@@ -49,7 +53,21 @@ def gcore_job(interp, target, tool):
         return [Result(name, "FAIL", "%s: %s" % (cmd, e))]
     stats = {}
     errs = core_doc_checks(doc)
+    # 3.12+ keeps the Python frames on the thread's data stack: a thread
+    # whose C stack the core lacks is read back whole (exactly: compare()
+    # wants a stack with no error to match) and says so -- unless its walk
+    # stopped at a generator's frame, which is not on the data stack
+    # (then it keeps its error).  Every thread of threads.py reads back.
     errs += compare(gt, doc, interp, tg.pid, partial=unreadable, stats=stats)
+    if interp.minor >= RECOVER_MIN:
+        for t in doc.get("threads", []):
+            if (t["tid"] in unreadable and target == "threads"
+                    and t.get("recovered") is not True):
+                errs.append("thread %d: C stack not in the core, yet not read back "
+                            "from its data stack" % t["tid"])
+            if t["tid"] not in unreadable and t.get("recovered"):
+                errs.append("thread %d: marked recovered, but its C stack is in the core"
+                            % t["tid"])
     nerr = sum(1 for t in doc.get("threads", []) if t.get("error") is not None)
     if rc == 9 and not nerr:
         errs.append("exit 9 but no thread has an error")
@@ -57,9 +75,12 @@ def gcore_job(interp, target, tool):
         errs.append("exit 0 but %d thread(s) have an error" % nerr)
     if rc == 9 and "could not be read" not in err.decode("utf-8", "replace"):
         errs.append("exit 9 without saying which stacks could not be read: %s" % short(err))
-    info = ("%d thread(s) exact, %d with C stack unreadable in the core: error set + "
-            "innermost frames; gcore: %d unreadable region(s), %d MB"
-            % (stats.get("exact", 0), stats.get("partial", 0), len(warned), size >> 20))
+    info = ("%d thread(s) exact (%d read back from the data stack), %d with C stack "
+            "unreadable in the core: error set + innermost frames; gcore: %d unreadable "
+            "region(s), %d MB"
+            % (stats.get("exact", 0),
+               sum(1 for t in doc.get("threads", []) if t.get("recovered")),
+               stats.get("partial", 0), len(warned), size >> 20))
     if errs:
         errs.insert(0, "command: %s (core deleted; C stack unreadable for tids %s)"
                     % (cmd, sorted(unreadable) or "none"))

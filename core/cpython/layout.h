@@ -133,6 +133,17 @@ struct py_layout {
 		int32_t ob_sval;
 	} bytes;
 
+	/* 3.12+: the thread's data stack, where its frames are pushed one
+	 * after the other (_PyStackChunk {previous, size, top, data[]}),
+	 * and each frame's size (PyCodeObject.co_framesize, in words): how
+	 * a stack whose C-stack links a core lost is read back (stacks.c).
+	 * PYD_NO_FIELD where unused. */
+	struct {
+		int32_t chunk;     /* tstate->datastack_chunk */
+		int32_t top;       /* tstate->datastack_top */
+		int32_t framesize; /* int */
+	} datastack;
+
 	/* A frame's variables (locals.c).  <= 3.10: co_varnames, co_cellvars
 	 * and co_freevars name the f_localsplus slots (co_nlocals fast
 	 * locals, then one cell per cell and free variable).  3.11+: one

@@ -72,8 +72,9 @@ static void code_free(struct pyd_code *c)
 static struct pyd_code *code_read(struct pyd_session *s, uint64_t addr)
 {
 	const struct py_layout *L = &s->layout;
-	int32_t offs[] = {L->code.filename, L->code.name, L->code.qualname,
-			  L->code.firstlineno, L->code.linetable};
+	int32_t offs[] = {L->code.filename,    L->code.name,
+			  L->code.qualname,    L->code.firstlineno,
+			  L->code.linetable,   L->datastack.framesize};
 	int32_t end = 0;
 	for (size_t i = 0; i < sizeof offs / sizeof *offs; i++)
 		if (offs[i] + 8 > end)
@@ -89,6 +90,9 @@ static struct pyd_code *code_read(struct pyd_session *s, uint64_t addr)
 	int32_t first;
 	memcpy(&first, buf + L->code.firstlineno, sizeof first);
 	c->firstlineno = first;
+	if (L->datastack.framesize != PYD_NO_FIELD)
+		memcpy(&c->framesize, buf + L->datastack.framesize,
+		       sizeof c->framesize);
 	c->name_ptr = pyd_u64_at(buf, L->code.name);
 	c->file_ptr = pyd_u64_at(buf, L->code.filename);
 	c->name = pyd_read_str(s, c->name_ptr);

@@ -14,6 +14,7 @@ struct pyd_code {
 	uint64_t addr;
 	char *name, *qualname, *file;
 	int firstlineno;
+	int framesize; /* 3.12+: words a frame of it takes on the data stack */
 	uint8_t *linetable;
 	size_t linetable_len;
 	/* co_name and co_filename as read: pyd_code_cache_revalidate()

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "../memsrc/pagecache.h"
+#include "grow.h"
 #include "objects.h"
 #include "session.h"
 #include "thread_names.h"
@@ -207,6 +208,115 @@ static enum pyd_err walk_stable(struct pyd_session *s, uint64_t tstate,
 	return err ? err : PYD_E_TORN;
 }
 
+/*
+ * Reading a stack back from the thread's data stack (3.12+), where a
+ * core lost the C-stack frames that link one run of the evaluation loop
+ * to the next (gcore writes the stacks of threads with guard pages as
+ * zeros): the Python frames themselves are pushed one after another on
+ * the data stack, in heap chunks the core has.  From the root chunk's
+ * first frame (data[1]), each frame is co_framesize words long, up to
+ * the thread's datastack_top; reaching the frame the walk stopped at
+ * from there proves the frames outside it are all of them.
+ */
+#define MAX_CHUNKS 1024
+#define CHUNK_DATA 24 /* offsetof(_PyStackChunk, data) */
+
+/* The chunks of tstate's data stack, oldest first, into c[]; 0 if none
+ * or not readable. */
+static size_t data_chunks(struct pyd_session *s, uint64_t tstate,
+			  uint64_t *c, uint64_t *top)
+{
+	const struct py_layout *L = &s->layout;
+	uint64_t chunk;
+	size_t n = 0;
+	if (pyd_read_ptr(s, tstate + (uint64_t)L->datastack.chunk, &chunk) ||
+	    pyd_read_ptr(s, tstate + (uint64_t)L->datastack.top, top))
+		return 0;
+	while (chunk && n < MAX_CHUNKS) {
+		c[n++] = chunk;
+		if (pyd_read_ptr(s, chunk, &chunk))
+			return 0;
+	}
+	for (size_t i = 0; i < n / 2; i++) {
+		uint64_t t = c[i];
+		c[i] = c[n - 1 - i];
+		c[n - 1 - i] = t;
+	}
+	return chunk ? 0 : n;
+}
+
+/* The frames on tstate's data stack, outermost first (malloc'd). */
+static size_t data_frames(struct pyd_session *s, uint64_t tstate,
+			  uint64_t **out)
+{
+	const struct py_layout *L = &s->layout;
+	uint64_t chunks[MAX_CHUNKS], top, *v = NULL;
+	size_t n = 0, cap = 0, nc = data_chunks(s, tstate, chunks, &top);
+	for (size_t i = 0; i < nc; i++) {
+		uint64_t hdr[3]; /* previous, size (bytes), top (words) */
+		if (pyd_read(s->src, chunks[i], hdr, sizeof hdr))
+			goto fail;
+		uint64_t f = chunks[i] + CHUNK_DATA + (i == 0 ? 8 : 0);
+		uint64_t end = i + 1 == nc ? top
+					   : chunks[i] + CHUNK_DATA + hdr[2] * 8;
+		if (end < f || end > chunks[i] + hdr[1])
+			goto fail;
+		while (f < end) {
+			uint64_t code;
+			const struct pyd_code *c;
+			if (pyd_read_ptr(s, f + (uint64_t)L->iframe.code, &code) ||
+			    !(c = pyd_code_get(s, code & ~L->code_tag_mask)) ||
+			    c->framesize <= 0 || c->framesize > (1 << 20) ||
+			    !pyd_grow((void **)&v, &cap, n + 1, sizeof *v))
+				goto fail;
+			v[n++] = f;
+			f += (uint64_t)c->framesize * 8;
+		}
+		if (f != end)
+			goto fail;
+	}
+	*out = v;
+	return n;
+fail:
+	free(v);
+	*out = NULL;
+	return 0;
+}
+
+/* The frames outside the outermost one in out, from the data stack; true
+ * if the stack is whole now (the data stack's oldest frame reached). */
+static bool recover_outer(struct pyd_session *s, uint64_t tstate,
+			  struct pyd_frame_buf *out)
+{
+	const struct py_layout *L = &s->layout;
+	uint64_t *v;
+	if (L->datastack.chunk == PYD_NO_FIELD || L->frame_model == PY_FRAMES_OBJECT)
+		return false;
+	/* The frames older than the outermost one read are the missing ones
+	 * -- if that one is on the data stack.  A generator's frame is not
+	 * (it lives in the generator), and other generators' frames may lie
+	 * between it and the data stack: then nothing is claimed. */
+	size_t n = data_frames(s, tstate, &v), k = 0;
+	if (out->n)
+		while (k < n && v[k] != out->v[out->n - 1].addr)
+			k++;
+	else
+		k = n;
+	bool ok = n > 0 && k < n + !out->n;
+	while (ok && k-- > 0) {
+		uint64_t code, instr;
+		size_t had = out->n;
+		ok = !pyd_read_ptr(s, v[k] + (uint64_t)L->iframe.code, &code) &&
+		     !pyd_read_ptr(s, v[k] + (uint64_t)L->iframe.instr, &instr) &&
+		     !pyd_frame_push_iframe(s, out, code & ~L->code_tag_mask,
+					    instr);
+		if (ok && out->n > had)
+			out->v[had].addr = v[k];
+	}
+	free(v);
+	return ok;
+}
+
 /* The bytes that tell who holds the GIL start at min(locked, holder). */
 static int32_t gil_base(const struct py_layout *L)
 {
@@ -321,6 +431,10 @@ static enum pyd_err add_thread(struct dump_ctx *c, uint64_t tstate,
 	t->run = os ? os->run : PYD_RUN_UNKNOWN;
 	struct pyd_frame_buf fb = {0};
 	t->error = walk_stable(c->s, tstate, &fb, &d->retries);
+	if (t->error == PYD_E_READ && recover_outer(c->s, tstate, &fb)) {
+		t->error = PYD_OK;
+		t->recovered = true;
+	}
 	t->frames = fb.v;
 	t->nframes = fb.n;
 	t->truncated = fb.n >= PYD_MAX_FRAMES;

@@ -116,6 +116,9 @@ static void thread_text(struct pyd_buf *b, const struct pyd_thread *t,
 	if (t->error)
 		pyd_buf_printf(b, "  [stack incomplete: %s]\n",
 			       pyd_strerror(t->error));
+	if (t->recovered)
+		pyd_buf_printf(b, "  [outer frames read back from the thread's "
+				  "data stack: the core lacks its C stack]\n");
 }
 
 void pyd_report_text(struct pyd_buf *b, const struct pyd_dump *d,

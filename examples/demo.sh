@@ -1,7 +1,8 @@
 #!/bin/sh
-# Start the bundled demo service, dump its stacks, its asyncio task graph and
-# the stacks as JSON, profile it for two seconds (functions, then where its
-# asyncio tasks await), write a flame graph, then stop it.
+# Start the bundled demo service, dump its stacks, its stacks with each
+# frame's variables and with the native frames of one thread, its asyncio
+# task graph and the stacks as JSON, profile it for two seconds (functions,
+# then where its asyncio tasks await), write a flame graph, then stop it.
 # Usage: examples/demo.sh [BUILDDIR]
 set -eu
 cd "$(dirname "$0")/.."
@@ -12,6 +13,12 @@ trap 'kill $pid 2>/dev/null' EXIT
 sleep 1
 echo "\$ pystack-dump $pid"
 "$bin" "$pid"
+echo
+echo "\$ pystack-dump --locals --no-source $pid | head -30"
+"$bin" --locals --no-source "$pid" | head -30
+echo
+echo "\$ pystack-dump --native --no-source $pid | head -30"
+"$bin" --native --no-source "$pid" | head -30
 echo
 echo "\$ pystack-dump --tasks $pid"
 "$bin" --tasks "$pid"

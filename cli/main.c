@@ -135,6 +135,7 @@ struct options {
 	struct pyd_opts opt;
 	/* --subprocesses: the process being read is one of a family */
 	bool family;
+	bool child; /* a descendant: skipped, not an error, if not Python */
 	int ppid;
 	char cmdline[1024];
 };
@@ -465,6 +466,33 @@ static void print_warnings(const struct target *t)
 		fputs(w, stderr);
 }
 
+/* A descendant that is not a Python process (or is gone): listed, not
+ * read. */
+static bool skippable(const struct options *o, enum pyd_err err,
+		      bool decoding)
+{
+	return o->child && !decoding &&
+	       (err == PYD_E_NOTPYTHON || err == PYD_E_NOPROC ||
+		err == PYD_E_EXITED);
+}
+
+static void print_skipped(const struct options *o, enum pyd_err why)
+{
+	const char *reason = why == PYD_E_NOTPYTHON ? "not a Python process"
+						    : "exited";
+	if (!o->opt.json) {
+		printf("Process %d (parent %d: %s): skipped, %s\n", o->spec.pid,
+		       o->ppid, o->cmdline, reason);
+		return;
+	}
+	struct pyd_buf b = {0};
+	pyd_buf_printf(&b, "{\"pid\": %d, \"ppid\": %d, \"cmdline\": ",
+		       o->spec.pid, o->ppid);
+	pyd_buf_json_str(&b, o->cmdline);
+	pyd_buf_printf(&b, ", \"skipped\": \"%s\"}\n", reason);
+	emit(&b);
+}
+
 /* One process (or core, or snapshot): read it, print it. */
 static enum pyd_err dump_one(struct options *opts)
 {
@@ -482,7 +510,10 @@ static enum pyd_err dump_one(struct options *opts)
 		err = take_dump(&t, &o, &rt, &sess, &dump, &graph, &decoding,
 				detail, sizeof detail);
 	}
-	if (err && dump_truncated(&t))
+	if (skippable(&o, err, decoding)) {
+		print_skipped(&o, err);
+		err = PYD_OK;
+	} else if (err && dump_truncated(&t))
 		err = report_truncated_early(&o, &t, sess);
 	else if (pyd_err_fatal(err) && o.opt.tasks && decoding)
 		report_tasks_error(err, &o, &rt, sess);
@@ -495,41 +526,6 @@ static enum pyd_err dump_one(struct options *opts)
 	pyd_session_close(sess);
 	target_close(&t);
 	return err;
-}
-
-/* A descendant that is not a Python process (or is gone): listed, not
- * read. */
-static bool skipped(const struct options *o, enum pyd_err *why)
-{
-	struct target t;
-	struct pyd_runtime rt;
-	char detail[512];
-	enum pyd_err err = target_open(&o->spec, &t, detail, sizeof detail);
-	if (!err)
-		err = target_runtime(&t, &rt, detail, sizeof detail);
-	target_close(&t);
-	*why = err;
-	return err == PYD_E_NOTPYTHON || err == PYD_E_NOPROC ||
-	       err == PYD_E_EXITED;
-}
-
-static void print_skipped(const struct options *o, enum pyd_err why,
-			  bool first)
-{
-	const char *reason = why == PYD_E_NOTPYTHON ? "not a Python process"
-						    : "exited";
-	if (!o->opt.json) {
-		printf("%sProcess %d (parent %d: %s): skipped, %s\n",
-		       first ? "" : "\n", o->spec.pid, o->ppid, o->cmdline,
-		       reason);
-		return;
-	}
-	struct pyd_buf b = {0};
-	pyd_buf_printf(&b, "{\"pid\": %d, \"ppid\": %d, \"cmdline\": ",
-		       o->spec.pid, o->ppid);
-	pyd_buf_json_str(&b, o->cmdline);
-	pyd_buf_printf(&b, ", \"skipped\": \"%s\"}\n", reason);
-	emit(&b);
 }
 
 /*
@@ -552,14 +548,9 @@ static enum pyd_err dump_family(struct options *o)
 		o->spec.pid = fam[i].pid;
 		o->ppid = fam[i].ppid;
 		pyd_live_cmdline(fam[i].pid, o->cmdline, sizeof o->cmdline);
-		if (i && o->opt.json)
-			fputs(",\n", stdout);
-		if (i && skipped(o, &err)) {
-			print_skipped(o, err, false);
-			continue;
-		}
-		if (i && !o->opt.json)
-			fputs("\n", stdout);
+		o->child = i > 0;
+		if (i)
+			fputs(o->opt.json ? ",\n" : "\n", stdout);
 		fflush(stdout);
 		err = dump_one(o);
 		if (err && !worst)
@@ -575,7 +566,7 @@ int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "sample"))
 		return sample_main(argc - 1, argv + 1);
-	struct options o;
+	struct options o = {0};
 	int rc = parse_args(argc, argv, &o);
 	if (rc)
 		return rc;

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from harness.procs import TOOL_TIMEOUT, kill, run, short, spawn, tracer_pid
+from harness.procs import TOOL_TIMEOUT, kill, run, short, spawn, task_states, tracer_pid
 
 
 def free_pid():
@@ -121,10 +121,7 @@ def zombie():
     """A child of this test that has exited and is not waited for."""
     p = subprocess.Popen(["true"])
     deadline = time.time() + 5
-    while time.time() < deadline:
-        with open("/proc/%d/stat" % p.pid) as f:
-            if f.read().rsplit(")", 1)[1].split()[0] == "Z":
-                break
+    while time.time() < deadline and task_states(p.pid).get(p.pid) != "Z":
         time.sleep(0.02)
     yield p.pid
     p.wait()

@@ -15,7 +15,7 @@ from harness.results import Result, settle
 from harness.target import Target, parse_json_out, tool_file_run
 
 
-def dump(tool, args, what):
+def dump(tool, args):
     """(doc, error) of pystack-dump --locals --json ARGS."""
     argv = [tool.path, "--locals", "--json"] + args
     rc, out, err, secs = run(argv, TOOL_TIMEOUT)
@@ -58,9 +58,9 @@ def locals_job(interp, tool):
     results = []
     with Target(interp, "locals", wrap=["prlimit", "--core=unlimited", "--"]) as tg:
         gt = tg.settled_truth(gt_sanity)
-        live, e = dump(tool, [str(tg.pid)], "live")
+        live, e = dump(tool, [str(tg.pid)])
         results.append(result("live", [e] if e else check_locals_doc(gt, live, interp, tg.pid)))
-        doc, e = dump(tool, ["--locked", str(tg.pid)], "locked")
+        doc, e = dump(tool, ["--locked", str(tg.pid)])
         results.append(result("locked", [e] if e else check_locals_doc(gt, doc, interp, tg.pid)))
         results.append(result("text", text_errors(tool, tg.pid, gt)))
         results.append(snapshot_result(tool, tg, gt, interp))
@@ -73,10 +73,10 @@ def snapshot_result(tool, tg, gt, interp):
     gives the live document back."""
     snap = os.path.join(host_tmp(), "snap-locals-" + tg.run_id)
     try:
-        live, e = dump(tool, ["--save-snapshot", snap, str(tg.pid)], "save")
+        live, e = dump(tool, ["--save-snapshot", snap, str(tg.pid)])
         if e:
             return result("snapshot", [e])
-        rep, e = dump(tool, ["--snapshot", snap], "snapshot")
+        rep, e = dump(tool, ["--snapshot", snap])
         if e:
             return result("snapshot", [e])
         errs = roundtrip_errors(live, rep, "dump with --locals")
@@ -119,7 +119,7 @@ def test_locals_dangling(interp, tool, request):
         gt = tg.settled_truth(gt_sanity)
         with open(tg.host_extra(0)) as f:
             addr = int(f.read())
-        doc, e = dump(tool, [str(tg.pid)], "live")
+        doc, e = dump(tool, [str(tg.pid)])
         errs = [e] if e else []
         if doc:
             errs += compare(gt, doc, interp, tg.pid)

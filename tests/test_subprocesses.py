@@ -6,7 +6,7 @@ import json
 import os
 
 from harness.dumps import compare, gt_sanity
-from harness.procs import TOOL_TIMEOUT, run, short
+from harness.procs import TOOL_TIMEOUT, parent_pid, run, short
 from harness.results import Result, settle
 from harness.target import Target, parse_json_out
 
@@ -16,12 +16,9 @@ def descendants(pid):
     tool)."""
     parent = {}
     for p in os.listdir("/proc"):
-        if p.isdigit():
-            try:
-                with open("/proc/%s/stat" % p) as f:
-                    parent[int(p)] = int(f.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                pass
+        ppid = parent_pid(int(p)) if p.isdigit() else None
+        if ppid is not None:
+            parent[int(p)] = ppid
     out, todo = {}, [pid]
     while todo:
         q = todo.pop()

@@ -216,25 +216,23 @@ static enum pyd_err code_vars(struct pyd_session *s, struct pyd_code *c)
 	return err;
 }
 
-/* The cached code object of a frame, writable: the session owns it. */
-static struct pyd_code *frame_code(struct pyd_session *s,
-				   const struct pyd_frame *f)
-{
-	return f->code ? (struct pyd_code *)pyd_code_get(s, f->code) : NULL;
-}
-
 /* ---- the values ----------------------------------------------------- */
 
-/* The frame's slots (malloc'd, c->nslots words). */
+/* Frame f's variables: its code object's (*c, cached by the session,
+ * which owns it) and the frame's slots holding them (malloc'd,
+ * c->nslots words); NULL if either cannot be read. */
 static uint64_t *frame_slots(struct pyd_session *s, const struct pyd_frame *f,
-			     const struct pyd_code *c)
+			     struct pyd_code **c)
 {
 	const struct py_layout *L = &s->layout;
 	int32_t at = L->frame_model == PY_FRAMES_OBJECT ? L->vars.f_localsplus
 							: L->iframe.localsplus;
-	uint64_t *v = malloc((c->nslots ? c->nslots : 1) * 8);
-	if (v && c->nslots &&
-	    pyd_read(s->src, f->addr + (uint64_t)at, v, c->nslots * 8)) {
+	*c = f->code ? (struct pyd_code *)pyd_code_get(s, f->code) : NULL;
+	if (!*c || !f->addr || code_vars(s, *c))
+		return NULL;
+	size_t n = (*c)->nslots;
+	uint64_t *v = malloc((n ? n : 1) * 8);
+	if (v && n && pyd_read(s->src, f->addr + (uint64_t)at, v, n * 8)) {
 		free(v);
 		return NULL;
 	}
@@ -291,11 +289,10 @@ static enum pyd_err frame_vars(struct pyd_repr *r, struct budget *bud,
 			       const struct pyd_frame *f,
 			       struct pyd_frame_vars *out)
 {
-	struct pyd_code *c = frame_code(r->s, f);
-	uint64_t *slots;
+	struct pyd_code *c;
+	uint64_t *slots = frame_slots(r->s, f, &c);
 	memset(out, 0, sizeof *out);
-	if (!c || !f->addr || code_vars(r->s, c) ||
-	    !(slots = frame_slots(r->s, f, c))) {
+	if (!slots) {
 		out->unreadable = true;
 		return PYD_OK;
 	}
@@ -398,11 +395,10 @@ enum pyd_err pyd_dump_locals(struct pyd_session *s, struct pyd_dump *d,
 static uint64_t find_local(struct pyd_repr *r, const struct pyd_frame *f,
 			   const char *name, bool *tagged)
 {
-	struct pyd_code *c = frame_code(r->s, f);
-	uint64_t *slots, val = 0;
+	struct pyd_code *c;
+	uint64_t *slots = frame_slots(r->s, f, &c), val = 0;
 	*tagged = false;
-	if (!c || !f->addr || code_vars(r->s, c) ||
-	    !(slots = frame_slots(r->s, f, c)))
+	if (!slots)
 		return 0;
 	for (size_t i = 0; i < c->nvars; i++)
 		if (!strcmp(c->vars[i].name, name)) {

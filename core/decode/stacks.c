@@ -303,13 +303,13 @@ static bool recover_outer(struct pyd_session *s, uint64_t tstate,
 	else
 		k = n;
 	bool ok = n > 0 && k < n + !out->n;
+	uint8_t buf[256];
+	size_t flen = frame_len(L);
 	while (ok && k-- > 0) {
-		uint64_t code, instr;
+		uint64_t next;
 		size_t had = out->n;
-		ok = !pyd_read_ptr(s, v[k] + (uint64_t)L->iframe.code, &code) &&
-		     !pyd_read_ptr(s, v[k] + (uint64_t)L->iframe.instr, &instr) &&
-		     !pyd_frame_push_iframe(s, out, code & ~L->code_tag_mask,
-					    instr);
+		ok = flen <= sizeof buf && !pyd_read(s->src, v[k], buf, flen) &&
+		     !interp_frame(s, buf, out, &next);
 		if (ok && out->n > had)
 			out->v[had].addr = v[k];
 	}

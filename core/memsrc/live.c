@@ -392,20 +392,36 @@ static enum pyd_err live_regs(void *ctx, int64_t tid, uint64_t *regs)
 	return PYD_OK;
 }
 
-/* The parent of pid from /proc/PID/stat; -1 if gone. */
-static int parent_of(int pid)
+/* What /proc/PID/stat says of a process that we use. */
+struct proc_stat {
+	char state;
+	int ppid;
+	unsigned long flags;
+};
+
+/* pid's stat; false if it is gone.  "PID (COMM) STATE PPID PGRP SESSION
+ * TTY TPGID FLAGS ...": COMM may hold anything, so the fields count from
+ * its last ')'. */
+static bool read_proc_stat(int pid, struct proc_stat *st)
 {
 	char path[64], buf[1024];
 	snprintf(path, sizeof path, "/proc/%d/stat", pid);
 	FILE *f = fopen(path, "re");
 	if (!f)
-		return -1;
+		return false;
 	size_t n = fread(buf, 1, sizeof buf - 1, f);
 	fclose(f);
 	buf[n] = 0;
-	char *p = strrchr(buf, ')');
-	int ppid;
-	return p && sscanf(p + 1, " %*c %d", &ppid) == 1 ? ppid : -1;
+	const char *p = strrchr(buf, ')');
+	return p && sscanf(p + 1, " %c %d %*d %*d %*d %*d %lu", &st->state,
+			   &st->ppid, &st->flags) == 3;
+}
+
+/* The parent of pid; -1 if gone. */
+static int parent_of(int pid)
+{
+	struct proc_stat st;
+	return read_proc_stat(pid, &st) ? st.ppid : -1;
 }
 
 /* Most processes we look through for descendants. */
@@ -488,27 +504,15 @@ void pyd_live_cmdline(int pid, char *out, size_t size)
 
 const char *pyd_live_oddity(int pid, enum pyd_err *err)
 {
-	char path[64], buf[1024];
-	snprintf(path, sizeof path, "/proc/%d/stat", pid);
-	FILE *f = fopen(path, "re");
-	if (!f)
+	struct proc_stat st;
+	if (!read_proc_stat(pid, &st))
 		return NULL;
-	size_t n = fread(buf, 1, sizeof buf - 1, f);
-	fclose(f);
-	buf[n] = 0;
-	/* "PID (COMM) STATE PPID PGRP SESSION TTY TPGID FLAGS ...": COMM may
-	 * hold anything, so fields count from its last ')'. */
-	char *p = strrchr(buf, ')'), state;
-	unsigned long flags;
-	if (!p || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %lu", &state,
-			 &flags) != 2)
-		return NULL;
-	if (state == 'Z' || state == 'X') {
+	if (st.state == 'Z' || st.state == 'X') {
 		*err = PYD_E_NOPROC;
 		return "a zombie: it has exited and waits for its parent to "
 		       "collect its status";
 	}
-	if (flags & PF_KTHREAD) {
+	if (st.flags & PF_KTHREAD) {
 		*err = PYD_E_NOTPYTHON;
 		return "a kernel thread, not a program";
 	}

@@ -142,6 +142,18 @@ def thread_name_ok(name, py_name, os_name=None):
     return os_name is not None and (name == os_name or bool(stem and py_name.startswith(stem)))
 
 
+def process_errors(gt, doc):
+    """The process a document (a dump, a task graph) names against its
+    ground truth: pid and Python version."""
+    errs = []
+    if doc["pid"] != gt["pid"]:
+        errs.append("pid: expected %d, got %d" % (gt["pid"], doc["pid"]))
+    if doc["python_version"] != gt["python_version"]:
+        errs.append("python_version: expected %r (sys.version %r), got %r"
+                    % (gt["python_version"], gt["sys_version"].split()[0], doc["python_version"]))
+    return errs
+
+
 def compare(gt, doc, interp, pid, partial=(), comm_of=None, stats=None):
     """Compare a pystack-dump document with the target's ground truth.
 
@@ -157,11 +169,7 @@ def compare(gt, doc, interp, pid, partial=(), comm_of=None, stats=None):
     if errs:
         return ["schema: " + e for e in errs]
     qual = interp.minor >= (3, 11)
-    if doc["pid"] != gt["pid"]:
-        errs.append("pid: expected %d, got %d" % (gt["pid"], doc["pid"]))
-    if doc["python_version"] != gt["python_version"]:
-        errs.append("python_version: expected %r (sys.version %r), got %r"
-                    % (gt["python_version"], gt["sys_version"].split()[0], doc["python_version"]))
+    errs += process_errors(gt, doc)
     got = {}
     for t in doc["threads"]:
         if t["tid"] in got:

@@ -6,7 +6,8 @@ import os
 import re
 import time
 
-from .dumps import _is_int, base_gt_sanity, diff_frames, ffmt, stack_schema_errors, objects_in
+from .dumps import (_is_int, base_gt_sanity, diff_frames, ffmt, objects_in, process_errors,
+                    stack_schema_errors)
 from .procs import GT_TIMEOUT, STOP, TARGET_ENV, TOOL_TIMEOUT, run, short, task_states, vlog
 from .results import Result
 from .target import TargetError, parse_json_out, tool_run
@@ -168,11 +169,7 @@ def compare_tasks(gt, doc, interp):
     if errs:
         return ["schema: " + e for e in errs]
     qual = interp.minor >= (3, 11)
-    if doc["pid"] != gt["pid"]:
-        errs.append("pid: expected %d, got %d" % (gt["pid"], doc["pid"]))
-    if doc["python_version"] != gt["python_version"]:
-        errs.append("python_version: expected %r, got %r" % (gt["python_version"],
-                                                              doc["python_version"]))
+    errs += process_errors(gt, doc)
     if doc["asyncio_loaded"] is not True:
         errs.append("asyncio_loaded is %r, expected true" % doc["asyncio_loaded"])
     if doc["truncated"]:

@@ -62,6 +62,7 @@ def locals_job(interp, tool):
         results.append(result("live", [e] if e else check_locals_doc(gt, live, interp, tg.pid)))
         doc, e = dump(tool, ["--locked", str(tg.pid)])
         results.append(result("locked", [e] if e else check_locals_doc(gt, doc, interp, tg.pid)))
+        tg.wait_settled()  # resumed threads restart their sleeps: runnable for a moment
         results.append(result("text", text_errors(tool, tg.pid, gt)))
         results.append(snapshot_result(tool, tg, gt, interp))
         results.append(core_result(tool, tg, gt, interp))

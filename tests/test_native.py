@@ -86,6 +86,7 @@ def native_job(interp, tool):
                                   + native_errors(gt, doc, flag == "--native-all"))
             errs += check_not_stopped(tg.pid)
             res.append(Result(name, "FAIL" if errs else "PASS", "\n".join(errs)))
+            tg.wait_settled()  # resumed threads restart their sleeps: runnable for a moment
         argv = [tool.path, "--native", "--no-source", str(tg.pid)]
         rc, out, err, secs = run(argv, TOOL_TIMEOUT)
         text = out.decode("utf-8", "replace")

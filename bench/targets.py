@@ -2,7 +2,9 @@
 the same with six locals of different kinds in each frame, `threads N`
 blocks in N threads (each a few frames deep), `spin N` runs a busy loop at
 the bottom of an N-frame stack (<module> and N - 1 calls of spin_rec), for
-the sampling benchmark.  Prints "ready" when set up.  Runs on 3.6+."""
+the sampling benchmark; `family N` forks N workers that each spin 31
+frames deep while the parent waits for them.  Prints "ready" when set up.  Runs on 3.6+."""
+import os
 import sys
 import threading
 import time
@@ -32,13 +34,22 @@ def with_locals(n):
     return ident, ids, opts, req, blob
 
 
-def spin_rec(n):
+def spin_rec(n, say_ready=True):
     if n <= 1:
-        print("ready", flush=True)
+        if say_ready:
+            print("ready", flush=True)
         x = 0
         while True:
             x += 1
-    spin_rec(n - 1)
+    spin_rec(n - 1, say_ready)
+
+
+def family(n):
+    for _ in range(n):
+        if os.fork() == 0:
+            spin_rec(30, False)
+    print("ready", flush=True)
+    os.wait()
 
 
 def idle_thread(started):
@@ -62,4 +73,4 @@ if __name__ == "__main__":
     if kind == "spin":
         spin_rec(n - 1)
     else:
-        {"deep": deep, "locals": with_locals, "threads": threads}[kind](n)
+        {"deep": deep, "locals": with_locals, "threads": threads, "family": family}[kind](n)

@@ -18,7 +18,7 @@
 #include "../core/report/report.h"
 #include "../frontend/options.h"
 #include "cli.h"
-#include "target.h"
+#include "procset.h"
 
 static const char usage_head[] =
     "Usage: pystack-dump sample [OPTIONS] PID\n"
@@ -40,7 +40,14 @@ static const char usage_head[] =
     "                      gil   only the thread holding the GIL\n"
     "                      async every asyncio task: running ones at their\n"
     "                            code, waiting ones at the await they sit\n"
-    "                            in, joined to the tasks awaiting them\n";
+    "                            in, joined to the tasks awaiting them\n"
+    "      --subprocesses  also every process descended from PID (or\n"
+    "                      PROGRAM) that runs CPython: multiprocessing\n"
+    "                      workers, pre-fork servers' workers, subprocess\n"
+    "                      children, found as they start (every 100 ms)\n"
+    "                      and kept when they exit. Reports keep each\n"
+    "                      process apart; the summary lists them and the\n"
+    "                      descendants skipped (not Python)\n";
 
 static const char usage_tail[] =
     "  -o, --output FILE   write there (default stdout); without -f the\n"
@@ -166,67 +173,11 @@ static int parse_sample_args(int argc, char **argv, struct sample_opts *o)
 	return 0;
 }
 
-/* ---- counting reads ---- */
-
-struct counted {
-	struct pyd_memsrc src;
-	const struct pyd_memsrc *in;
-	uint64_t reads;
-};
-
-static enum pyd_err c_read(void *ctx, uint64_t addr, void *buf, size_t len)
-{
-	struct counted *c = ctx;
-	c->reads++;
-	return c->in->read(c->in->ctx, addr, buf, len);
-}
-
-static enum pyd_err c_readv(void *ctx, const struct pyd_iov *v, size_t n,
-                            size_t *done)
-{
-	struct counted *c = ctx;
-	c->reads++;
-	return pyd_readv(c->in, v, n, done);
-}
-
-static enum pyd_err c_thread_run(void *ctx, int64_t tid,
-                                 enum pyd_thread_run *run)
-{
-	struct counted *c = ctx;
-	c->reads++;
-	return c->in->thread_run(c->in->ctx, tid, run);
-}
-
-static enum pyd_err c_threads(void *ctx, const struct pyd_os_thread **t,
-                              size_t *n)
-{
-	struct counted *c = ctx;
-	return c->in->threads(c->in->ctx, t, n);
-}
-
-/* Every read through src counted, for the summary's reads per sample. */
-static void count_reads(struct counted *c, const struct pyd_memsrc *in)
-{
-	*c = (struct counted){.in = in};
-	c->src = *in;
-	c->src.ctx = c;
-	c->src.read = c_read;
-	c->src.readv = c_readv;
-	c->src.thread_run = in->thread_run ? c_thread_run : NULL;
-	c->src.threads = in->threads ? c_threads : NULL;
-	c->src.mappings = NULL;
-	c->src.symbol = NULL;
-	c->src.open_file = NULL;
-}
-
 /* ---- the run ---- */
 
 struct run {
 	struct sample_opts *o;
-	struct target t;
-	struct counted counted;
-	struct pyd_session *sess;
-	struct pyd_sampler *sp;
+	struct procset ps;
 	struct pyd_profile *prof;
 	pid_t child; /* launched program, or 0 */
 	int child_status;
@@ -245,34 +196,13 @@ static int64_t now_ns(void)
 
 static enum pyd_err attach(struct run *r, char *detail, size_t detailsz)
 {
-	struct target_spec spec = {.pid = r->o->pid};
-	struct pyd_runtime rt;
-	enum pyd_err err = target_open(&spec, &r->t, detail, detailsz);
-	if (!err)
-		err = target_runtime(&r->t, &rt, detail, detailsz);
-	if (err)
-		return err;
-	count_reads(&r->counted, r->t.src);
-	err =
-	    pyd_session_open(&r->counted.src, &rt, &r->sess, detail, detailsz);
-	if (!err)
-		err = pyd_sampler_open(r->sess, r->o->opt.mode, r->prof,
-		                       &r->sp);
-	if (err == PYD_E_UNSUPPORTED && r->sess)
-		snprintf(detail, detailsz,
-		         "-m async is not supported on Python %s: it needs "
-		         "asyncio task graphs (CPython 3.7 and later)",
-		         pyd_session_version(r->sess));
-	return err;
+	return procset_open(&r->ps, r->o->pid, r->prof, r->o->opt.mode,
+	                    r->o->opt.subprocesses, detail, detailsz);
 }
 
 static void detach(struct run *r)
 {
-	pyd_sampler_close(r->sp);
-	pyd_session_close(r->sess);
-	target_close(&r->t);
-	r->sp = NULL;
-	r->sess = NULL;
+	procset_close(&r->ps);
 }
 
 static bool child_gone(struct run *r)
@@ -331,10 +261,17 @@ static void status_line(void *ctx, const struct pyd_prof_meta *m)
 		return;
 	r->shown = now;
 	double secs = (double)(now - r->start) / 1e9;
+	size_t more = procset_sampling(&r->ps);
+	more -= more > 0;
 	fprintf(stderr,
-	        "\r\033[Ksampling pid %d: %.1fs, %llu samples, %.0f/s, %llu "
+	        "\r\033[Ksampling pid %d%s: %.1fs, %llu samples, %.0f/s, %llu "
 	        "errors, %llu missed",
-	        r->o->pid, secs, (unsigned long long)m->samples,
+	        r->o->pid,
+	        !r->o->opt.subprocesses ? ""
+	        : more == 1             ? " and 1 more"
+	        : more                  ? " and more"
+	                                : "",
+	        secs, (unsigned long long)m->samples,
 	        secs > 0 ? (double)m->ticks / secs : 0.0,
 	        (unsigned long long)m->errors, (unsigned long long)m->missed);
 }
@@ -343,6 +280,12 @@ static bool stop_requested(void *ctx)
 {
 	(void)ctx;
 	return stop_signal != 0;
+}
+
+static enum pyd_err sample_round(void *ctx, unsigned *nstacks)
+{
+	struct run *r = ctx;
+	return procset_round(&r->ps, nstacks);
 }
 
 static void sample_loop(struct run *r)
@@ -354,10 +297,11 @@ static void sample_loop(struct run *r)
 	    .max_seconds = r->o->opt.duration,
 	    .stop = stop_requested,
 	    .tick = tty ? status_line : NULL,
+	    .round = sample_round,
 	    .ctx = r,
 	};
 	r->start = r->shown = now_ns();
-	enum pyd_sample_end e = pyd_sample_loop(r->sp, &l, &r->prof->meta);
+	enum pyd_sample_end e = pyd_sample_loop(NULL, &l, &r->prof->meta);
 	if (tty)
 		fputs("\r\033[K", stderr);
 	r->target_exited = e == PYD_END_EXITED;
@@ -392,6 +336,31 @@ static int output(struct run *r)
 	return 0;
 }
 
+/* --subprocesses: what each process gave, and who was left out. */
+static void processes_summary(const struct run *r)
+{
+	const struct pyd_profile *p = r->prof;
+	fprintf(stderr, "pystack-dump sample: %zu process%s:", p->nprocesses,
+	        p->nprocesses == 1 ? "" : "es");
+	for (size_t i = 0; i < p->nprocesses; i++) {
+		uint64_t n = 0;
+		for (size_t t = 0; t < p->nthreads; t++)
+			if (p->threads[t].process == i)
+				n += p->nodes[p->threads[t].node].total;
+		fprintf(stderr, "%s pid %d (%llu samples%s)", i ? "," : "",
+		        p->processes[i].pid, (unsigned long long)n,
+		        p->processes[i].exited ? ", exited" : "");
+	}
+	fputs(".\n", stderr);
+	const struct procset *ps = &r->ps;
+	for (size_t i = 0; i < ps->nskipped && i < PROCSET_SKIPPED_SHOWN; i++)
+		fprintf(stderr, "pystack-dump sample: skipped %s.\n",
+		        ps->skipped[i]);
+	if (ps->nskipped > PROCSET_SKIPPED_SHOWN)
+		fprintf(stderr, "pystack-dump sample: ... and %zu more skipped.\n",
+		        ps->nskipped - PROCSET_SKIPPED_SHOWN);
+}
+
 static void summary(const struct run *r)
 {
 	const struct pyd_prof_meta *m = &r->prof->meta;
@@ -412,6 +381,8 @@ static void summary(const struct run *r)
 		        "awaiting %llu.\n",
 		        (unsigned long long)m->cpu_samples,
 		        (unsigned long long)m->await_samples);
+	if (r->o->opt.subprocesses)
+		processes_summary(r);
 	if (r->prof->truncated)
 		fprintf(stderr,
 		        "pystack-dump sample: the call tree reached its "
@@ -428,7 +399,7 @@ static void fill_meta(struct run *r)
 	struct timeval tv;
 	gettimeofday(&tv, NULL);
 	m->pid = r->o->pid;
-	m->python_version = pyd_session_version(r->sess);
+	m->python_version = r->prof->processes[0].python_version;
 	m->mode = r->o->opt.mode;
 	m->rate_hz = r->o->opt.rate;
 	m->start_unix_us =
@@ -498,7 +469,7 @@ int sample_main(int argc, char **argv)
 	                             : attach(&r, detail, sizeof detail);
 	if (err && o.command) {
 		rc = launch_error(&r, err, detail);
-	} else if (err == PYD_E_UNSUPPORTED && r.sess) {
+	} else if (err == PYD_E_UNSUPPORTED && r.ps.mode_unsupported) {
 		fprintf(stderr, "pystack-dump sample: %s.\n", detail);
 		rc = err;
 	} else if (err) {
@@ -506,7 +477,8 @@ int sample_main(int argc, char **argv)
 	} else {
 		fill_meta(&r);
 		sample_loop(&r);
-		r.prof->meta.reads = r.counted.reads;
+		r.prof->meta.reads = procset_reads(&r.ps);
+		r.prof->by_process = o.opt.subprocesses;
 		r.prof->meta.interval_s =
 		    r.prof->meta.ticks
 		        ? r.prof->meta.duration_s / (double)r.prof->meta.ticks

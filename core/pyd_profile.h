@@ -5,7 +5,8 @@
  *
  * Node 0 is the root.  Its children are one node per thread (or per
  * thread running asyncio tasks, in async mode); under each, the frames
- * outermost first.  Frames are interned by content: two code objects
+ * outermost first.  Every thread belongs to a process: one for the
+ * process sampled, more with sample --subprocesses (by_process).  Frames are interned by content: two code objects
  * with the same names, file and line are one frame.  The reports in
  * core/report/profile*.c read these structs directly.
  */
@@ -55,7 +56,16 @@ struct pyd_prof_node {
 struct pyd_prof_thread {
 	int64_t tid; /* OS thread id, 0 if unknown */
 	char name[64];
-	uint32_t node; /* its node, a child of the root */
+	uint32_t node;    /* its node, a child of the root */
+	uint32_t process; /* index into processes */
+	uint32_t folded;  /* threads merged into this one (1: a thread) */
+};
+
+struct pyd_prof_process {
+	int pid, ppid;
+	char cmdline[256];       /* arguments joined by blanks, or "" */
+	char python_version[16]; /* "3.12.1" */
+	bool exited; /* it exited (or ran exec) while being sampled */
 };
 
 /* What the frontend tells the reports about the run. */
@@ -83,6 +93,9 @@ struct pyd_profile {
 	size_t nnodes;
 	struct pyd_prof_thread *threads;
 	size_t nthreads;
+	struct pyd_prof_process *processes;
+	size_t nprocesses;
+	bool by_process; /* reports keep processes apart (--subprocesses) */
 	bool lines;     /* frames keep their line numbers */
 	bool truncated; /* the node limit was hit: deeper frames were folded */
 	bool merged;    /* one tree for all threads (pyd_profile_merged) */
@@ -96,8 +109,14 @@ struct pyd_profile {
 struct pyd_profile *pyd_profile_new(bool lines, size_t max_nodes);
 void pyd_profile_free(struct pyd_profile *p);
 
+/* Register a process whose threads pyd_profile_add will count; its index
+ * (PYD_PROF_NONE if out of memory).  cmdline and version may be NULL. */
+uint32_t pyd_profile_process(struct pyd_profile *p, int pid, int ppid,
+                             const char *cmdline, const char *version);
+
 /*
- * Count one sample: frames (innermost first) seen on thread tid.  A frame
+ * Count one sample: frames (innermost first) seen on thread tid of the
+ * process of that index.  A frame
  * with file == NULL is an asyncio task boundary named by its function.
  * awaiting: the sample is of a task suspended in await (async mode).
  * Strings are copied when first seen.  The profile remembers the
@@ -105,17 +124,21 @@ void pyd_profile_free(struct pyd_profile *p);
  * again, so those must stay unchanged at their address as long as the
  * profile is fed: the session's code cache guarantees that.
  */
-enum pyd_err pyd_profile_add(struct pyd_profile *p, int64_t tid,
-                             const char *thread_name,
+enum pyd_err pyd_profile_add(struct pyd_profile *p, uint32_t process,
+                             int64_t tid, const char *thread_name,
                              const struct pyd_frame *frames, size_t n,
                              bool awaiting);
 
 /* Fill in the totals; call once sampling is over, before any report. */
 void pyd_profile_finish(struct pyd_profile *p);
 
-/* A finished copy with every thread's tree merged into one thread (tid
- * 0, "all threads"); NULL if out of memory. */
+/* A finished copy with every thread's tree of a process merged into one
+ * thread (tid 0, "all threads"), one per process; NULL if out of memory. */
 struct pyd_profile *pyd_profile_merged(const struct pyd_profile *p);
+/* A finished copy of only the threads of process proc (its processes
+ * stay all listed); NULL if out of memory. */
+struct pyd_profile *pyd_profile_of_process(const struct pyd_profile *p,
+                                           uint32_t proc);
 
 /*
  * The formats a profile is written in: one table (core/report/formats.c)
@@ -159,9 +182,10 @@ enum pyd_err pyd_report_prof(struct pyd_buf *b, const struct pyd_profile *p,
  */
 struct pyd_sampler;
 
-/* PYD_E_UNSUPPORTED for async mode where tasks cannot be decoded. */
+/* Samples go to process index process of prof (pyd_profile_process).
+ * PYD_E_UNSUPPORTED for async mode where tasks cannot be decoded. */
 enum pyd_err pyd_sampler_open(struct pyd_session *s, enum pyd_sample_mode mode,
-                              struct pyd_profile *prof,
+                              struct pyd_profile *prof, uint32_t process,
                               struct pyd_sampler **out);
 void pyd_sampler_close(struct pyd_sampler *sp);
 
@@ -182,6 +206,9 @@ struct pyd_sample_loop {
 	bool (*stop)(void *ctx);
 	/* Called after every round (optional): a status line, say. */
 	void (*tick)(void *ctx, const struct pyd_prof_meta *m);
+	/* Takes the rounds instead of pyd_sample(sp) (optional; sp is then
+	 * NULL): over several samplers, say.  Returns as pyd_sample does. */
+	enum pyd_err (*round)(void *ctx, unsigned *nstacks);
 	void *ctx;
 };
 

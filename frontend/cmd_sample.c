@@ -74,7 +74,11 @@ static enum pyd_err sample(const struct pyd_cmd *c,
                            const struct pyd_prof_format *f)
 {
 	struct pyd_sampler *sp = NULL;
-	enum pyd_err err = pyd_sampler_open(s, c->opt.mode, prof, &sp);
+	uint32_t proc = pyd_profile_process(prof, t->pid, 0, NULL,
+	                                    pyd_session_version(s));
+	enum pyd_err err = proc == PYD_PROF_NONE
+	                       ? PYD_E_NOMEM
+	                       : pyd_sampler_open(s, c->opt.mode, prof, proc, &sp);
 	if (err) {
 		pyd_buf_printf(msg, "py-sample: cannot sample: %s.\n",
 		               pyd_strerror(err));

@@ -67,7 +67,7 @@ static const struct opt opts[] = {
     {NULL, 0, "all", FLAG, PYD_IN_BT, AT(all)},
     {"native", 0, "-n", FLAG, DUMP | PYD_IN_BT, AT(native)},
     {"native-all", 0, NULL, FLAG, DUMP, AT(native_all)},
-    {"subprocesses", 0, NULL, FLAG, DUMP, AT(subprocesses)},
+    {"subprocesses", 0, NULL, FLAG, DUMP | PYD_IN_SAMPLE, AT(subprocesses)},
     {NULL, 0, OPERAND, COUNT, PYD_IN_MOVE, AT(levels)},
     {NULL, 0, OPERAND, STRING, PYD_IN_PRINT, AT(name)},
     {"rate", 'r', "-r --rate", RATE, SAMPLING, AT(rate)},

@@ -1,14 +1,19 @@
 """pystack-dump --subprocesses: a process and every descendant
 (multiprocessing fork, spawn and forkserver workers, a subprocess Python
-child, a child that is not Python), as text and JSON."""
+child, a child that is not Python), as text and JSON; and
+`sample --subprocesses`, on that family and on children that start and
+exit while it samples."""
 
 import json
 import os
+import signal
+import time
 
 from harness.dumps import compare, gt_sanity
 from harness.procs import TOOL_TIMEOUT, parent_pid, run, short
+from harness.profiles import check_profile
 from harness.results import Result, settle
-from harness.target import Target, parse_json_out
+from harness.target import Target, parse_json_out, tool_run
 
 
 def descendants(pid):
@@ -83,3 +88,134 @@ def test_subprocesses(interp, tool, request):
         if "(parent %d: " % tg.pid not in text or "skipped, not a Python process" not in text:
             errs.append("text lacks a parent line or the skipped child:\n" + text[-1500:])
     settle(Result("subprocesses", "FAIL" if errs else "PASS", "\n".join(errs)), request.node)
+
+
+SAMPLE_SECS = 3.0      # long enough for the churn target's children to come and go
+SAMPLE_RATE = 200
+SEEN_MIN_SHARE = 0.6   # of the children that lived inside the window
+
+
+def sample_json(tool, pid, secs, out):
+    """`sample --subprocesses -f json`: (doc, stderr text, errors, t0, t1)."""
+    args = ["sample", "--subprocesses", "-r", str(SAMPLE_RATE), "-d", str(secs),
+            "-f", "json", "-o", out, str(pid)]
+    t0 = time.monotonic()
+    argv, rc, so, se, took = tool_run(tool, args, timeout=secs + 60)
+    t1 = time.monotonic()
+    text = se.decode("utf-8", "replace")
+    if rc != 0:
+        return None, text, ["%s exited %s: %s" % (" ".join(argv), rc, short(se))], t0, t1
+    try:
+        with open(out) as f:
+            doc = json.load(f)
+    except (OSError, ValueError) as e:
+        return None, text, ["%s: no JSON profile: %s" % (" ".join(argv), e)], t0, t1
+    return doc, text, [], t0, t1
+
+
+def stacks_by_pid(doc):
+    """{pid: [frame function names of each sampled stack]} of a profile."""
+    pid_of = dict((t["node"], t["pid"]) for t in doc["threads"])
+    nodes, frames = doc["nodes"], doc["frames"]
+    out = {}
+    for i, nd in enumerate(nodes):
+        if not nd["self"] or nd["frame"] is None:
+            continue
+        chain, j = [], i
+        while nodes[j]["frame"] is not None:
+            chain.append(frames[nodes[j]["frame"]]["function"])
+            j = nodes[j]["parent"]
+        out.setdefault(pid_of.get(j), []).append(chain)
+    return out
+
+
+def test_sample_subprocesses(interp, tool, request):
+    """sample --subprocesses on the family: every Python descendant sampled
+    apart (the workers in worker()), the sleep child skipped and said so;
+    the collapsed format roots each stack at its process."""
+    with Target(interp, "family", extra=["family.json"]) as tg:
+        gt = tg.settled_truth(gt_sanity)
+        with open(tg.host_extra(0)) as f:
+            fam = json.load(f)
+        out = os.path.join(tg.out_host, "family-profile.json")
+        doc, stderr, errs, _, _ = sample_json(tool, tg.pid, 1.0, out)
+        if doc is not None:
+            errs += check_profile(doc, tg.pid, gt["python_version"], "wall")
+            procs = dict((p["pid"], p) for p in doc.get("processes", []))
+            want = descendants(tg.pid)
+            by_pid = stacks_by_pid(doc)
+            for pid in [tg.pid] + fam["workers"] + [fam["python_child"]]:
+                p = procs.get(pid)
+                if p is None:
+                    errs.append("process %d not in the profile's processes %s"
+                                % (pid, sorted(procs)))
+                    continue
+                if pid != tg.pid and p["ppid"] != want.get(pid):
+                    errs.append("process %d: ppid %r, expected %r" % (pid, p["ppid"], want.get(pid)))
+                if p["python_version"] != gt["python_version"] or p["exited"] or not p["cmdline"]:
+                    errs.append("process %d: %r" % (pid, p))
+                if not by_pid.get(pid):
+                    errs.append("process %d: no samples" % pid)
+            for w in fam["workers"]:
+                if not any("worker" in chain for chain in by_pid.get(w, [])):
+                    errs.append("worker %d: no sample in worker() (%s)"
+                                % (w, by_pid.get(w, [])[:2]))
+            if fam["other_child"] in procs:
+                errs.append("the sleep child %d was sampled" % fam["other_child"])
+            if "skipped pid %d " % fam["other_child"] not in stderr or \
+                    "not a Python process" not in stderr:
+                errs.append("the summary does not list the sleep child as skipped:\n" + stderr)
+        col = os.path.join(tg.out_host, "family.collapsed")
+        argv, rc, so, se, _ = tool_run(tool, ["sample", "--subprocesses", "-n", "50", "-q",
+                                              "-o", col, str(tg.pid)])
+        lines = open(col).read().splitlines() if rc == 0 else []
+        roots = set(line.split(";", 1)[0] for line in lines)
+        want_roots = set("process %d" % p for p in [tg.pid] + fam["workers"])
+        got_roots = set(r.split(" (")[0] for r in roots)
+        if rc != 0 or not want_roots <= got_roots:
+            errs.append("%s: exit %s, roots %s, expected at least %s; %s"
+                        % (" ".join(argv), rc, sorted(got_roots), sorted(want_roots), short(se)))
+    settle(Result("sample subprocesses", "FAIL" if errs else "PASS", "\n".join(errs)),
+           request.node)
+
+
+def test_sample_children_come_and_go(interp, tool, request):
+    """sample --subprocesses follows children that start and exit while it
+    samples: each one that lived inside the window is found, its job()
+    samples kept under its own pid, and it is marked exited."""
+    with Target(interp, "churn") as tg:
+        gt = tg.wait_ground_truth()
+        out = os.path.join(tg.out_host, "churn-profile.json")
+        doc, stderr, errs, t0, t1 = sample_json(tool, tg.pid, SAMPLE_SECS, out)
+        os.kill(tg.pid, signal.SIGUSR1)
+        children = wait_json(tg.gt_host + ".children")["children"]
+        if doc is not None:
+            errs += check_profile(doc, tg.pid, gt["python_version"], "wall")
+            procs = dict((p["pid"], p) for p in doc["processes"])
+            by_pid = stacks_by_pid(doc)
+            inside = [c for c in children if c[2] is not None and c[1] > t0 + 0.2 and c[2] < t1]
+            seen = [c for c in inside if c[0] in procs]
+            if len(inside) < 3 or len(seen) < SEEN_MIN_SHARE * len(inside):
+                errs.append("%d of the %d children that lived inside the %.1fs window were "
+                            "sampled (%s)" % (len(seen), len(inside), t1 - t0,
+                                              [c[0] for c in inside]))
+            for pid, _, _ in seen:
+                if not procs[pid]["exited"]:
+                    errs.append("child %d exited but is not marked so" % pid)
+                if not any(gt["job"]["function"] in chain for chain in by_pid.get(pid, [])):
+                    errs.append("child %d: no sample in %s (%s)"
+                                % (pid, gt["job"]["function"], by_pid.get(pid, [])[:2]))
+            if "%d processes" % len(procs) not in stderr:
+                errs.append("the summary does not count the processes:\n" + stderr)
+    settle(Result("children come and go", "FAIL" if errs else "PASS", "\n".join(errs)),
+           request.node)
+
+
+def wait_json(path, timeout=10.0):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if os.path.exists(path):
+            with open(path) as f:
+                return json.load(f)
+        time.sleep(0.05)
+    return {"children": []}

@@ -9,11 +9,12 @@
  * frame, and per thread the previous sample's path: a profiler sees the
  * same stack again and again, so most frames cost one comparison.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../pyd_profile.h"
-#include "grow.h"
+#include "../grow.h"
 
 #define DEFAULT_MAX_NODES (1u << 20)
 #define PCACHE_SIZE       8192 /* a power of two */
@@ -39,7 +40,7 @@ struct pyd_profile_priv {
 	size_t frames_cap, frame_tab_cap;
 	uint32_t *child_tab; /* open addressing, node indexes */
 	size_t nodes_cap, child_tab_cap;
-	size_t threads_cap;
+	size_t threads_cap, processes_cap;
 	struct last_path *last; /* per thread */
 	struct pcache_entry pcache[PCACHE_SIZE];
 	size_t max_nodes;
@@ -299,15 +300,34 @@ void pyd_profile_free(struct pyd_profile *p)
 	free(p->frames);
 	free(p->nodes);
 	free(p->threads);
+	free(p->processes);
 	free(p);
 }
 
-/* The thread's index, added (with its node) if new. */
-static size_t thread_index(struct pyd_profile *p, int64_t tid, const char *name)
+uint32_t pyd_profile_process(struct pyd_profile *p, int pid, int ppid,
+                             const char *cmdline, const char *version)
 {
 	struct pyd_profile_priv *q = p->priv;
+	if (!pyd_grow((void **)&p->processes, &q->processes_cap,
+	              p->nprocesses + 1, sizeof *p->processes))
+		return PYD_PROF_NONE;
+	struct pyd_prof_process *pr = &p->processes[p->nprocesses];
+	*pr = (struct pyd_prof_process){.pid = pid, .ppid = ppid};
+	snprintf(pr->cmdline, sizeof pr->cmdline, "%s", cmdline ? cmdline : "");
+	snprintf(pr->python_version, sizeof pr->python_version, "%s",
+	         version ? version : "");
+	return (uint32_t)p->nprocesses++;
+}
+
+/* The thread's index, added (with its node) if new. */
+static size_t thread_index(struct pyd_profile *p, uint32_t process,
+                           int64_t tid, const char *name)
+{
+	struct pyd_profile_priv *q = p->priv;
+	if (process >= p->nprocesses)
+		return SIZE_MAX;
 	for (size_t i = 0; i < p->nthreads; i++) {
-		if (p->threads[i].tid != tid)
+		if (p->threads[i].tid != tid || p->threads[i].process != process)
 			continue;
 		/* A thread is named once the sampler has read its name. */
 		if (name && *name && !p->threads[i].name[0])
@@ -334,19 +354,21 @@ static size_t thread_index(struct pyd_profile *p, int64_t tid, const char *name)
 	memset(t, 0, sizeof *t);
 	t->tid = tid;
 	t->node = node;
+	t->process = process;
+	t->folded = 1;
 	if (name)
 		strncpy(t->name, name, sizeof t->name - 1);
 	memset(&q->last[p->nthreads], 0, sizeof q->last[0]);
 	return p->nthreads++;
 }
 
-enum pyd_err pyd_profile_add(struct pyd_profile *p, int64_t tid,
-                             const char *thread_name,
+enum pyd_err pyd_profile_add(struct pyd_profile *p, uint32_t process,
+                             int64_t tid, const char *thread_name,
                              const struct pyd_frame *frames, size_t n,
                              bool awaiting)
 {
 	struct pyd_profile_priv *q = p->priv;
-	size_t ti = thread_index(p, tid, thread_name);
+	size_t ti = thread_index(p, process, tid, thread_name);
 	if (ti == SIZE_MAX)
 		return PYD_E_NOMEM;
 	struct last_path *last = &q->last[ti];
@@ -385,12 +407,24 @@ void pyd_profile_finish(struct pyd_profile *p)
 		p->nodes[p->nodes[i].parent].total += p->nodes[i].total;
 }
 
-struct pyd_profile *pyd_profile_merged(const struct pyd_profile *p)
+/*
+ * A finished copy of p's threads of process proc (PYD_PROF_NONE: all),
+ * each process's threads folded into one if merge.  Frames keep their
+ * indexes; nodes are re-added under their copied parents.
+ */
+static struct pyd_profile *copy_profile(const struct pyd_profile *p,
+                                        uint32_t proc, bool merge)
 {
 	struct pyd_profile *m = pyd_profile_new(p->lines, p->priv->max_nodes);
 	uint32_t *map = malloc((p->nnodes ? p->nnodes : 1) * sizeof *map);
-	size_t ti = m && map ? thread_index(m, 0, "all threads") : SIZE_MAX;
-	bool ok = ti != SIZE_MAX;
+	bool ok = m && map;
+	for (size_t i = 0; ok && i < p->nprocesses; i++) {
+		const struct pyd_prof_process *pr = &p->processes[i];
+		ok = pyd_profile_process(m, pr->pid, pr->ppid, pr->cmdline,
+		                         pr->python_version) == i;
+		if (ok)
+			m->processes[i].exited = pr->exited;
+	}
 	for (size_t i = 0; ok && i < p->nframes; i++) {
 		const struct pyd_prof_frame *f = &p->frames[i];
 		struct pyd_prof_frame c = *f;
@@ -401,12 +435,31 @@ struct pyd_profile *pyd_profile_merged(const struct pyd_profile *p)
 	}
 	if (ok)
 		map[0] = 0;
+	for (size_t i = 0; ok && i < p->nthreads; i++) {
+		const struct pyd_prof_thread *t = &p->threads[i];
+		map[t->node] = PYD_PROF_NONE;
+		if (proc != PYD_PROF_NONE && t->process != proc)
+			continue;
+		size_t had = m->nthreads;
+		size_t ti = merge ? thread_index(m, t->process, 0, "all threads")
+		                  : thread_index(m, t->process, t->tid, t->name);
+		ok = ti != SIZE_MAX;
+		if (!ok)
+			break;
+		map[t->node] = m->threads[ti].node;
+		m->threads[ti].folded =
+		    (ti < had ? m->threads[ti].folded : 0) + t->folded;
+		m->threads_merged += t->folded;
+	}
 	for (size_t i = 1; ok && i < p->nnodes; i++) {
 		const struct pyd_prof_node *n = &p->nodes[i];
 		if (n->frame == PYD_PROF_NONE)
-			map[i] = m->threads[ti].node;
-		else
-			map[i] = child(m, map[n->parent], n->frame);
+			continue; /* a thread's node, mapped above */
+		if (map[n->parent] == PYD_PROF_NONE) {
+			map[i] = PYD_PROF_NONE; /* another process's */
+			continue;
+		}
+		map[i] = child(m, map[n->parent], n->frame);
 		ok = map[i] != PYD_PROF_NONE;
 		if (ok) {
 			m->nodes[map[i]].self += n->self;
@@ -419,10 +472,26 @@ struct pyd_profile *pyd_profile_merged(const struct pyd_profile *p)
 		return NULL;
 	}
 	m->meta = p->meta;
+	m->by_process = p->by_process;
 	m->truncated = p->truncated || m->truncated;
-	m->merged = true;
-	m->threads_merged = p->nthreads;
+	m->merged = merge || p->merged;
 	pyd_profile_finish(m);
+	return m;
+}
+
+struct pyd_profile *pyd_profile_merged(const struct pyd_profile *p)
+{
+	return copy_profile(p, PYD_PROF_NONE, true);
+}
+
+struct pyd_profile *pyd_profile_of_process(const struct pyd_profile *p,
+                                           uint32_t proc)
+{
+	struct pyd_profile *m = copy_profile(p, proc, false);
+	if (m && proc < p->nprocesses) {
+		m->meta.pid = p->processes[proc].pid;
+		m->meta.python_version = p->processes[proc].python_version;
+	}
 	return m;
 }
 

@@ -21,7 +21,7 @@
 #include <time.h>
 
 #include "../pyd_profile.h"
-#include "grow.h"
+#include "../grow.h"
 #include "objects.h"
 #include "session.h"
 #include "thread_names.h"
@@ -84,6 +84,7 @@ struct sinterp {
 struct pyd_sampler {
 	struct pyd_session *s;
 	struct pyd_profile *prof;
+	uint32_t process; /* the profile's index of our process */
 	enum pyd_sample_mode mode;
 	struct sthread *th;
 	size_t nth;
@@ -514,8 +515,8 @@ static enum pyd_err record(struct pyd_sampler *sp, const struct sthread *t,
 	if (!sp->fb.n)
 		return PYD_OK;
 	(*nstacks)++;
-	return pyd_profile_add(sp->prof, t->tid, t->name, sp->fb.v, sp->fb.n,
-	                       false);
+	return pyd_profile_add(sp->prof, sp->process, t->tid, t->name,
+	                       sp->fb.v, sp->fb.n, false);
 }
 
 /* ---- the modes ---- */
@@ -636,7 +637,7 @@ static enum pyd_err sample_tasks(struct pyd_sampler *sp, unsigned *nstacks)
 			err = PYD_E_NOMEM;
 			break;
 		}
-		err = pyd_profile_add(sp->prof, t->thread,
+		err = pyd_profile_add(sp->prof, sp->process, t->thread,
 		                      thread_name(sp, t->thread), sp->fb.v,
 		                      sp->fb.n, !t->running);
 		(*nstacks)++;
@@ -654,7 +655,7 @@ static enum pyd_err sample_tasks(struct pyd_sampler *sp, unsigned *nstacks)
 /* ---- the API ---- */
 
 enum pyd_err pyd_sampler_open(struct pyd_session *s, enum pyd_sample_mode mode,
-                              struct pyd_profile *prof,
+                              struct pyd_profile *prof, uint32_t process,
                               struct pyd_sampler **out)
 {
 	struct pyd_sampler *sp = calloc(1, sizeof *sp);
@@ -662,6 +663,7 @@ enum pyd_err pyd_sampler_open(struct pyd_session *s, enum pyd_sample_mode mode,
 		return PYD_E_NOMEM;
 	sp->s = s;
 	sp->prof = prof;
+	sp->process = process;
 	sp->mode = mode;
 	sp->now = now_ns();
 	enum pyd_err err = refresh(sp, true);
@@ -741,7 +743,8 @@ static enum pyd_sample_end loop(struct pyd_sampler *sp,
 		if (l->max_rounds && m->ticks >= l->max_rounds)
 			return PYD_END_ROUNDS;
 		unsigned n = 0;
-		enum pyd_err err = pyd_sample(sp, &n);
+		enum pyd_err err =
+		    l->round ? l->round(l->ctx, &n) : pyd_sample(sp, &n);
 		m->ticks++;
 		m->samples += n;
 		if (err == PYD_E_EXITED)

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "../memsrc/pagecache.h"
-#include "grow.h"
+#include "../grow.h"
 #include "objects.h"
 #include "session.h"
 #include "thread_names.h"

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "coro.h"
-#include "grow.h"
+#include "../grow.h"
 #include "objects.h"
 #include "tasks.h"
 #include "walk.h"

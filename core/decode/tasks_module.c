@@ -33,7 +33,7 @@
 
 #include "objects.h"
 #include "coro.h"
-#include "grow.h"
+#include "../grow.h"
 #include "tasks.h"
 
 #define MAX_GATHER_DEPTH 64

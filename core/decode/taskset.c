@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grow.h"
+#include "../grow.h"
 #include "taskset.h"
 
 enum pyd_err tasks_rd(struct tctx *c, uint64_t addr, void *buf, size_t len)

@@ -2,6 +2,7 @@
  * Live-process memory source (Linux).
  */
 #define _GNU_SOURCE
+#include "../grow.h"
 #include "live.h"
 #include "regs.h"
 
@@ -417,8 +418,7 @@ static bool read_proc_stat(int pid, struct proc_stat *st)
 			   &st->ppid, &st->flags) == 3;
 }
 
-/* The parent of pid; -1 if gone. */
-static int parent_of(int pid)
+int pyd_live_parent(int pid)
 {
 	struct proc_stat st;
 	return read_proc_stat(pid, &st) ? st.ppid : -1;
@@ -427,7 +427,9 @@ static int parent_of(int pid)
 /* Most processes we look through for descendants. */
 #define MAX_PROCS 65536
 
-enum pyd_err pyd_live_family(int pid, struct pyd_proc **out, size_t *n)
+/* The family by a look at every process's parent: for kernels without
+ * the children files (CONFIG_PROC_CHILDREN). */
+static enum pyd_err family_by_scan(int pid, struct pyd_proc **out, size_t *n)
 {
 	struct pyd_proc *all = calloc(MAX_PROCS, sizeof *all);
 	size_t nall = 0;
@@ -445,7 +447,7 @@ enum pyd_err pyd_live_family(int pid, struct pyd_proc **out, size_t *n)
 		char *end;
 		long p = strtol(e->d_name, &end, 10);
 		int ppid;
-		if (*end || p <= 0 || (ppid = parent_of((int)p)) < 0)
+		if (*end || p <= 0 || (ppid = pyd_live_parent((int)p)) < 0)
 			continue;
 		all[nall++] = (struct pyd_proc){(int)p, ppid};
 	}
@@ -462,7 +464,7 @@ enum pyd_err pyd_live_family(int pid, struct pyd_proc **out, size_t *n)
 		return PYD_E_NOMEM;
 	}
 	size_t k = 0, top = 0;
-	stack[top++] = (struct pyd_proc){pid, parent_of(pid)};
+	stack[top++] = (struct pyd_proc){pid, pyd_live_parent(pid)};
 	while (top && k <= nall) {
 		struct pyd_proc p = stack[--top];
 		fam[k++] = p;
@@ -476,6 +478,90 @@ enum pyd_err pyd_live_family(int pid, struct pyd_proc **out, size_t *n)
 	*out = fam;
 	*n = k;
 	return PYD_OK;
+}
+
+static int cmp_pid(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+	return (x > y) - (x < y);
+}
+
+/* pid's children, in pid order, from each of its threads' children file
+ * (a child is listed under the thread that made it); malloc'd. */
+static int *children_of(int pid, size_t *n)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/task", pid);
+	int *kids = NULL;
+	size_t cap = 0;
+	*n = 0;
+	DIR *d = opendir(path);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof path, "/proc/%d/task/%.16s/children", pid,
+		         e->d_name);
+		FILE *f = fopen(path, "re");
+		int kid;
+		while (f && fscanf(f, "%d", &kid) == 1 &&
+		       pyd_grow((void **)&kids, &cap, *n + 1, sizeof *kids))
+			kids[(*n)++] = kid;
+		if (f)
+			fclose(f);
+	}
+	if (d)
+		closedir(d);
+	if (*n)
+		qsort(kids, *n, sizeof *kids, cmp_pid);
+	return kids;
+}
+
+/* Depth first from pid through the children files, parents before their
+ * children, children in pid order. */
+static enum pyd_err family_by_children(int pid, struct pyd_proc **out,
+                                       size_t *n)
+{
+	struct pyd_proc *fam = NULL, *stack = NULL;
+	size_t nfam = 0, famcap = 0, top = 0, stackcap = 0;
+	enum pyd_err err = PYD_OK;
+	if (!pyd_grow((void **)&stack, &stackcap, 1, sizeof *stack))
+		return PYD_E_NOMEM;
+	stack[top++] = (struct pyd_proc){pid, pyd_live_parent(pid)};
+	while (top && nfam < MAX_PROCS) {
+		struct pyd_proc p = stack[--top];
+		if (!pyd_grow((void **)&fam, &famcap, nfam + 1, sizeof *fam)) {
+			err = PYD_E_NOMEM;
+			break;
+		}
+		fam[nfam++] = p;
+		size_t nk;
+		int *kids = children_of(p.pid, &nk);
+		if (!pyd_grow((void **)&stack, &stackcap, top + nk, sizeof *stack))
+			err = PYD_E_NOMEM;
+		for (size_t j = nk; !err && j-- > 0;)
+			stack[top++] = (struct pyd_proc){kids[j], p.pid};
+		free(kids);
+		if (err)
+			break;
+	}
+	free(stack);
+	if (err) {
+		free(fam);
+		return err;
+	}
+	*out = fam;
+	*n = nfam;
+	return PYD_OK;
+}
+
+enum pyd_err pyd_live_family(int pid, struct pyd_proc **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	if (access("/proc/thread-self/children", R_OK) != 0)
+		return family_by_scan(pid, out, n);
+	return family_by_children(pid, out, n);
 }
 
 void pyd_live_cmdline(int pid, char *out, size_t size)

@@ -23,6 +23,9 @@ struct pyd_proc {
  * depth first, parents before their children; malloc'd. */
 enum pyd_err pyd_live_family(int pid, struct pyd_proc **out, size_t *n);
 
+/* The parent of pid; -1 if it is gone. */
+int pyd_live_parent(int pid);
+
 /* pid's command line, its arguments joined by blanks ("" if gone). */
 void pyd_live_cmdline(int pid, char *out, size_t size);
 

@@ -8,6 +8,10 @@
 #include "../pyd_profile.h"
 #include "report.h"
 
+/* Command lines run long (a JVM-like list of flags): labels keep this
+ * much of one. */
+#define PROCESS_LABEL_CMDLINE 60
+
 /* Tasks without a name (3.7) are already called "<task 0x...>". */
 const char *pyd_task_label(const char *name, char *buf, size_t bufsz)
 {
@@ -27,6 +31,29 @@ const char *pyd_prof_frame_label(const struct pyd_prof_frame *f, char *buf,
 	else
 		snprintf(buf, bufsz, "%s (%s)", name, f->file);
 	return buf;
+}
+
+const char *pyd_prof_process_label(const struct pyd_profile *p, uint32_t proc,
+                                   char *buf, size_t bufsz)
+{
+	const struct pyd_prof_process *pr = &p->processes[proc];
+	if (!pr->cmdline[0])
+		snprintf(buf, bufsz, "process %d", pr->pid);
+	else if (strlen(pr->cmdline) <= PROCESS_LABEL_CMDLINE)
+		snprintf(buf, bufsz, "process %d (%s)", pr->pid, pr->cmdline);
+	else
+		snprintf(buf, bufsz, "process %d (%.*s...)", pr->pid,
+		         PROCESS_LABEL_CMDLINE - 3, pr->cmdline);
+	return buf;
+}
+
+const struct pyd_prof_thread *pyd_prof_thread_of(const struct pyd_profile *p,
+                                                 uint32_t node)
+{
+	for (size_t i = 0; i < p->nthreads; i++)
+		if (p->threads[i].node == node)
+			return &p->threads[i];
+	return NULL;
 }
 
 void pyd_prof_walk_start(struct pyd_prof_walk *w, const struct pyd_profile *p,

@@ -5,7 +5,7 @@
  * usable with hundreds of thousands of nodes.
  *
  * The data (docs/profile-formats.md): meta, frames as [name, label, kind],
- * threads as [tid, name, node], and the nodes in depth-first order as
+ * threads as [tid, name, node, process label or null], and the nodes in depth-first order as
  * columns (frame, parent, total, self, await), thread nodes with frame -1.
  * Subtrees without samples are left out.
  */
@@ -109,6 +109,7 @@ static void threads_json(struct pyd_buf *b, const struct pyd_profile *p,
                          const struct order *o)
 {
 	bool first = true;
+	char label[512];
 
 	PUT(b, "\"threads\": [");
 	for (size_t i = 0; i < p->nthreads; i++) {
@@ -119,7 +120,13 @@ static void threads_json(struct pyd_buf *b, const struct pyd_profile *p,
 		               (long long)t->tid);
 		first = false;
 		pyd_buf_json_str(b, t->name);
-		pyd_buf_printf(b, ", %u]", o->new_of[t->node]);
+		pyd_buf_printf(b, ", %u, ", o->new_of[t->node]);
+		if (p->by_process)
+			pyd_buf_json_str(b, pyd_prof_process_label(
+			                        p, t->process, label, sizeof label));
+		else
+			PUT(b, "null");
+		PUT(b, "]");
 	}
 	PUT(b, "],\n");
 }

@@ -323,6 +323,13 @@ static void thread_json(struct pyd_buf *b, struct gk *g, uint32_t ti,
 		snprintf(name, sizeof name, "%s", t->name);
 	else
 		snprintf(name, sizeof name, "Thread %lld", (long long)t->tid);
+	/* The profiler groups threads into tracks by pid. */
+	int pid = g->p->processes[t->process].pid;
+	char proc[384];
+	if (g->p->by_process)
+		pyd_prof_process_label(g->p, t->process, proc, sizeof proc);
+	else
+		snprintf(proc, sizeof proc, "Python %d", pid);
 	PUT(b, "{\"name\": ");
 	pyd_buf_json_str(b, name);
 	pyd_buf_printf(b,
@@ -330,10 +337,10 @@ static void thread_json(struct pyd_buf *b, struct gk *g, uint32_t ti,
 	               "\"processShutdownTime\": null, \"registerTime\": 0, "
 	               "\"unregisterTime\": null, \"pausedRanges\": [], "
 	               "\"pid\": \"%d\", \"tid\": %lld, "
-	               "\"processType\": \"default\", \"processName\": "
-	               "\"Python %d\",\n",
-	               main_thread ? "true" : "false", g->p->meta.pid,
-	               (long long)t->tid, g->p->meta.pid);
+	               "\"processType\": \"default\", \"processName\": ",
+	               main_thread ? "true" : "false", pid, (long long)t->tid);
+	pyd_buf_json_str(b, proc);
+	PUT(b, ",\n");
 	samples_table(b, &cols);
 	stack_table(b, g);
 	frame_table(b, g);
@@ -348,18 +355,22 @@ static void thread_json(struct pyd_buf *b, struct gk *g, uint32_t ti,
 }
 
 /* Gecko has one main thread per process: CPython's, else the busiest. */
-static size_t main_thread(const struct pyd_profile *p)
+static bool is_main_thread(const struct pyd_profile *p, size_t ti)
 {
-	size_t best = 0;
+	const struct pyd_prof_thread *t = &p->threads[ti];
+	size_t best = SIZE_MAX;
 
 	for (size_t i = 0; i < p->nthreads; i++) {
-		if (!strcmp(p->threads[i].name, "MainThread"))
-			return i;
-		if (p->nodes[p->threads[i].node].total >
-		    p->nodes[p->threads[best].node].total)
+		const struct pyd_prof_thread *u = &p->threads[i];
+		if (u->process != t->process)
+			continue;
+		if (!strcmp(u->name, "MainThread"))
+			return i == ti;
+		if (best == SIZE_MAX || p->nodes[u->node].total >
+		                            p->nodes[p->threads[best].node].total)
 			best = i;
 	}
-	return best;
+	return best == ti;
 }
 
 static void meta_json(struct pyd_buf *b, const struct pyd_profile *p,
@@ -468,11 +479,11 @@ void pyd_report_prof_gecko(struct pyd_buf *b, const struct pyd_profile *p,
 		return;
 	}
 	meta_json(b, p, interval_ms);
-	size_t main = main_thread(p);
 	PUT(b, "\"threads\": [");
 	for (size_t i = 0; i < p->nthreads; i++) {
 		pyd_buf_printf(b, "%s", i ? ",\n" : "\n");
-		thread_json(b, &g, (uint32_t)i, i == main, interval_ms);
+		thread_json(b, &g, (uint32_t)i, is_main_thread(p, i),
+		            interval_ms);
 	}
 	PUT(b, "],\n");
 	strings_json(b, &g);

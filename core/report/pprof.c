@@ -17,7 +17,7 @@
 #include <zlib.h>
 
 #include "../pyd_profile.h"
-#include "../decode/grow.h"
+#include "../grow.h"
 #include "report.h"
 
 /* Field numbers of profile.proto. */
@@ -198,7 +198,8 @@ struct pp {
 	uint64_t *path;        /* location ids, outermost first */
 	size_t pathcap;
 	int64_t period_ns;
-	int64_t key_thread, key_tid, key_state, running, awaiting;
+	int64_t key_thread, key_tid, key_process, key_pid, key_state, running,
+	    awaiting;
 	bool failed;
 };
 
@@ -333,6 +334,7 @@ static void put_num_label(struct pp *e, int64_t key, int64_t num)
 /* The thread whose samples are being written. */
 struct pp_thread {
 	int64_t name, tid;
+	int64_t process, pid; /* its process's label (a string) and pid */
 };
 
 /* count samples of the stack path[0..depth), state a string index or 0. */
@@ -348,6 +350,10 @@ static void put_sample(struct pp *e, const struct pp_thread *t, size_t depth,
 	if (!e->p->merged) {
 		put_str_label(e, e->key_thread, t->name);
 		put_num_label(e, e->key_tid, t->tid);
+	}
+	if (e->p->by_process) {
+		put_str_label(e, e->key_process, t->process);
+		put_num_label(e, e->key_pid, t->pid);
 	}
 	if (state)
 		put_str_label(e, e->key_state, state);
@@ -387,7 +393,12 @@ static int64_t thread_name(struct pp *e, const struct pyd_prof_thread *th)
 static void put_thread(struct pp *e, const struct pyd_prof_thread *th)
 {
 	const struct pyd_prof_node *nodes = e->p->nodes;
-	struct pp_thread t = {thread_name(e, th), th->tid};
+	char proc[384];
+	struct pp_thread t = {thread_name(e, th), th->tid, 0,
+	                      e->p->processes[th->process].pid};
+	if (e->p->by_process)
+		t.process = intern(&e->st, pyd_prof_process_label(
+		                               e->p, th->process, proc, sizeof proc));
 	struct pyd_prof_walk w;
 	uint32_t n;
 
@@ -446,6 +457,10 @@ static void put_header(struct pp *e)
 	put_comments(e);
 	e->key_thread = intern(&e->st, "thread");
 	e->key_tid = intern(&e->st, "thread id");
+	if (e->p->by_process) {
+		e->key_process = intern(&e->st, "process");
+		e->key_pid = intern(&e->st, "pid");
+	}
 	e->key_state = intern(&e->st, "state");
 	e->running = intern(&e->st, "running");
 	e->awaiting = intern(&e->st, "awaiting");

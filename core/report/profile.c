@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "../pyd_profile.h"
-#include "../decode/grow.h"
+#include "../grow.h"
 #include "report.h"
 
 static uint64_t total_samples(const struct pyd_profile *p)
@@ -129,26 +129,50 @@ static double pct(uint64_t part, uint64_t whole)
 	return whole ? 100.0 * (double)part / (double)whole : 0.0;
 }
 
+/* Samples of tasks in await: the rest of an async profile ran. */
+static uint64_t await_samples(const struct pyd_profile *p)
+{
+	uint64_t n = 0;
+	for (size_t i = 0; i < p->nnodes; i++)
+		n += p->nodes[i].self_await;
+	return n;
+}
+
+/* Which process a by-process table is of (profile of one process). */
+static void process_line(struct pyd_buf *b, const struct pyd_profile *p)
+{
+	const struct pyd_prof_process *pr = NULL;
+	for (size_t i = 0; i < p->nprocesses; i++)
+		if (p->processes[i].pid == p->meta.pid)
+			pr = &p->processes[i];
+	if (!pr)
+		return;
+	pyd_buf_printf(b, "Command: %s\nParent: %d%s\n",
+	               pr->cmdline[0] ? pr->cmdline : "?", pr->ppid,
+	               pr->exited ? "; exited while sampled" : "");
+}
+
 static void table_header(struct pyd_buf *b, const struct pyd_profile *p)
 {
 	const struct pyd_prof_meta *m = &p->meta;
 	size_t nthreads = p->merged ? p->threads_merged : p->nthreads;
+	uint64_t all = total_samples(p), awaiting = await_samples(p);
 	pyd_buf_printf(b,
 	               "Profile of process %d (Python %s), %s mode: %llu "
 	               "samples in %.2f s, %zu thread%s%s\n",
 	               m->pid, m->python_version ? m->python_version : "?",
-	               pyd_sample_mode_name(m->mode),
-	               (unsigned long long)total_samples(p), m->duration_s,
-	               nthreads, nthreads == 1 ? "" : "s",
+	               pyd_sample_mode_name(m->mode), (unsigned long long)all,
+	               m->duration_s, nthreads, nthreads == 1 ? "" : "s",
 	               p->merged && nthreads > 1 ? " (merged)" : "");
+	if (p->by_process)
+		process_line(b, p);
 	if (m->mode == PYD_SAMPLE_ASYNC)
 		pyd_buf_printf(b,
 		               "Tasks on CPU: %llu samples (%.1f%%), "
 		               "awaiting: %llu samples (%.1f%%)\n",
-		               (unsigned long long)m->cpu_samples,
-		               pct(m->cpu_samples, total_samples(p)),
-		               (unsigned long long)m->await_samples,
-		               pct(m->await_samples, total_samples(p)));
+		               (unsigned long long)(all - awaiting),
+		               pct(all - awaiting, all),
+		               (unsigned long long)awaiting, pct(awaiting, all));
 	pyd_buf_printf(b, "\n%10s %7s %10s %10s %7s %10s%s  %s\n", "direct",
 	               "direct%", "est.time", "cumul", "cumul%", "est.time",
 	               m->mode == PYD_SAMPLE_ASYNC ? "   await%" : "",
@@ -221,8 +245,8 @@ out:
 	free(order);
 }
 
-void pyd_report_prof_table(struct pyd_buf *b, const struct pyd_profile *p,
-                           size_t limit)
+static void table_of(struct pyd_buf *b, const struct pyd_profile *p,
+                     size_t limit)
 {
 	struct table_ctx c = {.p = p};
 	size_t nf = p->nframes ? p->nframes : 1;
@@ -240,6 +264,9 @@ void pyd_report_prof_table(struct pyd_buf *b, const struct pyd_profile *p,
 		goto out;
 	}
 	qsort(c.rows, nrows, sizeof *c.rows, cmp_rows);
+	/* Functions of other processes' trees (one process's table) last. */
+	while (nrows && !c.rows[nrows - 1].cum)
+		nrows--;
 	table_header(b, p);
 	size_t shown = limit && limit < nrows ? limit : nrows;
 	for (size_t i = 0; i < shown; i++)
@@ -254,6 +281,27 @@ void pyd_report_prof_table(struct pyd_buf *b, const struct pyd_profile *p,
 out:
 	free(c.func_of);
 	free(c.rows);
+}
+
+/* With processes kept apart, one table each. */
+void pyd_report_prof_table(struct pyd_buf *b, const struct pyd_profile *p,
+                           size_t limit)
+{
+	if (!p->by_process) {
+		table_of(b, p, limit);
+		return;
+	}
+	for (uint32_t i = 0; i < p->nprocesses && !b->failed; i++) {
+		struct pyd_profile *one = pyd_profile_of_process(p, i);
+		if (!one) {
+			b->failed = true;
+			return;
+		}
+		if (i)
+			pyd_buf_put(b, "\n", 1);
+		table_of(b, one, limit);
+		pyd_profile_free(one);
+	}
 }
 
 /* ---- collapsed stacks ---- */
@@ -279,23 +327,37 @@ static void put_label(struct pyd_buf *b, const char *s)
 			b->data[i] = ':';
 }
 
-/* A thread's own node is labelled only in a per-thread profile. */
-static bool node_label(const struct pyd_profile *p, uint32_t n, char *label,
-                       size_t size)
+/* A frame's label after a ';' unless first in the path. */
+static void put_step(struct pyd_buf *path, const char *label)
+{
+	if (path->len)
+		pyd_buf_put(path, ";", 1);
+	put_label(path, label);
+}
+
+/* A thread's own node is labelled only in a per-thread profile, and is
+ * preceded by its process's when processes are kept apart. */
+static void put_node(struct pyd_buf *path, const struct pyd_profile *p,
+                     uint32_t n)
 {
 	const struct pyd_prof_node *node = &p->nodes[n];
+	char label[1024];
 	if (node->frame != PYD_PROF_NONE) {
-		pyd_prof_frame_label(&p->frames[node->frame], label, size);
-		return true;
+		put_step(path, pyd_prof_frame_label(&p->frames[node->frame],
+		                                    label, sizeof label));
+		return;
 	}
-	const struct pyd_prof_thread *t = NULL;
-	for (size_t i = 0; i < p->nthreads; i++)
-		if (p->threads[i].node == n)
-			t = &p->threads[i];
-	if (p->merged || !t)
-		return false;
-	snprintf(label, size, "Thread %lld (%s)", (long long)t->tid, t->name);
-	return true;
+	const struct pyd_prof_thread *t = pyd_prof_thread_of(p, n);
+	if (!t)
+		return;
+	if (p->by_process)
+		put_step(path, pyd_prof_process_label(p, t->process, label,
+		                                      sizeof label));
+	if (p->merged)
+		return;
+	snprintf(label, sizeof label, "Thread %lld (%s)", (long long)t->tid,
+	         t->name);
+	put_step(path, label);
 }
 
 static void collapsed_node(struct collapsed_ctx *c, uint32_t n, size_t depth)
@@ -307,12 +369,7 @@ static void collapsed_node(struct collapsed_ctx *c, uint32_t n, size_t depth)
 	}
 	/* Back to the parent's path, then this node's label. */
 	c->path.len = depth > 1 ? c->len[depth - 2] : 0;
-	char label[1024];
-	if (node_label(c->p, n, label, sizeof label)) {
-		if (c->path.len)
-			pyd_buf_put(&c->path, ";", 1);
-		put_label(&c->path, label);
-	}
+	put_node(&c->path, c->p, n);
 	c->len[depth - 1] = c->path.len;
 	if (node->self && node->frame != PYD_PROF_NONE) {
 		pyd_buf_put(c->out, c->path.data, c->path.len);
@@ -389,7 +446,19 @@ void pyd_report_prof_json(struct pyd_buf *b, const struct pyd_profile *p,
 		pyd_buf_printf(b, "%s{\"tid\": %lld, \"name\": ", i ? ", " : "",
 		               (long long)t->tid);
 		pyd_buf_json_str(b, t->name);
-		pyd_buf_printf(b, ", \"node\": %u}", t->node);
+		pyd_buf_printf(b, ", \"pid\": %d, \"node\": %u}",
+		               p->processes[t->process].pid, t->node);
+	}
+	pyd_buf_put(b, "],\n\"processes\": [", 17);
+	for (size_t i = 0; i < p->nprocesses; i++) {
+		const struct pyd_prof_process *pr = &p->processes[i];
+		pyd_buf_printf(b, "%s{\"pid\": %d, \"ppid\": %d, \"cmdline\": ",
+		               i ? ", " : "", pr->pid, pr->ppid);
+		pyd_buf_json_str(b, pr->cmdline);
+		pyd_buf_put(b, ", \"python_version\": ", 20);
+		pyd_buf_json_str(b, pr->python_version);
+		pyd_buf_printf(b, ", \"exited\": %s}",
+		               pr->exited ? "true" : "false");
 	}
 	pyd_buf_put(b, "],\n\"nodes\": [", 13);
 	for (size_t i = 0; i < p->nnodes; i++) {

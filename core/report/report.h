@@ -105,6 +105,7 @@ const char *pyd_task_state_name(enum pyd_task_state st);
  */
 struct pyd_profile;
 struct pyd_prof_frame;
+struct pyd_prof_thread;
 
 /* A task boundary as shown: "<task NAME>", into buf. */
 const char *pyd_task_label(const char *name, char *buf, size_t bufsz);
@@ -112,6 +113,14 @@ const char *pyd_task_label(const char *name, char *buf, size_t bufsz);
  * lines are off, "<task NAME>" for a task boundary.  Into buf. */
 const char *pyd_prof_frame_label(const struct pyd_prof_frame *f, char *buf,
 				 size_t bufsz);
+
+/* "process 1234 (python3 app.py)": how reports name a process of a
+ * profile that keeps them apart; into buf. */
+const char *pyd_prof_process_label(const struct pyd_profile *p, uint32_t proc,
+                                   char *buf, size_t bufsz);
+/* The thread whose node is node; NULL if node is no thread's. */
+const struct pyd_prof_thread *pyd_prof_thread_of(const struct pyd_profile *p,
+                                                 uint32_t node);
 
 /*
  * Depth first over the subtree below node top (top excluded), parents

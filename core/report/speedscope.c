@@ -10,7 +10,7 @@
 #include <stdlib.h>
 
 #include "../pyd_profile.h"
-#include "../decode/grow.h"
+#include "../grow.h"
 #include "report.h"
 
 #define PUT(b, lit) pyd_buf_put((b), (lit), sizeof(lit) - 1)
@@ -97,15 +97,23 @@ static bool thread_stacks(struct pyd_buf *b, const struct pyd_profile *p,
 	return ok;
 }
 
-static void thread_name(struct pyd_buf *b, const struct pyd_prof_thread *t)
+/* "MainThread (1234)", after its process's label when processes are
+ * kept apart ("process 99 (python3 app.py)" alone for a merged one). */
+static void thread_name(struct pyd_buf *b, const struct pyd_profile *p,
+                        const struct pyd_prof_thread *t)
 {
-	char name[128];
+	char name[512], proc[384] = "";
 
-	if (t->tid && t->name[0])
-		snprintf(name, sizeof name, "%s (%lld)", t->name,
-		         (long long)t->tid);
+	if (p->by_process)
+		pyd_prof_process_label(p, t->process, proc, sizeof proc);
+	if (proc[0] && !t->tid)
+		snprintf(name, sizeof name, "%s", proc);
+	else if (t->tid && t->name[0])
+		snprintf(name, sizeof name, "%s%s%s (%lld)", proc,
+		         proc[0] ? ": " : "", t->name, (long long)t->tid);
 	else if (t->tid)
-		snprintf(name, sizeof name, "Thread %lld", (long long)t->tid);
+		snprintf(name, sizeof name, "%s%sThread %lld", proc,
+		         proc[0] ? ": " : "", (long long)t->tid);
 	else
 		snprintf(name, sizeof name, "%s", t->name[0] ? t->name : "?");
 	pyd_buf_json_str(b, name);
@@ -118,7 +126,7 @@ static void profile_json(struct pyd_buf *b, const struct pyd_profile *p,
 	uint64_t total = p->nodes[t->node].total;
 
 	PUT(b, "{\"type\": \"sampled\", \"name\": ");
-	thread_name(b, t);
+	thread_name(b, p, t);
 	pyd_buf_printf(b, ", \"unit\": \"%s\", \"startValue\": 0, ",
 	               unit ? "seconds" : "none");
 	if (unit)

@@ -186,6 +186,14 @@ static int has_function(const struct decoded *d, const char *name)
 	return 0;
 }
 
+static int has_string(const struct decoded *d, const char *s)
+{
+	for (size_t i = 0; i < d->nstrs; i++)
+		if (strcmp(d->strs[i], s) == 0)
+			return 1;
+	return 0;
+}
+
 static size_t gunzip(const struct pyd_buf *b, uint8_t *out, size_t cap)
 {
 	z_stream zs = {0};
@@ -206,7 +214,7 @@ static void add(struct pyd_profile *p, int64_t tid, const char *name,
                 bool awaiting)
 {
 	for (int i = 0; i < times; i++)
-		CHECK_EQ(pyd_profile_add(p, tid, name, frames, n, awaiting),
+		CHECK_EQ(pyd_profile_add(p, 0, tid, name, frames, n, awaiting),
 		         PYD_OK);
 }
 
@@ -226,7 +234,7 @@ static struct pyd_profile *build(void)
 	                                        {"Task-1", NULL, NULL, -1, false, 0, 0},
 	                                        {"run", "run", "/app/g.py", 9, false, 0, 0}};
 	struct pyd_profile *p = pyd_profile_new(true, 0);
-	if (!p)
+	if (!p || pyd_profile_process(p, 4242, 1, "python3 m.py", "3.12.1"))
 		return NULL;
 	add(p, 100, "MainThread", f20, 2, 3, false);
 	add(p, 100, "MainThread", f21, 2, 2, false);
@@ -284,6 +292,16 @@ int main(int argc, char **argv)
 	CHECK_EQ(n > 0, 1);
 	read_profile(&d, raw, n);
 	check_profile(&d);
+	for (size_t i = 0; i < d.nstrs; i++)
+		free(d.strs[i]);
+	pyd_buf_free(&b);
+	/* Kept apart by process: every sample also says its process. */
+	p->by_process = true;
+	pyd_report_prof_pprof(&b, p, 0);
+	n = gunzip(&b, raw, sizeof raw);
+	read_profile(&d, raw, n);
+	CHECK_EQ(d.nlabels, 4 * 5);
+	CHECK_EQ(has_string(&d, "process 4242 (python3 m.py)"), 1);
 	for (size_t i = 0; i < d.nstrs; i++)
 		free(d.strs[i]);
 	pyd_buf_free(&b);

@@ -39,16 +39,24 @@ static const struct pyd_prof_node *path(const struct pyd_profile *p,
 	return &p->nodes[node];
 }
 
+/* A profile of one process, index 0. */
+static struct pyd_profile *new_profile(bool lines, size_t max_nodes)
+{
+	struct pyd_profile *p = pyd_profile_new(lines, max_nodes);
+	CHECK_EQ(pyd_profile_process(p, 100, 1, "python3 app.py", "3.12.1"), 0);
+	return p;
+}
+
 static void test_counts_and_totals(void)
 {
-	struct pyd_profile *p = pyd_profile_new(true, 0);
+	struct pyd_profile *p = new_profile(true, 0);
 	/* innermost first */
 	struct pyd_frame ab[] = {F("b", 20), F("a", 10)};
 	struct pyd_frame ac[] = {F("c", 30), F("a", 10)};
 	for (int i = 0; i < 3; i++)
-		pyd_profile_add(p, 7, "main", ab, 2, false);
-	pyd_profile_add(p, 7, "main", ac, 2, false);
-	pyd_profile_add(p, 8, "worker", ab, 2, true);
+		pyd_profile_add(p, 0, 7, "main", ab, 2, false);
+	pyd_profile_add(p, 0, 7, "main", ac, 2, false);
+	pyd_profile_add(p, 0, 8, "worker", ab, 2, true);
 	pyd_profile_finish(p);
 	CHECK_EQ(p->nthreads, 2);
 	CHECK_EQ(p->nodes[0].total, 5);
@@ -73,11 +81,11 @@ static void test_counts_and_totals(void)
 
 static void test_no_lines(void)
 {
-	struct pyd_profile *p = pyd_profile_new(false, 0);
+	struct pyd_profile *p = new_profile(false, 0);
 	struct pyd_frame x[] = {F("b", 20), F("a", 10)};
 	struct pyd_frame y[] = {F("b", 21), F("a", 12)};
-	pyd_profile_add(p, 1, "", x, 2, false);
-	pyd_profile_add(p, 1, "", y, 2, false);
+	pyd_profile_add(p, 0, 1, "", x, 2, false);
+	pyd_profile_add(p, 0, 1, "", y, 2, false);
 	pyd_profile_finish(p);
 	const char *const a_b[] = {"a", "b"};
 	const struct pyd_prof_node *n = path(p, 0, a_b, 2);
@@ -86,9 +94,9 @@ static void test_no_lines(void)
 	CHECK_EQ(p->frames[0].line, 0);
 	pyd_profile_free(p);
 	/* With lines, the same samples are four frames on two paths. */
-	p = pyd_profile_new(true, 0);
-	pyd_profile_add(p, 1, "", x, 2, false);
-	pyd_profile_add(p, 1, "", y, 2, false);
+	p = new_profile(true, 0);
+	pyd_profile_add(p, 0, 1, "", x, 2, false);
+	pyd_profile_add(p, 0, 1, "", y, 2, false);
 	pyd_profile_finish(p);
 	CHECK_EQ(p->nframes, 4);
 	CHECK_EQ(p->nnodes, 6);
@@ -99,12 +107,12 @@ static void test_no_lines(void)
  * reloaded module's code objects) are the same frame. */
 static void test_interning(void)
 {
-	struct pyd_profile *p = pyd_profile_new(true, 0);
+	struct pyd_profile *p = new_profile(true, 0);
 	char fn1[] = "f", fn2[] = "f", file1[] = "m.py", file2[] = "m.py";
 	struct pyd_frame a = {.function = fn1, .file = file1, .line = 3};
 	struct pyd_frame b = {.function = fn2, .file = file2, .line = 3};
-	pyd_profile_add(p, 1, "", &a, 1, false);
-	pyd_profile_add(p, 1, "", &b, 1, false);
+	pyd_profile_add(p, 0, 1, "", &a, 1, false);
+	pyd_profile_add(p, 0, 1, "", &b, 1, false);
 	pyd_profile_finish(p);
 	CHECK_EQ(p->nframes, 1);
 	CHECK_EQ(p->nnodes, 3); /* root, thread, f */
@@ -115,12 +123,12 @@ static void test_interning(void)
  * deepest node that exists, and the profile says so. */
 static void test_node_limit(void)
 {
-	struct pyd_profile *p = pyd_profile_new(true, 5);
+	struct pyd_profile *p = new_profile(true, 5);
 	struct pyd_frame deep[8];
 	for (int i = 0; i < 8; i++)
 		deep[i] = (struct pyd_frame)F("r", 100 + i);
 	for (int i = 0; i < 1000; i++)
-		pyd_profile_add(p, 1, "", deep, 8, false);
+		pyd_profile_add(p, 0, 1, "", deep, 8, false);
 	pyd_profile_finish(p);
 	CHECK_EQ(p->nnodes, 5);
 	CHECK_EQ(p->truncated, true);
@@ -131,13 +139,13 @@ static void test_node_limit(void)
 /* A task boundary is a frame without a file; its name is copied. */
 static void test_task_frames(void)
 {
-	struct pyd_profile *p = pyd_profile_new(true, 0);
+	struct pyd_profile *p = new_profile(true, 0);
 	char name[16];
 	for (int i = 0; i < 2; i++) {
 		/* The same buffer holds another task's name each time. */
 		strcpy(name, i ? "Task-2" : "Task-1");
 		struct pyd_frame st[] = {F("work", 5), {.function = name}};
-		pyd_profile_add(p, 1, "", st, 2, i == 1);
+		pyd_profile_add(p, 0, 1, "", st, 2, i == 1);
 	}
 	pyd_profile_finish(p);
 	const char *const t1[] = {"Task-1", "work"}, *const t2[] = {"Task-2",
@@ -153,13 +161,13 @@ static void test_task_frames(void)
 
 static void test_reports(void)
 {
-	struct pyd_profile *p = pyd_profile_new(true, 0);
+	struct pyd_profile *p = new_profile(true, 0);
 	/* Recursion: r calls r; cumulative counts each sample once. */
 	struct pyd_frame rr[] = {F("r", 2), F("r", 3), F("main", 1)};
 	struct pyd_frame m[] = {F("main", 1)};
-	pyd_profile_add(p, 1, "", rr, 3, false);
-	pyd_profile_add(p, 1, "", rr, 3, false);
-	pyd_profile_add(p, 1, "", m, 1, false);
+	pyd_profile_add(p, 0, 1, "", rr, 3, false);
+	pyd_profile_add(p, 0, 1, "", rr, 3, false);
+	pyd_profile_add(p, 0, 1, "", m, 1, false);
 	pyd_profile_finish(p);
 	struct pyd_buf b = {0};
 	pyd_report_prof_collapsed(&b, p, 0);
@@ -180,6 +188,43 @@ static void test_reports(void)
 	pyd_profile_free(p);
 }
 
+/* Processes stay apart: merging folds threads of one process only, and
+ * a process's own copy holds its threads alone. */
+static void test_processes(void)
+{
+	struct pyd_profile *p = new_profile(true, 0);
+	CHECK_EQ(pyd_profile_process(p, 200, 100, "python3 -c worker", "3.12.1"),
+	         1);
+	p->by_process = true;
+	struct pyd_frame ab[] = {F("b", 20), F("a", 10)};
+	pyd_profile_add(p, 0, 7, "MainThread", ab, 2, false);
+	pyd_profile_add(p, 0, 8, "pool", ab, 2, false);
+	pyd_profile_add(p, 1, 7, "MainThread", ab, 2, false);
+	pyd_profile_finish(p);
+	CHECK_EQ(p->nthreads, 3); /* tid 7 twice: two processes */
+	struct pyd_profile *m = pyd_profile_merged(p);
+	CHECK_EQ(m->nthreads, 2);
+	CHECK_EQ(m->threads_merged, 3);
+	CHECK_EQ(m->threads[0].folded, 2);
+	CHECK_EQ(m->nodes[m->threads[0].node].total, 2);
+	CHECK_EQ(m->nodes[m->threads[1].node].total, 1);
+	struct pyd_buf b = {0};
+	pyd_report_prof_collapsed(&b, m, 0);
+	pyd_buf_put(&b, "", 1);
+	CHECK_EQ(strstr(b.data, "process 200 (python3 -c worker);a (app.py:10);"
+	                        "b (app.py:20) 1\n") != NULL,
+	         true);
+	pyd_buf_free(&b);
+	struct pyd_profile *w = pyd_profile_of_process(m, 1);
+	CHECK_EQ(w->nthreads, 1);
+	CHECK_EQ(w->threads_merged, 1);
+	CHECK_EQ(w->meta.pid, 200);
+	CHECK_EQ(w->nodes[0].total, 1);
+	pyd_profile_free(w);
+	pyd_profile_free(m);
+	pyd_profile_free(p);
+}
+
 int main(void)
 {
 	test_counts_and_totals();
@@ -188,5 +233,6 @@ int main(void)
 	test_node_limit();
 	test_task_frames();
 	test_reports();
+	test_processes();
 	return check_done("test_profile");
 }

@@ -132,14 +132,14 @@ static struct pyd_profile *make_profile(void)
 	    {"worker", "worker", "/app/x.py", 40, false, 0, 0},
 	    {"Task-2", NULL, NULL, 0, false, 0, 0},
 	};
-	if (!p)
+	if (!p || pyd_profile_process(p, 4242, 1, "python3 main.py", "3.12.1"))
 		return NULL;
 	for (int i = 0; i < 5; i++)
-		pyd_profile_add(p, 100, "MainThread", main_stack, 3, false);
-	pyd_profile_add(p, 100, "MainThread", main_stack + 1, 2, false);
-	pyd_profile_add(p, 100, "MainThread", evil_stack, 3, false);
+		pyd_profile_add(p, 0, 100, "MainThread", main_stack, 3, false);
+	pyd_profile_add(p, 0, 100, "MainThread", main_stack + 1, 2, false);
+	pyd_profile_add(p, 0, 100, "MainThread", evil_stack, 3, false);
 	for (int i = 0; i < 3; i++)
-		pyd_profile_add(p, 101, "worker </b>", task_stack, 3, i > 0);
+		pyd_profile_add(p, 0, 101, "worker </b>", task_stack, 3, i > 0);
 	pyd_profile_finish(p);
 	p->meta = (struct pyd_prof_meta){
 	    .pid = 4242,
@@ -222,6 +222,53 @@ static void test_gecko(const struct pyd_profile *p, const char *dir)
 	pyd_buf_free(&b);
 }
 
+/* With processes kept apart (sample --subprocesses), each viewer shows
+ * which process a thread is of. */
+static void test_by_process(void)
+{
+	struct pyd_profile *p = make_profile();
+	const struct pyd_frame job[] = {{"job", "job", "/app/w.py", 3, false, 0, 0}};
+	CHECK_EQ(pyd_profile_process(p, 77, 4242, "python3 worker.py", "3.12.1"), 1);
+	pyd_profile_add(p, 1, 100, "MainThread", job, 1, false);
+	pyd_profile_finish(p);
+	p->by_process = true;
+	struct pyd_buf b = {0};
+	pyd_report_prof_speedscope(&b, p, 0);
+	CHECK_EQ(json_ok(b.data, b.len), 1);
+	CHECK_EQ(count(b.data, "\"name\": \"process 77 (python3 worker.py): "
+	                       "MainThread (100)\""),
+	         1);
+	CHECK_EQ(count(b.data, "\"name\": \"process 4242 (python3 main.py): "
+	                       "MainThread (100)\""),
+	         1);
+	pyd_buf_free(&b);
+	pyd_report_prof_gecko(&b, p, 0);
+	CHECK_EQ(json_ok(b.data, b.len), 1);
+	CHECK_EQ(count(b.data, "\"pid\": \"77\""), 1);
+	CHECK_EQ(count(b.data, "\"processName\": \"process 77 (python3 worker.py)\""),
+	         1);
+	CHECK_EQ(count(b.data, "\"isMainThread\": true"), 2);
+	pyd_buf_free(&b);
+	struct pyd_profile *m = pyd_profile_merged(p);
+	pyd_report_prof_flamegraph(&b, m, 0);
+	CHECK_EQ(count(b.data, "[0, \"all threads\", "), 2);
+	CHECK_EQ(count(b.data, "\"process 77 (python3 worker.py)\"]"), 1);
+	pyd_buf_free(&b);
+	pyd_report_prof_json(&b, m, 0);
+	CHECK_EQ(json_ok(b.data, b.len), 1);
+	CHECK_EQ(count(b.data, "{\"pid\": 77, \"ppid\": 4242, \"cmdline\": "
+	                       "\"python3 worker.py\""),
+	         1);
+	pyd_buf_free(&b);
+	pyd_report_prof_table(&b, m, 0);
+	pyd_buf_put(&b, "", 1);
+	CHECK_EQ(count(b.data, "Profile of process "), 2);
+	CHECK_EQ(count(b.data, "Command: python3 worker.py\nParent: 4242\n"), 1);
+	pyd_buf_free(&b);
+	pyd_profile_free(m);
+	pyd_profile_free(p);
+}
+
 int main(int argc, char **argv)
 {
 	const char *dir = argc > 1 ? argv[1] : NULL;
@@ -231,6 +278,7 @@ int main(int argc, char **argv)
 		test_flamegraph(p, dir);
 		test_speedscope(p, dir);
 		test_gecko(p, dir);
+		test_by_process();
 	}
 	if (p && dir) {
 		struct pyd_buf b = {0};

@@ -1,0 +1,359 @@
+/*
+ * The processes a sample run reads (procset.h).
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../core/memsrc/live.h"
+#include "procset.h"
+
+/* How often --subprocesses looks for new descendants. */
+#define SCAN_NS 100000000LL
+/* How long a new descendant may take to show a Python runtime (an
+ * interpreter starting up) before it is skipped as not Python. */
+#define STARTUP_NS 2000000000LL
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* ---- counting reads ---- */
+
+static enum pyd_err c_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	struct counted *c = ctx;
+	c->reads++;
+	return c->in->read(c->in->ctx, addr, buf, len);
+}
+
+static enum pyd_err c_readv(void *ctx, const struct pyd_iov *v, size_t n,
+                            size_t *done)
+{
+	struct counted *c = ctx;
+	c->reads++;
+	return pyd_readv(c->in, v, n, done);
+}
+
+static enum pyd_err c_thread_run(void *ctx, int64_t tid,
+                                 enum pyd_thread_run *run)
+{
+	struct counted *c = ctx;
+	c->reads++;
+	return c->in->thread_run(c->in->ctx, tid, run);
+}
+
+static enum pyd_err c_threads(void *ctx, const struct pyd_os_thread **t,
+                              size_t *n)
+{
+	struct counted *c = ctx;
+	return c->in->threads(c->in->ctx, t, n);
+}
+
+static void count_reads(struct counted *c, const struct pyd_memsrc *in)
+{
+	*c = (struct counted){.in = in};
+	c->src = *in;
+	c->src.ctx = c;
+	c->src.read = c_read;
+	c->src.readv = c_readv;
+	c->src.thread_run = in->thread_run ? c_thread_run : NULL;
+	c->src.threads = in->threads ? c_threads : NULL;
+	c->src.mappings = NULL;
+	c->src.symbol = NULL;
+	c->src.open_file = NULL;
+}
+
+/* ---- one process ---- */
+
+static void close_sources(struct sampled *e)
+{
+	pyd_sampler_close(e->sp);
+	pyd_session_close(e->sess);
+	if (e->t.src)
+		target_close(&e->t);
+	e->sp = NULL;
+	e->sess = NULL;
+	e->t.src = NULL;
+	e->sampling = false;
+}
+
+/* Open e's process for sampling and give it a place in the profile. */
+static enum pyd_err open_sources(struct procset *ps, struct sampled *e,
+                                 char *detail, size_t detailsz)
+{
+	struct target_spec spec = {.pid = e->pid};
+	struct pyd_runtime rt;
+	enum pyd_err err = target_open(&spec, &e->t, detail, detailsz);
+	if (err) {
+		e->t.src = NULL;
+		return err;
+	}
+	err = target_runtime(&e->t, &rt, detail, detailsz);
+	if (!err) {
+		count_reads(&e->counted, e->t.src);
+		err = pyd_session_open(&e->counted.src, &rt, &e->sess, detail,
+		                       detailsz);
+	}
+	uint32_t index = PYD_PROF_NONE;
+	if (!err) {
+		index = pyd_profile_process(ps->prof, e->pid, e->ppid,
+		                            e->cmdline,
+		                            pyd_session_version(e->sess));
+		if (index == PYD_PROF_NONE)
+			err = PYD_E_NOMEM;
+	}
+	if (!err)
+		err = pyd_sampler_open(e->sess, ps->mode, ps->prof, index,
+		                       &e->sp);
+	if (err == PYD_E_UNSUPPORTED && e->sess) {
+		ps->mode_unsupported = true;
+		snprintf(detail, detailsz,
+		         "-m async is not supported on Python %s: it needs "
+		         "asyncio task graphs (CPython 3.7 and later)",
+		         pyd_session_version(e->sess));
+	}
+	if (err) {
+		/* Registered but never sampled: leave no empty process. */
+		if (index != PYD_PROF_NONE && index + 1 == ps->prof->nprocesses)
+			ps->prof->nprocesses--;
+		close_sources(e);
+		return err;
+	}
+	e->index = index;
+	e->sampling = true;
+	return PYD_OK;
+}
+
+static struct sampled *add_entry(struct procset *ps, int pid, int ppid)
+{
+	if (ps->n == ps->cap) {
+		size_t ncap = ps->cap ? ps->cap * 2 : 8;
+		void *v = realloc(ps->v, ncap * sizeof *ps->v);
+		if (!v)
+			return NULL;
+		ps->v = v;
+		ps->cap = ncap;
+	}
+	struct sampled *e = calloc(1, sizeof *e);
+	if (!e)
+		return NULL;
+	e->pid = pid;
+	e->ppid = ppid;
+	e->seen_ns = now_ns();
+	pyd_live_cmdline(pid, e->cmdline, sizeof e->cmdline);
+	ps->v[ps->n++] = e;
+	return e;
+}
+
+/* Forget entry i; a process that was sampled stays in the profile (marked
+ * exited if it did). */
+static void drop_entry(struct procset *ps, size_t i, bool exited)
+{
+	struct sampled *e = ps->v[i];
+	if (e->sampling && exited)
+		ps->prof->processes[e->index].exited = true;
+	ps->reads_done += e->counted.reads;
+	close_sources(e);
+	free(e);
+	memmove(ps->v + i, ps->v + i + 1, (ps->n - i - 1) * sizeof *ps->v);
+	ps->n--;
+}
+
+/* A descendant we will not sample: said in the summary. */
+static void note_skipped(struct procset *ps, const struct sampled *e,
+                         const char *why)
+{
+	if (ps->nskipped < PROCSET_SKIPPED_SHOWN)
+		snprintf(ps->skipped[ps->nskipped], sizeof ps->skipped[0],
+		         "pid %d (parent %d: %s): %s", e->pid, e->ppid,
+		         e->cmdline[0] ? e->cmdline : "?", why);
+	ps->nskipped++;
+}
+
+/* ---- following descendants ---- */
+
+static struct sampled *entry_of(const struct procset *ps, int pid)
+{
+	for (size_t i = 0; i < ps->n; i++)
+		if (ps->v[i]->pid == pid)
+			return ps->v[i];
+	return NULL;
+}
+
+/* A pending entry: sample it if it runs Python by now; skip it once it
+ * has had its time to start, or cannot be read at all. */
+static void try_pending(struct procset *ps, struct sampled *e, int64_t now)
+{
+	char detail[256] = "";
+	enum pyd_err err = open_sources(ps, e, detail, sizeof detail);
+	if (!err || err == PYD_E_NOMEM)
+		return;
+	bool starting = err == PYD_E_NOTPYTHON && now - e->seen_ns < STARTUP_NS;
+	if (starting || err == PYD_E_NOPROC || err == PYD_E_EXITED)
+		return; /* again next scan; gone ones leave the family */
+	char why[200];
+	snprintf(why, sizeof why, "%s",
+	         err == PYD_E_NOTPYTHON ? "not a Python process"
+	         : detail[0]            ? detail
+	                                : pyd_strerror(err));
+	note_skipped(ps, e, why);
+	e->seen_ns = INT64_MAX; /* skipped until it runs exec */
+}
+
+/* One member of the family now: new, or run exec since (its command line
+ * changed), or as it was.  One there before sampling began (initial) had
+ * its time to start up. */
+static void visit(struct procset *ps, const struct pyd_proc *p, int64_t now,
+                  bool initial)
+{
+	struct sampled *e = entry_of(ps, p->pid);
+	char cmd[sizeof e->cmdline];
+	if (e) {
+		pyd_live_cmdline(p->pid, cmd, sizeof cmd);
+		if (!cmd[0] || !strcmp(cmd, e->cmdline)) {
+			if (!e->sampling && e->seen_ns != INT64_MAX)
+				try_pending(ps, e, now);
+			return;
+		}
+		/* exec: the process we sampled is over; a new one starts. */
+		for (size_t i = 0; i < ps->n; i++)
+			if (ps->v[i] == e) {
+				drop_entry(ps, i, true);
+				break;
+			}
+	}
+	e = add_entry(ps, p->pid, p->ppid);
+	if (!e)
+		return;
+	if (initial)
+		e->seen_ns = now - STARTUP_NS;
+	try_pending(ps, e, now);
+}
+
+/* Where to look for descendants: the root while it runs, else each
+ * process we hold whose parent we do not (orphans are adopted by init). */
+static bool is_top(const struct procset *ps, const struct sampled *e)
+{
+	return e->sampling && !entry_of(ps, e->ppid);
+}
+
+static void scan(struct procset *ps, int64_t now, bool initial)
+{
+	int tops[64];
+	size_t ntops = 0;
+	if (entry_of(ps, ps->root))
+		tops[ntops++] = ps->root;
+	else
+		for (size_t i = 0; i < ps->n && ntops < 64; i++)
+			if (is_top(ps, ps->v[i]))
+				tops[ntops++] = ps->v[i]->pid;
+	for (size_t t = 0; t < ntops; t++) {
+		struct pyd_proc *fam;
+		size_t n;
+		if (pyd_live_family(tops[t], &fam, &n))
+			continue;
+		for (size_t i = 0; i < n; i++)
+			visit(ps, &fam[i], now, initial);
+		free(fam);
+	}
+	/* Pending and skipped ones that are gone are forgotten. */
+	for (size_t i = ps->n; i-- > 0;)
+		if (!ps->v[i]->sampling && pyd_live_parent(ps->v[i]->pid) < 0)
+			drop_entry(ps, i, true);
+	ps->scanned_ns = now;
+}
+
+/* ---- the set ---- */
+
+enum pyd_err procset_open(struct procset *ps, int pid, struct pyd_profile *prof,
+                          enum pyd_sample_mode mode, bool follow,
+                          char *detail, size_t detailsz)
+{
+	ps->prof = prof;
+	ps->mode = mode;
+	ps->follow = follow;
+	ps->root = pid;
+	ps->scanned_ns = now_ns();
+	struct sampled *e = add_entry(ps, pid, pyd_live_parent(pid));
+	if (!e)
+		return PYD_E_NOMEM;
+	enum pyd_err err = open_sources(ps, e, detail, detailsz);
+	if (err)
+		drop_entry(ps, ps->n - 1, false);
+	else if (follow)
+		scan(ps, now_ns(), true);
+	return err;
+}
+
+struct pyd_session *procset_root_session(const struct procset *ps)
+{
+	for (size_t i = 0; i < ps->n; i++)
+		if (ps->v[i]->pid == ps->root)
+			return ps->v[i]->sess;
+	return NULL;
+}
+
+/* ---- rounds ---- */
+
+enum pyd_err procset_round(void *ctx, unsigned *nstacks)
+{
+	struct procset *ps = ctx;
+	*nstacks = 0;
+	if (ps->follow) {
+		int64_t now = now_ns();
+		if (now - ps->scanned_ns >= SCAN_NS)
+			scan(ps, now, false);
+	}
+	enum pyd_err worst = PYD_OK;
+	bool pending = false;
+	for (size_t i = ps->n; i-- > 0;) {
+		struct sampled *e = ps->v[i];
+		if (!e->sampling) {
+			pending |= e->seen_ns != INT64_MAX;
+			continue;
+		}
+		unsigned n = 0;
+		enum pyd_err err = pyd_sample(e->sp, &n);
+		*nstacks += n;
+		if (err == PYD_E_EXITED)
+			drop_entry(ps, i, true);
+		else if (err == PYD_E_NOMEM)
+			return err;
+		else if (err && !worst)
+			worst = err;
+	}
+	if (!procset_sampling(ps) && !pending)
+		return PYD_E_EXITED;
+	return worst;
+}
+
+uint64_t procset_reads(const struct procset *ps)
+{
+	uint64_t n = ps->reads_done;
+	for (size_t i = 0; i < ps->n; i++)
+		n += ps->v[i]->counted.reads;
+	return n;
+}
+
+size_t procset_sampling(const struct procset *ps)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < ps->n; i++)
+		n += ps->v[i]->sampling;
+	return n;
+}
+
+void procset_close(struct procset *ps)
+{
+	while (ps->n)
+		drop_entry(ps, ps->n - 1, false);
+	free(ps->v);
+	ps->v = NULL;
+	ps->cap = 0;
+}

@@ -7,13 +7,16 @@ Both sample the same target, a busy loop at the bottom of a 31-frame stack
 rounds so machine noise hits both alike.  Reported: each run's achieved
 rate (Tachyon's own figure, and the counts in its collapsed output over
 the duration; ours from our summary), the median ratio, and whether both
-saw the same dominant stack (as a list of function names).  Then our
+saw the same dominant stack (as a list of function names).  Then both
+tools' --subprocesses on a parent and its forked busy workers (samples per
+process, wall and CPU time) and what following descendants costs.  Then our
 --rate max rate on every other interpreter the tests know, our peak RSS
 after 10 M samples, reads per sample, and the syscalls per sample of a
 short run under `strace -c -f`.  Prints markdown tables.
 
 Usage: bench/bench_sample.py [--build build] [--rounds 3] [--secs 5]
            [--other-secs 3] [--rss-samples 10000000] [--skip-rss] [--skip-others]
+           [--skip-family]
 """
 import argparse
 import json
@@ -24,6 +27,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 from common import (HERE, ROOT, SID, copy_to_sid, peak_rss_kib, setup_sid, start_ready,
                     start_target, stop, tool_path)
@@ -212,6 +216,122 @@ def side_by_side(tool, rounds, secs):
     return o, t, same
 
 
+FAMILY_WORKERS = 3
+FAMILY_RATE = 1000
+
+
+def per_process_counts(paths_by_pid, name_of):
+    return dict((pid, sum(collapsed_counts(path, name_of).values()))
+                for pid, path in paths_by_pid.items())
+
+
+def tachyon_family(pid, secs):
+    """Tachyon --subprocesses: one profiler process (and output file) per
+    child; {pid: samples}, wall and CPU seconds."""
+    stem = "/tmp/pyd-bench-tfam"
+    host_dir = os.path.join(SID, "tmp")
+    for f in os.listdir(host_dir):
+        if f.startswith("pyd-bench-tfam"):
+            os.unlink(os.path.join(host_dir, f))
+    t0 = time.monotonic()
+    run(["chroot", SID, ANCHOR_PY, "-m", "profiling.sampling", "attach", "--subprocesses",
+         "-r", str(FAMILY_RATE), "-d", str(secs), "--collapsed", "-o", stem + ".collapsed",
+         str(pid)], "Tachyon --subprocesses")
+    wall, cpu = time.monotonic() - t0, LAST_CPU[0]
+    paths = {}
+    for f in os.listdir(host_dir):
+        m = re.match(r"pyd-bench-tfam(?:_(\d+))?\.collapsed$", f)
+        if m:
+            paths[int(m.group(1)) if m.group(1) else pid] = os.path.join(host_dir, f)
+    counts = per_process_counts(paths, tachyon_name)
+    for p in paths.values():
+        os.unlink(p)
+    return {"counts": counts, "wall": wall, "cpu": cpu}
+
+
+def ours_family(tool, pid, secs, rate=FAMILY_RATE):
+    fd, path = tempfile.mkstemp(suffix=".collapsed", prefix="pyd-bench-")
+    os.close(fd)
+    try:
+        t0 = time.monotonic()
+        out, err = run([tool, "sample", "--subprocesses", "-r", str(rate), "-d", str(secs),
+                        "-f", "collapsed", "-o", path, str(pid)], "pystack-dump sample")
+        wall, cpu = time.monotonic() - t0, LAST_CPU[0]
+        counts = {}
+        with open(path) as f:
+            for line in f:
+                m = re.match(r"process (\d+) .* (\d+)$", line.rstrip("\n"))
+                if m:
+                    counts[int(m.group(1))] = counts.get(int(m.group(1)), 0) + int(m.group(2))
+    finally:
+        os.unlink(path)
+    return {"counts": counts, "wall": wall, "cpu": cpu, "summary": summary_figures(err)}
+
+
+def family_side_by_side(tool, rounds, secs):
+    """Both tools' --subprocesses on a parent and FAMILY_WORKERS forked busy
+    workers, at -r FAMILY_RATE: samples each process got, wall and CPU."""
+    target = start_target("family", FAMILY_WORKERS, ANCHOR_PY)
+    rows = []
+    try:
+        time.sleep(0.5)
+        for i in range(rounds):
+            rows.append(("Tachyon", i + 1, tachyon_family(target.pid, secs)))
+            rows.append(("pystack-dump", i + 1, ours_family(tool, target.pid, secs)))
+        fast = ours_family(tool, target.pid, secs, "max")
+    finally:
+        stop(target)
+    print("## --subprocesses side by side: a parent and %d forked busy workers (sid "
+          "python3.15), -r %d, %d interleaved rounds of %d s"
+          % (FAMILY_WORKERS, FAMILY_RATE, rounds, secs))
+    print()
+    print("| round | tool | processes | samples per process per s (min / max) "
+          "| wall s | CPU s (user+sys) | samples per CPU s |")
+    print("|---|---|---|---|---|---|---|")
+    for name, i, r in rows:
+        c = r["counts"]
+        total = sum(c.values())
+        print("| %d | %s | %d | %s / %s | %.2f | %.2f | %s |"
+              % (i, name, len(c), fmt_rate(min(c.values()) / secs if c else 0),
+                 fmt_rate(max(c.values()) / secs if c else 0), r["wall"], r["cpu"],
+                 fmt_rate(total / max(r["cpu"], 1e-9))))
+    eff = statistics.median(
+        (sum(rows[k + 1][2]["counts"].values()) / max(rows[k + 1][2]["cpu"], 1e-9))
+        / max(sum(rows[k][2]["counts"].values()) / max(rows[k][2]["cpu"], 1e-9), 1e-9)
+        for k in range(0, len(rows), 2))
+    wall = statistics.median(rows[k][2]["wall"] / rows[k + 1][2]["wall"]
+                             for k in range(0, len(rows), 2))
+    print()
+    print("Samples per CPU second, median per-round ratio pystack-dump / Tachyon: **%.1fx**; "
+          "Tachyon's run takes %.2fx our wall time (its child profilers start and finish)."
+          % (eff, wall))
+    c = fast["counts"]
+    print("pystack-dump --subprocesses -r max: %d processes, %s samples/s in all (%s per "
+          "process), %.2f reads per round." % (len(c), fmt_rate(sum(c.values()) / secs),
+                                               fmt_rate(sum(c.values()) / secs / max(len(c), 1)),
+                                               fast["summary"].get("reads", float("nan"))))
+    print()
+
+
+def follow_cost(tool, secs):
+    """What following descendants costs a single process: -r max with and
+    without --subprocesses, interleaved."""
+    target = start_target("spin", DEPTH, ANCHOR_PY)
+    rates = {"plain": [], "--subprocesses": []}
+    try:
+        for _ in range(3):
+            for name, extra in (("plain", []), ("--subprocesses", ["--subprocesses"])):
+                doc, err = ours_json(tool, target.pid, ["--rate", "max", "-d", str(secs)] + extra)
+                rates[name].append(doc["samples"] / doc["duration_s"])
+    finally:
+        stop(target)
+    p, s = statistics.median(rates["plain"]), statistics.median(rates["--subprocesses"])
+    print("Cost of --subprocesses on a process without children (spin %d, -r max, 3 "
+          "interleaved runs of %d s): %s samples/s plain, %s with it: **%.2fx**."
+          % (DEPTH, secs, fmt_rate(p), fmt_rate(s), s / p))
+    print()
+
+
 def other_interpreters(tool, secs):
     print("## pystack-dump sample --rate max on every interpreter (spin %d, %d s each)"
           % (DEPTH, secs))
@@ -316,6 +436,7 @@ def main():
     ap.add_argument("--rss-samples", type=int, default=10000000)
     ap.add_argument("--skip-rss", action="store_true")
     ap.add_argument("--skip-others", action="store_true")
+    ap.add_argument("--skip-family", action="store_true")
     args = ap.parse_args()
     tool = tool_path(args.build)
     setup_sid()
@@ -323,6 +444,9 @@ def main():
           "compete with both tools alike)" % ((os.cpu_count() or 0,) + os.getloadavg()))
     print()
     o, t, same = side_by_side(tool, args.rounds, args.secs)
+    if not args.skip_family:
+        family_side_by_side(tool, args.rounds, args.secs)
+        follow_cost(tool, args.other_secs)
     if not args.skip_others:
         other_interpreters(tool, args.other_secs)
     rss_and_syscalls(tool, args.rss_samples, args.skip_rss)

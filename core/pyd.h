@@ -167,6 +167,22 @@ enum pyd_err pyd_dump_locals(struct pyd_session *s, struct pyd_dump *d,
 enum pyd_err pyd_dump_native(struct pyd_session *s, struct pyd_dump *d,
 			     bool interp_lines);
 
+/*
+ * The native frames a debugger unwound (innermost first; those of one
+ * stack frame, a function and the ones inlined into it, at one pc), named
+ * as pyd_dump_native names its own stack frames -- function, library,
+ * file:line, inlined functions, from the same files and debug info -- so
+ * a debugger's py-bt -n prints what pystack-dump --native-all does.  Into
+ * t->native (freed with the dump); the frames gdb makes up for tail calls
+ * (from DWARF call sites: no unwinder finds them on the stack) are left
+ * out, and a recursion whose frames return to one address counts once.
+ * A t without a name (a thread the dump had no thread state for) gets
+ * the source's name and state.
+ */
+enum pyd_err pyd_native_name(struct pyd_session *s,
+                             const struct pyd_native_frame *f, size_t n,
+                             bool interp_lines, struct pyd_thread *t);
+
 /* Most native frames we unwind per thread. */
 #define PYD_MAX_NATIVE 4096
 

@@ -216,6 +216,31 @@ static bool select_thread(struct pyd_dump *d, int64_t tid)
 	return false;
 }
 
+/*
+ * py-bt -n: the selected thread's native frames as the debugger unwound
+ * them, named as pystack-dump --native-all names its own (so both print
+ * the same stack); a thread that runs no Python is added with them.
+ */
+static enum pyd_err with_native(struct pyd_session *s, struct pyd_dump *d,
+                                const struct pyd_cmd_target *t)
+{
+	struct pyd_thread *th = NULL;
+	for (size_t i = 0; i < d->nthreads; i++)
+		if (d->threads[i].tid == t->selected_tid)
+			th = &d->threads[i];
+	if (!th) {
+		th = realloc(d->threads, (d->nthreads + 1) * sizeof *th);
+		if (!th)
+			return PYD_E_NOMEM;
+		d->threads = th;
+		th = &d->threads[d->nthreads++];
+		*th = (struct pyd_thread){.tid = t->selected_tid,
+		                          .run = PYD_RUN_UNKNOWN};
+	}
+	d->has_native = true;
+	return pyd_native_name(s, t->native, t->nnative, true, th);
+}
+
 static enum pyd_err run_bt(const struct pyd_cmd *c,
                            const struct pyd_cmd_target *t,
                            struct pyd_session *s, struct pyd_buf *out)
@@ -229,18 +254,19 @@ static enum pyd_err run_bt(const struct pyd_cmd *c,
 	}
 	struct pyd_report_opts ro = report_opts(t, s);
 	const struct pyd_repr_limits lim = PYD_REPR_DEFAULTS;
-	if (!c->opt.all && t->selected_tid &&
-	    !select_thread(&d, t->selected_tid)) {
+	bool native = c->opt.native && t->nnative && t->selected_tid;
+	if (native && (err = with_native(s, &d, t)))
+		pyd_explain_debugger(out, "py-bt", err, "");
+	else if (!c->opt.all && t->selected_tid &&
+	         !select_thread(&d, t->selected_tid))
 		pyd_buf_printf(out,
 		               "py-bt: thread %lld runs no Python (py-bt "
 		               "all shows every thread).\n",
 		               (long long)t->selected_tid);
-	} else if (c->opt.locals && pyd_dump_locals(s, &d, &lim)) {
+	else if (c->opt.locals && pyd_dump_locals(s, &d, &lim))
 		pyd_explain_debugger(out, "py-bt", PYD_E_NOMEM, "");
-	} else if (c->opt.native && t->nnative && !c->opt.json) {
-		pyd_report_text_native(out, &d, &ro, t->selected_tid, t->native,
-		                       t->nnative);
-	} else {
+	else {
+		ro.native_all = native;
 		pyd_show_dump(out, &d, c->opt.json, &ro);
 	}
 	pyd_dump_free(&d);

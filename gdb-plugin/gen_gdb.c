@@ -126,7 +126,7 @@ static void run(const char *reader)
 	       "    jit-reader-load %s\n"
 	       "  end\n"
 	       "  if $_shell_exitcode == 0\n"
-	       "    pipe bt -frame-arguments none -frame-info "
+	       "    pipe bt -past-main on -past-entry on -frame-arguments none -frame-info "
 	       "location-and-address | %s; (echo @bt; cat) >>\"$b.tmp\" && "
 	       "mv \"$b.tmp\" \"$b.req\"\n"
 	       "  end\n"

@@ -57,12 +57,17 @@ struct lldb_source {
 	/* A core's own file mappings (NT_FILE), which name the files that
 	 * lldb's memory regions of a core do not. */
 	pyd_core *corefile = nullptr;
+	/* A process on this machine, through its /proc as pystack-dump
+	 * reads it: its mappings with their offsets, its files under its
+	 * root (for naming native frames as pystack-dump does). */
+	pyd_live *live = nullptr;
 	pyd_memsrc src{};
 
 	lldb_source(lldb::SBTarget t, lldb::SBProcess p);
 	~lldb_source()
 	{
 		pyd_core_close(corefile);
+		pyd_live_close(live);
 	}
 	lldb_source(const lldb_source &) = delete;
 	lldb_source &operator=(const lldb_source &) = delete;
@@ -159,6 +164,10 @@ enum pyd_err src_mappings(void *ctx, const pyd_mapping **out, size_t *n)
 	auto *s = static_cast<lldb_source *>(ctx);
 	if (s->core && core_mappings(s, out, n))
 		return PYD_OK;
+	if (s->live) {
+		const pyd_memsrc *l = pyd_live_memsrc(s->live);
+		return l->mappings(l->ctx, out, n);
+	}
 	if (!s->maps_read) {
 		s->maps_read = true;
 		lldb::SBMemoryRegionInfoList regions =
@@ -189,14 +198,31 @@ enum pyd_err src_mappings(void *ctx, const pyd_mapping **out, size_t *n)
 	return PYD_OK;
 }
 
+/* A file the target maps (one of src_mappings'), opened where the core's
+ * or the process's source finds it. */
+int src_open_file(void *ctx, const pyd_mapping *m, char *used, size_t usedsz)
+{
+	auto *s = static_cast<lldb_source *>(ctx);
+	const pyd_memsrc *from = s->live       ? pyd_live_memsrc(s->live)
+	                         : s->corefile ? pyd_core_memsrc(s->corefile)
+	                                       : nullptr;
+	return from && from->open_file
+	           ? from->open_file(from->ctx, m, used, usedsz)
+	           : -1;
+}
+
 lldb_source::lldb_source(lldb::SBTarget t, lldb::SBProcess p)
     : target(t), process(p), core(is_core(p))
 {
+	if (is_local_live(t, p) &&
+	    pyd_live_open((int)p.GetProcessID(), &live) != PYD_OK)
+		live = nullptr;
 	src.ctx = this;
 	src.read = src_read;
 	src.symbol = src_symbol;
 	src.threads = src_threads;
 	src.mappings = src_mappings;
+	src.open_file = src_open_file;
 }
 
 void module_path(lldb::SBModule &mod, char *out, size_t outsz)
@@ -335,15 +361,31 @@ std::string text_of(const pyd_buf &b)
 }
 
 /* py-bt -n: the thread's native frames as lldb unwinds them, innermost
- * first; lldb keeps the names for as long as the debugger lives. */
-void native_frames(lldb::SBThread thread, std::vector<pyd_native_frame> &out)
+ * first, and each one's index in lldb's list; lldb keeps the names for as
+ * long as the debugger lives.  The frames lldb makes up from call-site
+ * information (tail calls: "artificial") are left out, as pystack-dump's
+ * unwinder does not make them up. */
+void native_frames(lldb::SBThread thread, std::vector<pyd_native_frame> &out,
+                   std::vector<uint32_t> &index)
 {
+	/* lldb gives a function inlined into another the address of its
+	 * call site: the frames of one stack frame (one CFA: the real one and
+	 * those inlined into it) all take the innermost's pc, as gdb's (and
+	 * pyd_native_name) do. */
+	uint64_t run_pc = 0, run_cfa = 0;
 	for (uint32_t i = 0; i < thread.GetNumFrames(); i++) {
 		lldb::SBFrame f = thread.GetFrameAtIndex(i);
+		if (f.IsArtificial())
+			continue;
+		if (out.empty() || f.GetCFA() != run_cfa) {
+			run_pc = f.GetPC();
+			run_cfa = f.GetCFA();
+		}
 		pyd_native_frame nf{};
-		nf.pc = f.GetPC();
+		nf.pc = run_pc;
 		nf.function = f.GetFunctionName();
 		out.push_back(nf);
+		index.push_back(i);
 	}
 }
 
@@ -411,17 +453,19 @@ class bt_command : public lldb::SBCommandPluginInterface
 		t.source_ctx = sources;
 		t.sel = &selection;
 		std::vector<pyd_native_frame> native;
+		std::vector<uint32_t> index;
 		lldb::SBThread thread = process.GetSelectedThread();
 		if (pyd_cmd_wants_native(&cmd))
-			native_frames(thread, native);
+			native_frames(thread, native, index);
 		t.native = native.data();
 		t.nnative = native.size();
 		pyd_buf out{};
 		selection.native = -1;
 		enum pyd_err e = pyd_cmd_run(&cmd, &t, &out);
 		source_cache_free(sources);
-		if (selection.native >= 0)
-			thread.SetSelectedFrame((uint32_t)selection.native);
+		if (selection.native >= 0 &&
+		    (size_t)selection.native < index.size())
+			thread.SetSelectedFrame(index[(size_t)selection.native]);
 		bool ok = (e == PYD_OK || e == PYD_E_TORN) && !out.failed;
 		if (ok) {
 			result.Printf("%.*s", (int)out.len,

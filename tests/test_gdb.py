@@ -88,10 +88,15 @@ def same(check, got, want):
     return verdict(check, False, "output differs:\n" + diff)
 
 
-def native_verdict(got, main):
-    """py-bt -n: the main thread's Python frames in the same order, each
-    run of them right under an evaluation-loop frame."""
+def native_verdict(interp, got, main, main_native):
+    """py-bt -n: the main thread as pystack-dump --native-all prints it
+    (the same frames, names, libraries and lines); in a chroot, where gdb
+    unwinds with the host's libraries, the main thread's Python frames in
+    the same order, each run of them right under an evaluation-loop
+    frame."""
     check = "py-bt -n (live)"
+    if not interp.chroot:
+        return same(check, got, main_native or "(no main thread)")
     frames = [line for line in main.splitlines() if line.startswith("  File ")]
     lines = got.splitlines()
     if [line for line in lines if line.startswith("  File ")] != frames:
@@ -164,7 +169,9 @@ def bt_job(interp, tool, plugin):
         res.append(same("py-bt all (live)", parts.get(1, ""), want))
         main = thread_block(want, t.gt["main_tid"])
         res.append(same("py-bt (live)", parts.get(0, ""), main or "(no main thread)"))
-        res.append(native_verdict(parts.get(2, ""), main or ""))
+        t.wait_settled()
+        native = thread_block(cli(tool, ["--native-all", str(t.pid)])[1], t.gt["main_tid"])
+        res.append(native_verdict(interp, parts.get(2, ""), main or "", native))
         core, exe = gcore(interp, t, "core")
         try:
             rc, parts, raw = gdb(plugin, ["-c", core, exe], ["py-bt all", "py-sample 10"])

@@ -82,11 +82,14 @@ def same(what, expected, got):
     return Result(what, "FAIL", diff(expected, got))
 
 
-def native_result(interp, want, got):
-    """py-bt -n: the same Python frames, under an evaluation-loop frame.
-    In a chroot lldb loads the host's libc in place of the chroot's, so it
-    cannot unwind past it: there only the Python frames are checked."""
+def native_result(interp, want, got, want_native):
+    """py-bt -n: the selected thread as pystack-dump --native-all prints it
+    (the same frames, names, libraries and lines).  In a chroot lldb loads
+    the host's libc in place of the chroot's, so it cannot unwind past it:
+    there the same Python frames, under an evaluation-loop frame."""
     what = "py-bt -n (live)"
+    if not interp.chroot:
+        return same(what, want_native, got)
     native = [l for l in got.splitlines() if re.match(r"  #\d+ +0x[0-9a-f]+ in ", l)]
     python = "".join(l for l in got.splitlines(True) if l not in
                      [n + "\n" for n in native] + ["  (no evaluation-loop frame shown for:)\n"])
@@ -125,7 +128,10 @@ def bt_job(interp, tool, plugin):
         got = sections(out)
         res.append(same("py-bt all (live)", want, got.get("py-bt all", err)))
         res.append(same("py-bt (live)", selected_part(want, t.pid), got.get("py-bt", err)))
-        res.append(native_result(interp, selected_part(want, t.pid), got.get("py-bt -n", err)))
+        t.wait_settled()
+        rc, want_native, err2 = cli(tool, ["--native-all", str(t.pid)])
+        res.append(native_result(interp, selected_part(want, t.pid), got.get("py-bt -n", err),
+                                 selected_part(want_native, t.pid)))
         ok = alive(t.pid) and not tracer_pid(t.pid)
         res.append(Result("detach", "PASS" if ok else "FAIL",
                           "" if ok else "target gone or still traced"))

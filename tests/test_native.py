@@ -3,7 +3,13 @@ Python stack, live (which pauses the target) and from a kernel core: the
 Python frames exactly as the target saw them, native frames between them
 (ctypes -> qsort -> a Python callback), the innermost frames native, a
 thread that runs no Python, and --native-all keeping the interpreter's
-own frames."""
+own frames; and py-bt -n in gdb and lldb printing what --native-all
+does."""
+
+import difflib
+import os
+import re
+import shutil
 
 import pytest
 
@@ -14,6 +20,8 @@ from harness.results import Result, settle
 from harness.target import Target, parse_json_out, tool_file_run
 
 EVAL_LOOP = "_PyEval_EvalFrameDefault"
+LLDB = "lldb-16"
+DEBUGGER_TIMEOUT = 180
 
 
 def python_only(doc):
@@ -119,3 +127,76 @@ def native_job(interp, tool):
 def test_native(interp, kind, tool, jobs, request):
     """The merged native and Python stacks of native.py."""
     settle(jobs.result(kind, native_job, interp, tool), request.node)
+
+
+def thread_blocks(text):
+    """{tid: the lines of pystack-dump's paragraph for that thread} of a
+    report, or of a debugger's session that printed such paragraphs."""
+    out, cur = {}, None
+    for line in text.splitlines():
+        m = re.match(r'Thread (\d+) "', line)
+        if m:
+            cur = int(m.group(1))
+            out[cur] = [line]
+        elif cur is not None and (line.startswith(" ") or line.startswith("Traceback")):
+            out[cur].append(line)
+        else:
+            cur = None
+    return out
+
+
+def debugger_native(debugger, build, pid, ntasks):
+    """(text of py-bt -n on every thread, or None, why not)."""
+    if debugger == "gdb":
+        cmds = os.path.join(build, "gdb-plugin", "pystack-dump.gdb")
+        if not shutil.which("gdb") or not os.path.exists(cmds):
+            return None, "no gdb or no gdb plugin in the build"
+        argv = ["gdb", "-batch", "-nx", "-iex", "set auto-load off", "-p", str(pid),
+                "-x", cmds, "-ex", "thread apply all py-bt -n"]
+    else:
+        so = os.path.join(build, "lldb-plugin", "pystack-dump-lldb.so")
+        if not shutil.which(LLDB) or not os.path.exists(so):
+            return None, "no %s or no lldb plugin in the build" % LLDB
+        argv = [LLDB, "-b", "-o", "plugin load " + so, "-p", str(pid)]
+        for i in range(1, ntasks + 1):
+            argv += ["-o", "thread select %d" % i, "-o", "py-bt -n"]
+    rc, out, err, _ = run(argv, DEBUGGER_TIMEOUT)
+    return out.decode("utf-8", "replace"), "exit %s: %s" % (rc, short(err))
+
+
+@pytest.mark.parametrize("debugger", ["gdb", "lldb"])
+def test_native_debuggers(interp, debugger, tool, build, request):
+    """py-bt -n in gdb and lldb prints every thread of native.py (the
+    ctypes callback, the thread that runs no Python, those blocked in
+    sleep, a lock and select) as pystack-dump --native-all does: the same
+    frames, names, libraries and lines."""
+    if interp.chroot:
+        settle(Result("py-bt -n = --native-all", "SKIP",
+                      "%s loads the host's libraries for a chroot's process: its native "
+                      "frames are unreliable (README)" % debugger), request.node)
+        return
+    with Target(interp, "native") as tg:
+        tg.settled_truth(gt_sanity)
+        rc, out, err, _ = run([tool.path, "--native-all", str(tg.pid)], TOOL_TIMEOUT)
+        want = thread_blocks(out.decode("utf-8", "replace"))
+        tg.wait_settled()
+        text, why = debugger_native(debugger, build, tg.pid, len(want))
+    if text is None:
+        settle(Result("py-bt -n = --native-all", "SKIP", why), request.node)
+        return
+    got = thread_blocks(text)
+    errs = [] if rc == 0 and len(want) >= 5 else ["pystack-dump --native-all: exit %s, %d "
+                                                  "threads: %s" % (rc, len(want), short(err))]
+    for tid in sorted(want):
+        if got.get(tid) != want[tid]:
+            diff = "\n".join(list(difflib.unified_diff(want[tid], got.get(tid, []),
+                                                       "pystack-dump", debugger,
+                                                       lineterm=""))[:40])
+            errs.append("thread %d differs:\n%s" % (tid, diff))
+    if not errs and set(got) != set(want):
+        errs.append("threads: %s printed %s, pystack-dump %s"
+                    % (debugger, sorted(got), sorted(want)))
+    if errs and text:
+        errs.append("%s said: %s" % (debugger, why))
+    settle(Result("py-bt -n = --native-all", "FAIL" if errs else "PASS", "\n".join(errs)),
+           request.node)

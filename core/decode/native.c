@@ -149,6 +149,30 @@ static char *dup_or_null(const char *s)
 	return s ? strdup(s) : NULL;
 }
 
+/* A copy of f whose strings are the thread's own. */
+static struct pyd_native_frame owned(const struct pyd_native_frame *f)
+{
+	struct pyd_native_frame c = *f;
+	c.function = dup_or_null(f->function);
+	c.library = dup_or_null(f->library);
+	c.file = dup_or_null(f->file);
+	return c;
+}
+
+/* The frames of the stack frame running at (or returning to) pc: the
+ * function and those inlined into it, innermost first, into out; how
+ * many. */
+static unsigned name_pc(struct unwind *u, Dwarf_Addr pc, bool activation,
+                        struct pyd_native_frame *out)
+{
+	const struct described *d = described(u, pc, activation);
+	if (!d)
+		return describe(u, pc, activation, out);
+	for (unsigned i = 0; i < d->n; i++)
+		out[i] = owned(&d->f[i]);
+	return d->n;
+}
+
 /* The source file of index idx of a CU's file table. */
 static const char *cu_file(Dwarf_Die *cu, Dwarf_Word idx)
 {
@@ -169,6 +193,31 @@ static Dwarf_Word die_udata(Dwarf_Die *die, int name)
 }
 
 /*
+ * The scopes at address `at` of module m, innermost first, out to its
+ * compile unit: every function inlined there, the real one they are in
+ * (malloc'd into *scopes; the count, 0 if none).  dwarf_getscopes stops
+ * short of some inlined callers: the scopes of the innermost one's DIE
+ * are all of them (as eu-addr2line -i finds them).
+ */
+static int scopes_at(Dwfl_Module *m, Dwarf_Addr at, Dwarf_Die **cu,
+                     Dwarf_Die **scopes, Dwarf_Addr *bias_out)
+{
+	Dwarf_Addr bias = 0;
+	*cu = dwfl_module_addrdie(m, at, &bias);
+	*scopes = NULL;
+	if (bias_out)
+		*bias_out = bias;
+	int ns = *cu ? dwarf_getscopes(*cu, at - bias, scopes) : 0;
+	if (ns <= 0)
+		return 0;
+	Dwarf_Die inner = (*scopes)[0];
+	free(*scopes);
+	*scopes = NULL;
+	ns = dwarf_getscopes_die(&inner, scopes);
+	return ns > 0 ? ns : 0;
+}
+
+/*
  * The functions inlined at `at` (where debug info says so), innermost
  * first, into f[1..]: each one's name, and the place it was called from
  * goes to the frame outside it.  f[0] arrives with the real function's
@@ -177,9 +226,8 @@ static Dwarf_Word die_udata(Dwarf_Die *die, int name)
 static unsigned inlined(Dwfl_Module *m, Dwarf_Addr at,
 			struct pyd_native_frame *f)
 {
-	Dwarf_Addr bias;
-	Dwarf_Die *cu = dwfl_module_addrdie(m, at, &bias), *scopes = NULL;
-	int ns = cu ? dwarf_getscopes(cu, at - bias, &scopes) : 0;
+	Dwarf_Die *cu, *scopes;
+	int ns = scopes_at(m, at, &cu, &scopes, NULL);
 	unsigned n = 1;
 	for (int i = 0; i < ns && n <= MAX_INLINE; i++) {
 		if (dwarf_tag(&scopes[i]) != DW_TAG_inlined_subroutine)
@@ -247,18 +295,7 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 	if (!v)
 		return DWARF_CB_ABORT;
 	u->v = v;
-	const struct described *d = described(u, pc, activation);
-	if (!d) {
-		u->n += describe(u, pc, activation, &v[u->n]);
-		return DWARF_CB_OK;
-	}
-	for (unsigned i = 0; i < d->n; i++) {
-		struct pyd_native_frame *f = &v[u->n++];
-		*f = d->f[i];
-		f->function = dup_or_null(d->f[i].function);
-		f->library = dup_or_null(d->f[i].library);
-		f->file = dup_or_null(d->f[i].file);
-	}
+	u->n += name_pc(u, pc, activation, &v[u->n]);
 	return DWARF_CB_OK;
 }
 
@@ -329,6 +366,48 @@ static struct pyd_thread *thread_for(struct pyd_dump *d, int64_t tid,
 	return t;
 }
 
+/* libdwfl over the source's files, with an empty cache of addresses. */
+static enum pyd_err unwind_begin(struct unwind *u, struct pyd_session *s,
+                                 bool interp_lines, size_t nthreads)
+{
+	*u = (struct unwind){.s = s,
+	                     .interp = base_name(pyd_session_binary(s)),
+	                     .interp_lines = interp_lines,
+	                     .nthreads = nthreads};
+	/* libdwfl reads the path when it looks for debug info, which is
+	 * after the modules are reported: roots found then count. */
+	snprintf(u->path, sizeof u->path, "-:.debug:/usr/lib/debug");
+	u->debuginfo_path = u->path;
+	u->callbacks = (Dwfl_Callbacks){
+		.find_elf = dwfl_build_id_find_elf,
+		.find_debuginfo = dwfl_standard_find_debuginfo,
+		.debuginfo_path = &u->debuginfo_path,
+	};
+	u->threads = calloc(nthreads ? nthreads : 1, sizeof *u->threads);
+	u->described = calloc(DESCRIBED, sizeof *u->described);
+	if (!u->threads || !u->described ||
+	    !(u->dwfl = dwfl_begin(&u->callbacks))) {
+		free(u->threads);
+		free(u->described);
+		return PYD_E_NOMEM;
+	}
+	report_modules(u);
+	return PYD_OK;
+}
+
+static void unwind_end(struct unwind *u)
+{
+	dwfl_end(u->dwfl);
+	free(u->threads);
+	for (size_t i = 0; i < DESCRIBED; i++)
+		for (unsigned k = 0; k < u->described[i].n; k++) {
+			free((char *)u->described[i].f[k].function);
+			free((char *)u->described[i].f[k].library);
+			free((char *)u->described[i].f[k].file);
+		}
+	free(u->described);
+}
+
 enum pyd_err pyd_dump_native(struct pyd_session *s, struct pyd_dump *d,
 			     bool interp_lines)
 {
@@ -338,31 +417,12 @@ enum pyd_err pyd_dump_native(struct pyd_session *s, struct pyd_dump *d,
 	d->has_native = true;
 	if (!src->threads || src->threads(src->ctx, &os, &nos) || !nos)
 		return PYD_E_READ;
-	struct unwind u = {.s = s,
-			   .interp = base_name(pyd_session_binary(s)),
-			   .interp_lines = interp_lines,
-			   .nthreads = nos};
-	/* libdwfl reads the path when it looks for debug info, which is
-	 * after the modules are reported: roots found then count. */
-	snprintf(u.path, sizeof u.path, "-:.debug:/usr/lib/debug");
-	u.debuginfo_path = u.path;
-	u.callbacks = (Dwfl_Callbacks){
-		.find_elf = dwfl_build_id_find_elf,
-		.find_debuginfo = dwfl_standard_find_debuginfo,
-		.debuginfo_path = &u.debuginfo_path,
-	};
-	u.threads = calloc(nos, sizeof *u.threads);
-	u.described = calloc(DESCRIBED, sizeof *u.described);
-	if (!u.threads || !u.described ||
-	    !(u.dwfl = dwfl_begin(&u.callbacks))) {
-		free(u.threads);
-		free(u.described);
-		return PYD_E_NOMEM;
-	}
+	struct unwind u;
+	enum pyd_err err = unwind_begin(&u, s, interp_lines, nos);
+	if (err)
+		return err;
 	for (size_t i = 0; i < nos; i++)
 		u.threads[i] = (struct thread_ref){&u, os[i].tid};
-	report_modules(&u);
-	enum pyd_err err = PYD_OK;
 	if (!dwfl_attach_state(u.dwfl, NULL, (pid_t)os[0].tid,
 			       &thread_callbacks, &u))
 		err = PYD_E_UNSUPPORTED;
@@ -380,14 +440,105 @@ enum pyd_err pyd_dump_native(struct pyd_session *s, struct pyd_dump *d,
 		t->nnative = u.n;
 		t->native_error = rc != 0 && !u.n ? PYD_E_READ : PYD_OK;
 	}
-	dwfl_end(u.dwfl);
-	free(u.threads);
-	for (size_t i = 0; i < DESCRIBED; i++)
-		for (unsigned k = 0; k < u.described[i].n; k++) {
-			free((char *)u.described[i].f[k].function);
-			free((char *)u.described[i].f[k].library);
-			free((char *)u.described[i].f[k].file);
-		}
-	free(u.described);
+	unwind_end(&u);
 	return err;
+}
+
+/* Most DIEs a tail-call lookup walks in one function. */
+#define CALL_SITE_WALK 65536
+
+static bool is_tail_call_site(Dwarf_Die *d, Dwarf_Addr ret)
+{
+	int tag = dwarf_tag(d);
+	Dwarf_Attribute a;
+	Dwarf_Addr at;
+	bool flag = false;
+	if (tag == DW_TAG_call_site)
+		return dwarf_attr(d, DW_AT_call_return_pc, &a) &&
+		       !dwarf_formaddr(&a, &at) && at == ret &&
+		       dwarf_attr(d, DW_AT_call_tail_call, &a) &&
+		       !dwarf_formflag(&a, &flag) && flag;
+	return tag == DW_TAG_GNU_call_site && !dwarf_lowpc(d, &at) &&
+	       at == ret && dwarf_attr(d, DW_AT_GNU_tail_call, &a) &&
+	       !dwarf_formflag(&a, &flag) && flag;
+}
+
+/*
+ * Whether pc is where a tail call made in its function would have
+ * returned (a call site marked as a tail call): gdb makes up a frame for
+ * a function that tail-called the next, with that pc, from DWARF's call
+ * sites.  No unwinder finds those frames on the stack, ours included.
+ */
+static bool tail_call_at(Dwfl_Module *m, Dwarf_Addr pc)
+{
+	Dwarf_Addr bias;
+	Dwarf_Die *cu, *scopes;
+	int ns = scopes_at(m, pc - 1, &cu, &scopes, &bias);
+	Dwarf_Die fn, stack[64];
+	bool found = false;
+	int i = 0, top = 0, walked = 0;
+	while (i < ns && dwarf_tag(&scopes[i]) != DW_TAG_subprogram)
+		i++;
+	if (i < ns && dwarf_child(&scopes[i], &fn) == 0)
+		stack[top++] = fn;
+	free(scopes);
+	/* Depth first through the function's DIEs: siblings then children. */
+	while (top && !found && walked++ < CALL_SITE_WALK) {
+		Dwarf_Die d = stack[--top], c;
+		found = is_tail_call_site(&d, pc - bias);
+		if (dwarf_siblingof(&d, &stack[top]) == 0 && top < 63)
+			top++;
+		if (dwarf_haschildren(&d) > 0 && dwarf_child(&d, &c) == 0 &&
+		    top < 64)
+			stack[top++] = c;
+	}
+	return found;
+}
+
+
+
+enum pyd_err pyd_native_name(struct pyd_session *s,
+                             const struct pyd_native_frame *f, size_t n,
+                             bool interp_lines, struct pyd_thread *t)
+{
+	struct unwind u;
+	struct pyd_native_frame *v = calloc(n ? n : 1, (MAX_INLINE + 1) * sizeof *v);
+	enum pyd_err err = v ? unwind_begin(&u, s, interp_lines, 0)
+	                     : PYD_E_NOMEM;
+	if (err) {
+		free(v);
+		return err;
+	}
+	size_t nv = 0;
+	for (size_t i = 0, j; i < n; i = j) {
+		for (j = i + 1; j < n && f[j].pc == f[i].pc; j++)
+			;
+		/* The innermost frame, and one a signal interrupted (the
+		 * debugger's frame before it has no pc), were running at
+		 * their pc; the others return there. */
+		bool activation = i == 0 || !f[i - 1].pc;
+		Dwfl_Module *m = f[i].pc ? dwfl_addrmodule(u.dwfl, f[i].pc - 1)
+		                         : NULL;
+		if (!activation && m && tail_call_at(m, f[i].pc))
+			continue;
+		if (f[i].pc)
+			nv += name_pc(&u, f[i].pc, activation, v + nv);
+		else
+			v[nv++] = owned(&f[i]);
+	}
+	unwind_end(&u);
+	t->native = v;
+	t->nnative = nv;
+	t->native_error = PYD_OK;
+	/* A thread the dump had no thread state for: the source names it. */
+	const struct pyd_os_thread *os;
+	size_t nos;
+	if (!t->name[0] && s->src->threads &&
+	    !s->src->threads(s->src->ctx, &os, &nos))
+		for (size_t i = 0; i < nos; i++)
+			if (os[i].tid == t->tid) {
+				snprintf(t->name, sizeof t->name, "%s", os[i].name);
+				t->run = os[i].run;
+			}
+	return PYD_OK;
 }

@@ -34,13 +34,6 @@ const char *pyd_run_state_name(enum pyd_thread_run r);
 void pyd_report_text(struct pyd_buf *b, const struct pyd_dump *d,
 		     const struct pyd_report_opts *o);
 
-/* The same, but thread tid (the debugger's selected thread) with its
- * native frames (innermost first) interleaved: each Python frame under
- * the evaluation-loop frame that runs it (py-bt -n). */
-void pyd_report_text_native(struct pyd_buf *b, const struct pyd_dump *d,
-			    const struct pyd_report_opts *o, int64_t tid,
-			    const struct pyd_native_frame *native,
-			    size_t nnative);
 /* Frame j of thread t on its own, numbered from the innermost (#0), with
  * its source line (py-frame, py-up, py-down). */
 void pyd_report_frame(struct pyd_buf *b, const struct pyd_thread *t,

@@ -173,25 +173,3 @@ static void thread_native(struct pyd_buf *b, const struct pyd_thread *t,
 	}
 	free(m);
 }
-
-void pyd_report_text_native(struct pyd_buf *b, const struct pyd_dump *d,
-			    const struct pyd_report_opts *o, int64_t tid,
-			    const struct pyd_native_frame *native, size_t nnative)
-{
-	if (o->origin)
-		pyd_buf_printf(b, "%s: ", o->origin);
-	pyd_buf_printf(b, "Python %s (%s)\n", o->python_version, o->binary);
-	for (size_t i = 0; i < d->nthreads; i++) {
-		const struct pyd_thread *t = &d->threads[i];
-		if (t->tid != tid || !nnative || !t->nframes) {
-			thread_text(b, t, d->ninterps, o);
-			continue;
-		}
-		pyd_buf_put(b, "\n", 1);
-		thread_header(b, t, d->ninterps);
-		thread_native(b, t, native, nnative, true, o);
-		if (t->error)
-			pyd_buf_printf(b, "  [stack incomplete: %s]\n",
-				       pyd_strerror(t->error));
-	}
-}

@@ -15,7 +15,7 @@ import pytest
 
 from harness.cores import CORE_PATTERN, kernel_core, remove
 from harness.dumps import check_not_stopped, compare, core_doc_checks, gt_sanity
-from harness.procs import TOOL_TIMEOUT, crashed, run, short
+from harness.procs import TOOL_TIMEOUT, crashed, host_tmp, run, short
 from harness.results import Result, settle
 from harness.target import Target, parse_json_out, tool_file_run
 
@@ -134,7 +134,7 @@ def thread_blocks(text):
     report, or of a debugger's session that printed such paragraphs."""
     out, cur = {}, None
     for line in text.splitlines():
-        m = re.match(r'Thread (\d+) "', line)
+        m = re.match(r'Thread (\d+)( "| \((?!Thread))', line)
         if m:
             cur = int(m.group(1))
             out[cur] = [line]
@@ -145,48 +145,30 @@ def thread_blocks(text):
     return out
 
 
-def debugger_native(debugger, build, pid, ntasks):
-    """(text of py-bt -n on every thread, or None, why not)."""
+def debugger_native(debugger, build, target, ntasks):
+    """(text of py-bt -n on every thread, or None, why not); target: the
+    debugger's arguments for a pid or a core."""
     if debugger == "gdb":
         cmds = os.path.join(build, "gdb-plugin", "pystack-dump.gdb")
         if not shutil.which("gdb") or not os.path.exists(cmds):
             return None, "no gdb or no gdb plugin in the build"
-        argv = ["gdb", "-batch", "-nx", "-iex", "set auto-load off", "-p", str(pid),
-                "-x", cmds, "-ex", "thread apply all py-bt -n"]
+        argv = (["gdb", "-batch", "-nx", "-iex", "set auto-load off"] + target
+                + ["-x", cmds, "-ex", "thread apply all py-bt -n"])
     else:
         so = os.path.join(build, "lldb-plugin", "pystack-dump-lldb.so")
         if not shutil.which(LLDB) or not os.path.exists(so):
             return None, "no %s or no lldb plugin in the build" % LLDB
-        argv = [LLDB, "-b", "-o", "plugin load " + so, "-p", str(pid)]
+        argv = [LLDB, "-b", "-o", "plugin load " + so] + target
         for i in range(1, ntasks + 1):
             argv += ["-o", "thread select %d" % i, "-o", "py-bt -n"]
     rc, out, err, _ = run(argv, DEBUGGER_TIMEOUT)
     return out.decode("utf-8", "replace"), "exit %s: %s" % (rc, short(err))
 
 
-@pytest.mark.parametrize("debugger", ["gdb", "lldb"])
-def test_native_debuggers(interp, debugger, tool, build, request):
-    """py-bt -n in gdb and lldb prints every thread of native.py (the
-    ctypes callback, the thread that runs no Python, those blocked in
-    sleep, a lock and select) as pystack-dump --native-all does: the same
-    frames, names, libraries and lines."""
-    if interp.chroot:
-        settle(Result("py-bt -n = --native-all", "SKIP",
-                      "%s loads the host's libraries for a chroot's process: its native "
-                      "frames are unreliable (README)" % debugger), request.node)
-        return
-    with Target(interp, "native") as tg:
-        tg.settled_truth(gt_sanity)
-        rc, out, err, _ = run([tool.path, "--native-all", str(tg.pid)], TOOL_TIMEOUT)
-        want = thread_blocks(out.decode("utf-8", "replace"))
-        tg.wait_settled()
-        text, why = debugger_native(debugger, build, tg.pid, len(want))
-    if text is None:
-        settle(Result("py-bt -n = --native-all", "SKIP", why), request.node)
-        return
-    got = thread_blocks(text)
-    errs = [] if rc == 0 and len(want) >= 5 else ["pystack-dump --native-all: exit %s, %d "
-                                                  "threads: %s" % (rc, len(want), short(err))]
+def same_threads(want_text, got_text, debugger):
+    """Errors where the debugger's threads differ from pystack-dump's."""
+    want, got = thread_blocks(want_text), thread_blocks(got_text)
+    errs = [] if len(want) >= 5 else ["pystack-dump showed %d threads" % len(want)]
     for tid in sorted(want):
         if got.get(tid) != want[tid]:
             diff = "\n".join(list(difflib.unified_diff(want[tid], got.get(tid, []),
@@ -196,7 +178,51 @@ def test_native_debuggers(interp, debugger, tool, build, request):
     if not errs and set(got) != set(want):
         errs.append("threads: %s printed %s, pystack-dump %s"
                     % (debugger, sorted(got), sorted(want)))
-    if errs and text:
+    return errs
+
+
+def gcore(pid, path):
+    """A core of pid written by gdb's gcore; None if it could not."""
+    run(["gdb", "-batch", "-nx", "-p", str(pid), "-ex", "gcore " + path], DEBUGGER_TIMEOUT)
+    return path if os.path.exists(path) else None
+
+
+@pytest.mark.parametrize("debugger", ["gdb", "lldb"])
+def test_native_debuggers(interp, debugger, tool, build, request):
+    """py-bt -n in gdb and lldb prints every thread of native.py (the
+    ctypes callback, the thread that runs no Python, those blocked in
+    sleep, a lock and select) as pystack-dump --native-all does: the same
+    frames, names, libraries and lines; live, then on a gcore core."""
+    if interp.chroot:
+        settle(Result("py-bt -n = --native-all", "SKIP",
+                      "%s loads the host's libraries for a chroot's process: its native "
+                      "frames are unreliable (README)" % debugger), request.node)
+        return
+    with Target(interp, "native") as tg:
+        tg.settled_truth(gt_sanity)
+        rc, out, err, _ = run([tool.path, "--native-all", str(tg.pid)], TOOL_TIMEOUT)
+        want = out.decode("utf-8", "replace")
+        tg.wait_settled()
+        ntasks = len(thread_blocks(want))
+        got, why = debugger_native(debugger, build, ["-p", str(tg.pid)], ntasks)
+        if got is None:
+            settle(Result("py-bt -n = --native-all", "SKIP", why), request.node)
+            return
+        errs = ["live: " + e for e in same_threads(want, got, debugger)]
+        core = gcore(tg.pid, os.path.join(host_tmp(), "native-%s.core" % tg.run_id))
+    if core is None:
+        errs.append("gcore wrote no core")
+    else:
+        try:
+            exe = os.path.realpath(interp.host_path(interp.exe))
+            rc, out, err, _ = run([tool.path, "--core", core, "--native-all"], TOOL_TIMEOUT)
+            target = ["-c", core, exe] if debugger == "gdb" else [exe, "-c", core]
+            got, why = debugger_native(debugger, build, target, ntasks)
+            errs += ["core: " + e for e in same_threads(out.decode("utf-8", "replace"), got,
+                                                        debugger)]
+        finally:
+            remove(core)
+    if errs:
         errs.append("%s said: %s" % (debugger, why))
     settle(Result("py-bt -n = --native-all", "FAIL" if errs else "PASS", "\n".join(errs)),
            request.node)

@@ -8,6 +8,9 @@ them alike:
   gdb                     gdb -batch -nx -p PID            (gdb's start-up)
   gdb + pystack-dump      ... -x pystack-dump.gdb -ex py-bt
   gdb + python-gdb.py     ... -ex 'source python3.X-gdb.py' -ex py-bt
+and, for py-bt -n, gdb's own bt against ours:
+  gdb bt                  ... -ex bt
+  gdb + py-bt -n          ... -x pystack-dump.gdb -ex 'py-bt -n'
 Reported: median wall ms and peak RSS of each, the ratio of the two py-bt,
 and each py-bt's ms beyond gdb's own start-up (goal for ours: <= 50 ms).
 Usage: bench/bench_gdb.py [--build build-gdb] [--runs 10] [--python 3.12]
@@ -51,6 +54,8 @@ def main():
         ("gdb + pystack-dump", lambda pid: base + [str(pid), "-x", cmds, "-ex", "py-bt"]),
         ("gdb + python-gdb.py", lambda pid: base + [str(pid), "-ex", "source " + gdb_py,
                                                     "-ex", "py-bt"]),
+        ("gdb bt", lambda pid: base + [str(pid), "-ex", "bt"]),
+        ("gdb + py-bt -n", lambda pid: base + [str(pid), "-x", cmds, "-ex", "py-bt -n"]),
     ]
     target = start_ready([exe, os.path.join(ROOT, "bench", "targets.py"), "deep", str(FRAMES)])
     try:
@@ -80,6 +85,9 @@ def main():
           "goal <= 50 ms beyond: %s" % (med["gdb + python-gdb.py"] / med["gdb + pystack-dump"],
                                         theirs / ours if ours > 0 else float("inf"),
                                         "met" if ours <= 50 else "NOT met"))
+    print("py-bt -n (gdb's unwinding, named and merged by pystack-dump) costs %.1f ms beyond "
+          "gdb's own bt of the same stack: %.2fx its wall time"
+          % (med["gdb + py-bt -n"] - med["gdb bt"], med["gdb + py-bt -n"] / med["gdb bt"]))
     return 0
 
 

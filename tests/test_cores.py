@@ -55,13 +55,19 @@ def gcore_job(interp, target, tool):
     errs = core_doc_checks(doc)
     # 3.12+ keeps the Python frames on the thread's data stack: a thread
     # whose C stack the core lacks is read back whole (exactly: compare()
-    # wants a stack with no error to match) and says so -- unless its walk
-    # stopped at a generator's frame, which is not on the data stack
-    # (then it keeps its error).  Every thread of threads.py reads back.
+    # wants a stack with no error to match) and says so -- unless a
+    # generator run from C is among the lost frames (its frame is in the
+    # generator, and the recursion counter says one is missing): then it
+    # keeps its error and its innermost frames.  Every thread of
+    # threads.py reads back.
     errs += compare(gt, doc, interp, tg.pid, partial=unreadable, stats=stats)
     if interp.minor >= RECOVER_MIN:
         for t in doc.get("threads", []):
-            if (t["tid"] in unreadable and target == "threads"
+            # generators.py: the walks of these stop at a generator's or a
+            # coroutine's frame run from C; the counter proves them whole.
+            whole = target == "threads" or (target == "generators" and t.get("name") in
+                                             ("generator", "coroutine", "genexpr", "asyncio"))
+            if (t["tid"] in unreadable and whole
                     and t.get("recovered") is not True):
                 errs.append("thread %d: C stack not in the core, yet not read back "
                             "from its data stack" % t["tid"])

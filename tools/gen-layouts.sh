@@ -43,6 +43,13 @@ fields() {
 	((minor >= 11)) && ts=threads.head
 	((minor >= 12)) && { echo "interp.gil_ptr PyInterpreterState ceval.gil"
 		echo "gil.locked $G locked"; echo "gil.last_holder $G last_holder"; }
+	((minor >= 12)) && cat <<-EOF
+	datastack.chunk PyThreadState datastack_chunk
+	datastack.top PyThreadState datastack_top
+	datastack.framesize PyCodeObject co_framesize
+	datastack.depth_left PyThreadState py_recursion_remaining
+	datastack.depth_limit PyThreadState py_recursion_limit
+	EOF
 	((minor >= 13)) && { frame=current_frame; code=f_executable; instr=instr_ptr; }
 	if ((minor <= 10)); then
 		for f in f_back f_code f_lasti; do echo "frame_object.$f PyFrameObject $f"; done
@@ -102,7 +109,7 @@ cframe:current_frame frame_object:f_back,f_code,f_lasti
 iframe:code,previous,instr,owner,is_entry
 code:filename,name,qualname,firstlineno,linetable,code_adaptive
 unicode:length,state,ascii_size,compact_size,legacy_data bytes:ob_size,ob_sval
-object:ob_type,tp_name"
+datastack:chunk,top,framesize,depth_left,depth_limit object:ob_type,tp_name"
 have=$(fields | awk '{print $1}')
 for g in $groups; do
 	line="	.${g%%:*} = {"

@@ -137,11 +137,15 @@ struct py_layout {
 	 * after the other (_PyStackChunk {previous, size, top, data[]}),
 	 * and each frame's size (PyCodeObject.co_framesize, in words): how
 	 * a stack whose C-stack links a core lost is read back (stacks.c).
-	 * PYD_NO_FIELD where unused. */
+	 * The recursion counter (limit - left: the Python frames running,
+	 * generators' included, each counted as the loop enters it) says
+	 * whether that is all of them.  PYD_NO_FIELD where unused. */
 	struct {
-		int32_t chunk;     /* tstate->datastack_chunk */
-		int32_t top;       /* tstate->datastack_top */
-		int32_t framesize; /* int */
+		int32_t chunk;       /* tstate->datastack_chunk */
+		int32_t top;         /* tstate->datastack_top */
+		int32_t framesize;   /* int */
+		int32_t depth_left;  /* int tstate->py_recursion_remaining */
+		int32_t depth_limit; /* int tstate->py_recursion_limit */
 	} datastack;
 
 	/* A frame's variables (locals.c).  <= 3.10: co_varnames, co_cellvars

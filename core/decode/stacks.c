@@ -283,8 +283,34 @@ fail:
 	return 0;
 }
 
-/* The frames outside the outermost one in out, from the data stack; true
- * if the stack is whole now (the data stack's oldest frame reached). */
+/* Python frames running on the thread (3.12+): its recursion counter,
+ * limit - left, counts each frame as the loop enters it -- generators'
+ * (which are not on the data stack) and __init__ trampolines included;
+ * -1 if unknown. */
+static int64_t running_frames(struct pyd_session *s, uint64_t tstate)
+{
+	const struct py_layout *L = &s->layout;
+	int32_t left, limit;
+	if (L->datastack.depth_left == PYD_NO_FIELD ||
+	    pyd_read_i32(s, tstate + (uint64_t)L->datastack.depth_left, &left) ||
+	    pyd_read_i32(s, tstate + (uint64_t)L->datastack.depth_limit,
+	                 &limit) ||
+	    limit < left)
+		return -1;
+	return (int64_t)limit - left;
+}
+
+/*
+ * The frames outside those in out, from the data stack; true if the stack
+ * is whole now.  The walk read the innermost frames: the data-stack ones
+ * among them are the top of the data stack, so every data-stack frame
+ * below the outermost of them is outside them all -- also outside a
+ * generator's frame the walk stopped at (generators' frames live in the
+ * generators).  Whole means: the frames shown, with the trampolines on
+ * the data stack, are as many as the recursion counter says are running
+ * (a generator run from C among the missing ones would make one more);
+ * without the counter, only when the walk stopped at a data-stack frame.
+ */
 static bool recover_outer(struct pyd_session *s, uint64_t tstate,
 			  struct pyd_frame_buf *out)
 {
@@ -292,28 +318,33 @@ static bool recover_outer(struct pyd_session *s, uint64_t tstate,
 	uint64_t *v;
 	if (L->datastack.chunk == PYD_NO_FIELD || L->frame_model == PY_FRAMES_OBJECT)
 		return false;
-	/* The frames older than the outermost one read are the missing ones
-	 * -- if that one is on the data stack.  A generator's frame is not
-	 * (it lives in the generator), and other generators' frames may lie
-	 * between it and the data stack: then nothing is claimed. */
-	size_t n = data_frames(s, tstate, &v), k = 0;
-	if (out->n)
-		while (k < n && v[k] != out->v[out->n - 1].addr)
-			k++;
-	else
-		k = n;
-	bool ok = n > 0 && k < n + !out->n;
+	size_t n = data_frames(s, tstate, &v), k = n, walked = out->n;
+	/* k: the outermost frame read that is on the data stack. */
+	for (size_t j = out->n; k == n && j-- > 0;)
+		for (size_t i = 0; i < n && k == n; i++)
+			if (v[i] == out->v[j].addr)
+				k = i;
+	int64_t running = running_frames(s, tstate);
+	bool stopped_on_stack = !out->n || (k < n && v[k] == out->v[out->n - 1].addr);
+	bool ok = n > 0 && (running >= 0 || stopped_on_stack);
 	uint8_t buf[256];
-	size_t flen = frame_len(L);
-	while (ok && k-- > 0) {
+	size_t flen = frame_len(L), shims = 0;
+	for (size_t i = n; ok && i-- > 0;) {
 		uint64_t next;
 		size_t had = out->n;
-		ok = flen <= sizeof buf && !pyd_read(s->src, v[k], buf, flen) &&
-		     !interp_frame(s, buf, out, &next);
+		ok = flen <= sizeof buf && !pyd_read(s->src, v[i], buf, flen);
+		if (ok && L->owner_first_shim != PYD_NO_FIELD)
+			shims += buf[L->iframe.owner] >= L->owner_first_shim;
+		if (!ok || i >= k)
+			continue; /* read by the walk already */
+		ok = !interp_frame(s, buf, out, &next);
 		if (ok && out->n > had)
-			out->v[had].addr = v[k];
+			out->v[had].addr = v[i];
 	}
 	free(v);
+	ok = ok && (running < 0 || (uint64_t)running == out->n + shims);
+	if (!ok)
+		out->n = walked; /* what the walk read, and nothing claimed */
 	return ok;
 }
 

@@ -219,3 +219,40 @@ def wait_json(path, timeout=10.0):
                 return json.load(f)
         time.sleep(0.05)
     return {"children": []}
+
+
+def test_tasks_subprocesses(interp, tool, request):
+    """--tasks --subprocesses --json: the asyncio child's task graph
+    (family_task awaited by family_main) in its own process's document,
+    every other Python descendant listed with its (empty) graph, the sleep
+    child skipped."""
+    if interp.minor < (3, 7):
+        settle(Result("tasks subprocesses", "SKIP", "asyncio task graphs start at 3.7"),
+               request.node)
+        return
+    with Target(interp, "family", extra=["family.json"]) as tg:
+        tg.settled_truth(gt_sanity)
+        with open(tg.host_extra(0)) as f:
+            fam = json.load(f)
+        argv = [tool.path, "--tasks", "--subprocesses", "--json", str(tg.pid)]
+        rc, out, err, secs = run(argv, TOOL_TIMEOUT)
+    doc, e = parse_json_out(out) if rc == 0 else (None, "exit %s: %s" % (rc, short(err)))
+    errs = [e] if e else []
+    procs = dict((p.get("pid"), p) for p in (doc or {}).get("processes", []))
+    child = procs.get(fam["asyncio_child"])
+    if doc is not None:
+        if child is None:
+            errs.append("the asyncio child %r is not listed: %s"
+                        % (fam["asyncio_child"], sorted(procs)))
+        elif "family_task" not in json.dumps(child) or "family_main" not in json.dumps(child):
+            errs.append("the asyncio child's graph lacks family_task/family_main: %s"
+                        % json.dumps(child)[:800])
+        if procs.get(fam["other_child"], {}).get("skipped") != "not a Python process":
+            errs.append("sleep child: %r" % procs.get(fam["other_child"]))
+        missing = sorted(set([tg.pid] + fam["workers"] + [fam["python_child"]]) - set(procs))
+        if missing:
+            errs.append("processes missing: %s" % missing)
+    if errs:
+        errs.insert(0, "command: " + " ".join(argv))
+    settle(Result("tasks subprocesses", "FAIL" if errs else "PASS", "\n".join(errs)),
+           request.node)

@@ -3,6 +3,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "../core/memsrc/memsrc.h"
 
 /* Files larger than this are not shown; nobody reads such a source. */
 #define MAX_SOURCE (16u << 20)
@@ -29,11 +32,16 @@ struct source_cache *source_cache_new(const char *root)
 	return c;
 }
 
+/* The target names its source files: one may be a FIFO or a device. */
 static char *slurp(const char *path)
 {
-	FILE *f = fopen(path, "rbe");
-	if (!f)
+	int fd = pyd_open_regular(path);
+	FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
+	if (!f) {
+		if (fd >= 0)
+			close(fd);
 		return NULL;
+	}
 	char *buf = malloc(MAX_SOURCE + 1);
 	size_t n = buf ? fread(buf, 1, MAX_SOURCE, f) : 0;
 	fclose(f);

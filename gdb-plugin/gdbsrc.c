@@ -59,7 +59,7 @@ static int gdb_open_file(void *ctx, const struct pyd_mapping *m, char *used,
 	if (g->live_src)
 		return g->live_src->open_file(g->live_src->ctx, m, used,
 		                              usedsz);
-	int fd = m->path ? open(m->path, O_RDONLY | O_CLOEXEC) : -1;
+	int fd = m->path ? pyd_open_regular(m->path) : -1;
 	if (fd >= 0)
 		snprintf(used, usedsz, "%s", m->path);
 	return fd;

@@ -221,3 +221,79 @@ def test_snapshot_corrupt(tool, snapshot_bytes, scratch):
     with open(bad, "wb") as f:
         f.write(b)
     assert not refused(tool, ["--snapshot", bad, "--json"], 14, ["corrupt"])
+
+
+def test_not_regular_files(tool, scratch):
+    """A FIFO, a device and a directory given as --core or --snapshot are
+    refused at once (opening a FIFO for reading would wait for a writer
+    forever): exit 11 or 14, naming the cause."""
+    fifo = os.path.join(scratch, "pipe")
+    if not os.path.exists(fifo):
+        os.mkfifo(fifo)
+    errs = []
+    for path in (fifo, "/dev/zero", scratch):
+        errs += refused(tool, ["--core", path], 11, ["not a regular file"
+                                                    if path != scratch else "directory"])
+        errs += refused(tool, ["--snapshot", path], 14, ["not a regular file"])
+    assert not errs, "\n".join(errs)
+
+
+def core_files(path):
+    """The file names a core's NT_FILE note lists."""
+    with open(path, "rb") as f:
+        data = f.read()
+    phoff = struct.unpack_from("<Q", data, 32)[0]
+    phentsize, phnum = struct.unpack_from("<HH", data, 54)
+    names = []
+    for i in range(phnum):
+        ptype, _fl, off, _va, _pa, filesz = struct.unpack_from("<IIQQQQ", data,
+                                                               phoff + i * phentsize)
+        pos, end = off, off + filesz
+        while ptype == 4 and pos + 12 <= end:
+            namesz, descsz, ntype = struct.unpack_from("<III", data, pos)
+            desc = pos + 12 + ((namesz + 3) & ~3)
+            if ntype == 0x46494C45:                      # NT_FILE
+                count = struct.unpack_from("<Q", data, desc)[0]
+                blob = data[desc + 16 + 24 * count:desc + descsz]
+                names += [n.decode("utf-8", "replace") for n in blob.split(b"\0") if n]
+            pos = desc + ((descsz + 3) & ~3)
+    return sorted(set(names))
+
+
+def test_core_names_fifos(tool, python_core, scratch):
+    """A core whose files, under --sysroot, are FIFOs: pystack-dump never
+    blocks opening them; it ends (whatever it can say) in bounded time."""
+    core, _gt, _interp = python_core
+    root = os.path.join(scratch, "fifo-root")
+    names = core_files(core)
+    assert names, "the core names no files"
+    for n in names:
+        p = root + n
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        if not os.path.exists(p):
+            os.mkfifo(p)
+    t0 = time.monotonic()
+    argv, rc, out, err = tool_file_run(tool, ["--core", core, "--sysroot", root, "--json"])
+    took = time.monotonic() - t0
+    assert not crashed(rc) and took < 30, "%s: status %s after %.1fs: %s" % (
+        " ".join(argv), rc, took, short(err))
+
+
+def test_snapshot_huge_non_snapshot(tool, scratch):
+    """A 4 GiB file that is no snapshot is refused from its header, without
+    reading it: exit 14, little time and memory."""
+    big = os.path.join(scratch, "huge.bin")
+    with open(big, "wb") as f:
+        f.write(b"\x7fELF this is not a snapshot")
+        f.truncate(4 << 30)
+    try:
+        t0 = time.monotonic()
+        argv = ["/usr/bin/time", "-f", "%M", tool.path, "--snapshot", big]
+        r = subprocess.run(argv, capture_output=True, timeout=60)
+        took = time.monotonic() - t0
+        msg = r.stderr.decode("utf-8", "replace")
+        kib = int(msg.strip().splitlines()[-1])
+        assert r.returncode == 14 and "not a pystack-dump snapshot" in msg, msg
+        assert took < 5 and kib < 64 * 1024, "took %.1fs, peak RSS %d KiB" % (took, kib)
+    finally:
+        os.unlink(big)

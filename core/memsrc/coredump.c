@@ -109,7 +109,7 @@ static int open_candidate(const struct pyd_core *c, const char *path,
 		snprintf(buf, sizeof buf, "%s%s", c->opts.sysroot, path);
 		p = buf;
 	}
-	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	int fd = pyd_open_regular(p);
 	if (fd >= 0 && used)
 		snprintf(used, usedsz, "%s", p);
 	return fd;
@@ -446,9 +446,12 @@ enum pyd_err pyd_core_open(const char *path, const struct pyd_core_opts *o,
 	struct stat st;
 	*out = NULL;
 	detail[0] = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = pyd_open_regular(path);
 	if (fd < 0 || fstat(fd, &st) != 0) {
-		snprintf(detail, detailsz, "unreadable (%s)", strerror(errno));
+		snprintf(detail, detailsz, "%s",
+		         errno == EINVAL ? "not a regular file (a FIFO, a "
+		                           "device or a socket)"
+		                         : strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return PYD_E_NOTCORE;

@@ -342,7 +342,7 @@ static enum pyd_err live_threads(void *ctx, const struct pyd_os_thread **out,
 static int open_if_inode(const char *path, uint64_t inode)
 {
 	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = pyd_open_regular(path);
 	if (fd >= 0 && (fstat(fd, &st) != 0 || st.st_ino != inode)) {
 		close(fd);
 		fd = -1;

@@ -108,4 +108,10 @@ static inline enum pyd_err pyd_readv(const struct pyd_memsrc *src,
 	return err == PYD_E_EXITED ? err : PYD_OK;
 }
 
+/* path opened for reading if it is a regular file, never blocking on
+ * one that is not (a FIFO, a device, a socket): files users and targets
+ * name may be anything.  -1 with errno set otherwise (EINVAL: not a
+ * regular file; EISDIR: a directory). */
+int pyd_open_regular(const char *path);
+
 #endif

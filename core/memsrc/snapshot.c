@@ -1064,38 +1064,64 @@ static enum pyd_err check_header(const uint8_t *f, size_t size,
 	return PYD_OK;
 }
 
-/* The whole file, into memory: a file changed or truncated under us then
- * cannot fault the reader, as an mmap could. */
-static enum pyd_err load_file(const char *path, struct pyd_snapshot *s,
-			      char *detail, size_t detailsz)
+/* Read fd until s->file holds want bytes (or the file ends early: the
+ * header check says so). */
+static enum pyd_err read_upto(int fd, struct pyd_snapshot *s, size_t want,
+			      const char *path, char *detail, size_t detailsz)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	while (s->size < want) {
+		ssize_t n = read(fd, s->file + s->size, want - s->size);
+		if (n == 0)
+			break;
+		if (n > 0)
+			s->size += (size_t)n;
+		else if (errno != EINTR)
+			return fail(detail, detailsz, PYD_E_SNAPSHOT,
+				    "cannot read snapshot %s: %s", path,
+				    strerror(errno));
+	}
+	return PYD_OK;
+}
+
+/*
+ * The whole file, into memory: a file changed or truncated under us then
+ * cannot fault the reader, as an mmap could.  Its header is checked
+ * first (magic, checksum, the size it declares), so a file that is no
+ * snapshot is refused before the rest of it is read, however big.
+ */
+static enum pyd_err load_file(const char *path, struct pyd_snapshot *s,
+			      uint32_t *hsize, char *detail, size_t detailsz)
+{
+	int fd = pyd_open_regular(path);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) != 0) {
 		int e = errno;
 		if (fd >= 0)
 			close(fd);
-		return fail(detail, detailsz, PYD_E_SNAPSHOT,
-			    "cannot open snapshot %s: %s", path, strerror(e));
+		return e == EINVAL || e == EISDIR
+		           ? fail(detail, detailsz, PYD_E_SNAPSHOT,
+		                  "snapshot %s is not a regular file", path)
+		           : fail(detail, detailsz, PYD_E_SNAPSHOT,
+		                  "cannot open snapshot %s: %s", path,
+		                  strerror(e));
 	}
+	size_t size = (size_t)st.st_size;
+	size_t head = size < SNAP_HEADER_MAX ? size : SNAP_HEADER_MAX;
 	enum pyd_err err = PYD_OK;
-	if (!S_ISREG(st.st_mode))
-		err = fail(detail, detailsz, PYD_E_SNAPSHOT,
-			   "snapshot %s is not a regular file", path);
-	else if (!(s->file = malloc(st.st_size ? (size_t)st.st_size : 1)))
+	if (!(s->file = malloc(head ? head : 1)))
 		err = PYD_E_NOMEM;
-	while (!err && s->size < (size_t)st.st_size) {
-		ssize_t n = read(fd, s->file + s->size,
-				 (size_t)st.st_size - s->size);
-		if (n == 0) /* shrank since fstat: the header check says so */
-			break;
-		if (n > 0)
-			s->size += (size_t)n;
-		else if (errno != EINTR)
-			err = fail(detail, detailsz, PYD_E_SNAPSHOT,
-				   "cannot read snapshot %s: %s", path,
-				   strerror(errno));
-	}
+	if (!err)
+		err = read_upto(fd, s, head, path, detail, detailsz);
+	if (!err)
+		err = check_header(s->file, s->size < head ? s->size : size,
+				   hsize, detail, detailsz);
+	void *whole = err ? NULL : realloc(s->file, size ? size : 1);
+	if (!err && !whole)
+		err = PYD_E_NOMEM;
+	if (whole)
+		s->file = whole;
+	if (!err)
+		err = read_upto(fd, s, size, path, detail, detailsz);
 	close(fd);
 	return err;
 }
@@ -1109,7 +1135,8 @@ enum pyd_err pyd_snapshot_open(const char *path, struct pyd_snapshot **out,
 		return PYD_E_NOMEM;
 	s->src = (struct pyd_memsrc){.ctx = s, .read = snap_read};
 	uint32_t hsize = 0;
-	enum pyd_err err = load_file(path, s, detail, detailsz);
+	enum pyd_err err = load_file(path, s, &hsize, detail, detailsz);
+	/* The file may have changed between its header and its end. */
 	if (!err)
 		err = check_header(s->file, s->size, &hsize, detail, detailsz);
 	if (!err)

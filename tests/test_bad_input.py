@@ -297,3 +297,54 @@ def test_snapshot_huge_non_snapshot(tool, scratch):
         assert took < 5 and kib < 64 * 1024, "took %.1fs, peak RSS %d KiB" % (took, kib)
     finally:
         os.unlink(big)
+
+
+def program_headers(b):
+    """(offset of the program header table, entry size, count) of ELF b."""
+    phoff, shoff = struct.unpack_from("<QQ", b, 32)
+    phentsize, phnum = struct.unpack_from("<HH", b, 54)
+    if phnum == 0xFFFF:                                  # PN_XNUM: in section 0
+        phnum = struct.unpack_from("<I", b, shoff + 44)[0]
+    return phoff, phentsize, phnum
+
+
+def test_core_mapping_wraps(tool, python_core, scratch):
+    """A core whose file mapping (and its segment) ends at 2^64 - 1: the
+    scan for the runtime's cookie (binaries hidden) must not wrap around
+    to address 0 and run forever."""
+    core, _gt, _interp = python_core
+    with open(core, "rb") as f:
+        b = bytearray(f.read())
+    top = 2 ** 64 - (2 << 16)
+    phoff, phentsize, phnum = program_headers(b)
+    loads = [i for i in range(phnum)
+             if struct.unpack_from("<I", b, phoff + i * phentsize)[0] == 1]
+    last = phoff + loads[-1] * phentsize
+    struct.pack_into("<IIQQ", b, last, 1, 6, struct.unpack_from("<Q", b, last + 8)[0], top)
+    patched = False
+    for i in range(phnum):
+        ptype, _fl, off, _va, _pa, filesz = struct.unpack_from("<IIQQQQ", b,
+                                                               phoff + i * phentsize)
+        pos = off
+        while ptype == 4 and not patched and pos + 12 <= off + filesz:
+            namesz, descsz, ntype = struct.unpack_from("<III", b, pos)
+            desc = pos + 12 + ((namesz + 3) & ~3)
+            if ntype == 0x46494C45:                      # NT_FILE: entry 0
+                struct.pack_into("<QQ", b, desc + 16, top, 2 ** 64 - 1)
+                patched = True
+            pos = desc + ((descsz + 3) & ~3)
+    assert patched, "the core has no NT_FILE note"
+    wrap = os.path.join(scratch, "wrap.core")
+    empty = os.path.join(scratch, "empty-root")
+    os.makedirs(empty, exist_ok=True)
+    with open(wrap, "wb") as f:
+        f.write(b)
+    try:
+        t0 = time.monotonic()
+        argv, rc, out, err = tool_file_run(tool, ["--core", wrap, "--exe", "/nonexistent",
+                                                  "--sysroot", empty, "--json"])
+        took = time.monotonic() - t0
+        assert not crashed(rc) and took < 30, "%s: status %s after %.1fs: %s" % (
+            " ".join(argv), rc, took, short(err))
+    finally:
+        os.unlink(wrap)

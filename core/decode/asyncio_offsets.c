@@ -15,7 +15,9 @@
 
 #include "asyncio_offsets.h"
 
-#define CHUNK (64u * 1024)
+/* The module's data (or the interpreter's) is far smaller: a bound on
+ * what a corrupt mapping can make us read. */
+#define MAX_SCAN (256u << 20)
 
 static bool fits(uint64_t off, uint64_t width, uint64_t size)
 {
@@ -85,19 +87,16 @@ static bool candidate_file(const struct pyd_session *s, const char *path)
 	       (base && strncmp(base + 1, "_asyncio.", 9) == 0);
 }
 
-static uint64_t scan(struct pyd_session *s, const struct pyd_mapping *m,
-		     uint8_t *buf)
+/* A plausible offsets block, 8-aligned in buf. */
+static uint64_t find_block(const uint8_t *buf, size_t n, uint64_t addr,
+                           void *ctx)
 {
-	for (uint64_t a = m->start; a < m->end; a += CHUNK) {
-		size_t n = m->end - a < CHUNK ? (size_t)(m->end - a) : CHUNK;
-		if (pyd_read(s->src, a, buf, n))
-			continue;
-		for (size_t off = 0; off + PYD_ASYNCIO_OFFSETS_SIZE <= n; off += 8) {
-			struct pyd_asyncio_offsets o;
-			if (!pyd_asyncio_offsets_parse(buf + off,
-						       PYD_ASYNCIO_OFFSETS_SIZE, &o))
-				return a + off;
-		}
+	(void)ctx;
+	for (size_t off = 0; off + PYD_ASYNCIO_OFFSETS_SIZE <= n; off += 8) {
+		struct pyd_asyncio_offsets o;
+		if (!pyd_asyncio_offsets_parse(buf + off, PYD_ASYNCIO_OFFSETS_SIZE,
+		                               &o))
+			return addr + off;
 	}
 	return 0;
 }
@@ -107,15 +106,12 @@ uint64_t pyd_asyncio_find_block(struct pyd_session *s)
 	const struct pyd_mapping *maps;
 	size_t n;
 	uint64_t found = 0;
-	uint8_t *buf = malloc(CHUNK);
-	if (!buf || pyd_runtime_mappings(s->src, &maps, &n)) {
-		free(buf);
+	if (pyd_runtime_mappings(s->src, &maps, &n))
 		return 0;
-	}
 	for (size_t i = 0; i < n && !found; i++)
 		if (maps[i].path && maps[i].perms[1] == 'w' &&
 		    candidate_file(s, maps[i].path))
-			found = scan(s, &maps[i], buf);
-	free(buf);
+			found = pyd_scan(s->src, maps[i].start, maps[i].end,
+			                 MAX_SCAN, find_block, NULL);
 	return found;
 }

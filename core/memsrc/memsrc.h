@@ -108,6 +108,17 @@ static inline enum pyd_err pyd_readv(const struct pyd_memsrc *src,
 	return err == PYD_E_EXITED ? err : PYD_OK;
 }
 
+/* Looks at n bytes read from addr: the address of what it looks for,
+ * or 0 to go on. */
+typedef uint64_t pyd_scan_fn(const uint8_t *buf, size_t n, uint64_t addr,
+                             void *ctx);
+
+/* Scan [start, end) of src -- at most max bytes of it, pages that cannot
+ * be read skipped -- with look, chunk by chunk: what look found, or 0.
+ * Safe for any range, however corrupt (an end below start, near 2^64). */
+uint64_t pyd_scan(const struct pyd_memsrc *src, uint64_t start, uint64_t end,
+                  uint64_t max, pyd_scan_fn *look, void *ctx);
+
 /* path opened for reading if it is a regular file, never blocking on
  * one that is not (a FIFO, a device, a socket): files users and targets
  * name may be anything.  -1 with errno set otherwise (EINVAL: not a

@@ -14,7 +14,6 @@
 
 #include "runtime.h"
 
-#define CHUNK (64u * 1024)
 /* Writable file-backed mappings bigger than this are not a Python's data
  * segment; skipping them bounds the scan on odd targets. */
 #define MAX_SCAN (256u << 20)
@@ -25,29 +24,20 @@ static bool plausible_version(uint64_t hex)
 	       ((hex >> 16) & 0xff) < 100;
 }
 
-static bool scan_mapping(const struct pyd_memsrc *src,
-			 const struct pyd_mapping *m, uint8_t *buf,
-			 struct pyd_runtime *rt)
+/* The cookie and a plausible version after it, 8-aligned in buf. */
+static uint64_t find_cookie(const uint8_t *buf, size_t n, uint64_t addr,
+                            void *ctx)
 {
-	for (uint64_t a = m->start; a < m->end; a += CHUNK) {
-		size_t n = m->end - a < CHUNK ? (size_t)(m->end - a) : CHUNK;
-		if (src->read(src->ctx, a, buf, n))
-			continue; /* a page the core left out */
-		for (size_t off = 0; off + 16 <= n; off += 8) {
-			uint64_t hex;
-			if (memcmp(buf + off, "xdebugpy", 8) != 0)
-				continue;
-			memcpy(&hex, buf + off + 8, sizeof hex);
-			if (!plausible_version(hex))
-				continue;
-			rt->runtime_addr = a + off;
-			rt->major = 3;
-			rt->minor = (int)((hex >> 16) & 0xff);
-			snprintf(rt->binary, sizeof rt->binary, "%s", m->path);
-			return true;
-		}
+	(void)ctx;
+	for (size_t off = 0; off + 16 <= n; off += 8) {
+		uint64_t hex;
+		if (memcmp(buf + off, "xdebugpy", 8) != 0)
+			continue;
+		memcpy(&hex, buf + off + 8, sizeof hex);
+		if (plausible_version(hex))
+			return addr + off;
 	}
-	return false;
+	return 0;
 }
 
 enum pyd_err pyd_runtime_find_cookie(const struct pyd_memsrc *src,
@@ -58,16 +48,25 @@ enum pyd_err pyd_runtime_find_cookie(const struct pyd_memsrc *src,
 	enum pyd_err err = pyd_runtime_mappings(src, &maps, &n);
 	if (err)
 		return err;
-	uint8_t *buf = malloc(CHUNK);
-	if (!buf)
-		return PYD_E_NOMEM;
 	memset(rt, 0, sizeof *rt);
 	bool found = false;
 	for (size_t i = 0; i < n && !found; i++) {
 		const struct pyd_mapping *m = &maps[i];
-		if (m->path && m->perms[1] == 'w' && m->end - m->start <= MAX_SCAN)
-			found = scan_mapping(src, m, buf, rt);
+		uint64_t at = m->path && m->perms[1] == 'w' &&
+		                      m->end - m->start <= MAX_SCAN
+		                  ? pyd_scan(src, m->start, m->end, MAX_SCAN,
+		                             find_cookie, NULL)
+		                  : 0;
+		if (!at)
+			continue;
+		uint64_t hex;
+		if (src->read(src->ctx, at + 8, &hex, sizeof hex))
+			continue;
+		rt->runtime_addr = at;
+		rt->major = 3;
+		rt->minor = (int)((hex >> 16) & 0xff);
+		snprintf(rt->binary, sizeof rt->binary, "%s", m->path);
+		found = true;
 	}
-	free(buf);
 	return found ? PYD_OK : PYD_E_NOTPYTHON;
 }

@@ -5,16 +5,26 @@
  */
 #include "linetable.h"
 
+#include <limits.h>
+#include <stdint.h>
+
+/* Sums run in 64 bits: a table from hostile memory may add up past an
+ * int.  A line that no longer fits one is no line (-1). */
+static int as_line(int64_t line)
+{
+	return line < INT_MIN || line > INT_MAX ? -1 : (int)line;
+}
+
 int pyd_line_lnotab(const uint8_t *tab, size_t len, int firstlineno, int lasti)
 {
-	int line = firstlineno, addr = 0;
+	int64_t line = firstlineno, addr = 0;
 	for (size_t i = 0; i + 1 < len; i += 2) {
 		addr += tab[i];
 		if (addr > lasti)
 			break;
 		line += (int8_t)tab[i + 1]; /* signed since 3.6 */
 	}
-	return line;
+	return as_line(line);
 }
 
 int pyd_line_310(const uint8_t *tab, size_t len, int firstlineno, int offset)
@@ -23,14 +33,14 @@ int pyd_line_310(const uint8_t *tab, size_t len, int firstlineno, int offset)
 		return firstlineno;
 	/* Pairs of (byte-length of a range, line delta); a delta of -128
 	 * means the range has no line. */
-	int line = firstlineno, end = 0;
+	int64_t line = firstlineno, end = 0;
 	for (size_t i = 0; i + 1 < len; i += 2) {
 		int delta = (int8_t)tab[i + 1];
 		end += tab[i];
 		if (delta != -128)
 			line += delta;
 		if (end > offset)
-			return delta == -128 ? -1 : line;
+			return delta == -128 ? -1 : as_line(line);
 	}
 	return -1;
 }
@@ -58,6 +68,7 @@ static int read_svarint(const uint8_t *tab, size_t len, size_t *pos, int *out)
 	unsigned u;
 	if (read_varint(tab, len, pos, &u))
 		return -1;
+	/* u < 2^30 (read_varint stops there): both halves fit an int. */
 	*out = (u & 1) ? -(int)(u >> 1) : (int)(u >> 1);
 	return 0;
 }
@@ -71,7 +82,7 @@ int pyd_line_locations(const uint8_t *tab, size_t len, int firstlineno,
 {
 	if (offset < 0)
 		return firstlineno;
-	int line = firstlineno, addr = 0;
+	int64_t line = firstlineno, addr = 0;
 	size_t pos = 0;
 	while (pos < len) {
 		uint8_t first = tab[pos++];
@@ -107,7 +118,7 @@ int pyd_line_locations(const uint8_t *tab, size_t len, int firstlineno,
 		line += delta;
 		addr += units * 2;
 		if (addr > offset)
-			return code == 15 ? -1 : line;
+			return code == 15 ? -1 : as_line(line);
 	}
 	return -1;
 }

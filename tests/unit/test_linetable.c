@@ -63,10 +63,31 @@ static void locations(void)
 	CHECK_EQ(pyd_line_locations(endless, sizeof endless, 1, 0), -1);
 }
 
+/* Sums past an int (hostile memory): no line, and no signed overflow
+ * (the UBSan build checks that). */
+static void overflow(void)
+{
+	const uint8_t up[] = {0, 127};
+	CHECK_EQ(pyd_line_lnotab(up, sizeof up, INT32_MAX - 1, 10), -1);
+	CHECK_EQ(pyd_line_310((const uint8_t[]){255, 127}, 2, INT32_MAX - 1, 0), -1);
+	/* five long-form entries of +2^29 - 1 each (then end line and
+	 * columns 0), one code unit each, from line 1 */
+	uint8_t big[5 * 9];
+	for (int i = 0; i < 5; i++) {
+		const uint8_t e[] = {0x80 | 14 << 3, 0x7e, 0x7f, 0x7f, 0x7f,
+		                     0x3f, 0, 0, 0};
+		for (int j = 0; j < 9; j++)
+			big[i * 9 + j] = e[j];
+	}
+	CHECK_EQ(pyd_line_locations(big, sizeof big, 1, 6), INT32_MAX - 2);
+	CHECK_EQ(pyd_line_locations(big, sizeof big, 1, 8), -1);
+}
+
 int main(void)
 {
 	lnotab();
 	linetable_310();
 	locations();
+	overflow();
 	return check_done("test_linetable");
 }

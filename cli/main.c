@@ -67,7 +67,7 @@ static const char usage_text[] =
 	"                   as <unreadable at 0xADDR>\n"
 	"      --locals-string N  characters of a str or bytes shown (80)\n"
 	"      --locals-items N   items shown per container (10)\n"
-	"      --locals-depth N   containers shown inside containers (2);\n"
+	"      --locals-depth N   levels of containers shown (2: [1, [2, [...]]]);\n"
 	"                   past a limit a value ends in \"...\", an int of\n"
 	"                   more than 60 digits shows its first 20 and its\n"
 	"                   length. The locals of one dump cost at most\n"

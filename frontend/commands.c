@@ -268,6 +268,12 @@ static enum pyd_err run_bt(const struct pyd_cmd *c,
 	else {
 		ro.native_all = native;
 		pyd_show_dump(out, &d, c->opt.json, &ro);
+		if (ro.corrupt) {
+			struct pyd_explain e = {.prog = "py-bt",
+			                        .shell = PYD_SHELL_DEBUGGER,
+			                        .detail = ro.corrupt};
+			pyd_explain(out, &e, PYD_SAY_CORRUPT, PYD_E_READ);
+		}
 	}
 	pyd_dump_free(&d);
 	return err;
@@ -327,6 +333,24 @@ static bool move(const struct pyd_cmd *c, struct pyd_py_selection *sel,
 		sel->level = n > sel->level ? 0 : sel->level - n;
 	}
 	return true;
+}
+
+/* py-print's text is at most this long, cut with "...": PYD_REPR_DEEP
+ * allows 5 levels of 100 items of 1000 characters, which a few nested
+ * containers (or attributes of instances holding them) turn into
+ * megabytes, more than a debugger console can show or anyone reads. */
+#define PRINT_MAX_TEXT (64u << 10)
+
+/* repr cut to PRINT_MAX_TEXT bytes, on a UTF-8 character boundary. */
+static void cap_repr(char *repr)
+{
+	size_t len = strlen(repr);
+	if (len <= PRINT_MAX_TEXT)
+		return;
+	len = PRINT_MAX_TEXT - 3;
+	while (len && (repr[len] & 0xc0) == 0x80)
+		len--;
+	memcpy(repr + len, "...", 4);
 }
 
 static void print_var(const struct pyd_cmd *c, struct pyd_session *s,

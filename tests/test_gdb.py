@@ -190,16 +190,38 @@ def bt_job(interp, tool, plugin):
     return res
 
 
+# py-print of a module (a global of locals.py): one line, the module's
+# __dict__ not expanded (py-print shows attributes of plain instances
+# only), far under 1 KB.
+MODULE_PRINTS = ["py-print time", "py-print sys"]
+MODULE_CHECKS = ["%s (%s)" % (c, w) for w in ("live", "core") for c in MODULE_PRINTS]
+
+
+def module_results(got, what):
+    out = []
+    for cmd in MODULE_PRINTS:
+        have = got.get(cmd, "")
+        name = cmd.split()[1]
+        ok = (re.match(r"global %s = <module object at 0x[0-9a-f]+>\n\Z" % name, have)
+              is not None and len(have) < 1024)
+        out.append(verdict("%s (%s)" % (cmd, what), ok,
+                           "expected 'global %s = <module object at 0x...>', got %d bytes:\n%s"
+                           % (name, len(have), have[:600])))
+    return out
+
+
 def locals_job(interp, tool, plugin):
     """locals.py: py-bt -l and py-bt all -l equal pystack-dump --locals;
     py-frame, py-up, py-down, py-list, py-locals, py-print on the main
-    thread, and the native frame py-up selects; the same on a core."""
+    thread, and the native frame py-up selects; py-print of a module; the
+    same on a core."""
     res = []
     with Target(interp, "locals") as t:
         t.wait_ground_truth()
         t.wait_settled()
         pid = str(t.pid)
-        cmds = ["py-bt -l", "py-bt all -l"] + FRAME_COMMANDS[:7] + ["frame"] + FRAME_COMMANDS[7:]
+        cmds = (["py-bt -l", "py-bt all -l"] + FRAME_COMMANDS[:7] + ["frame"] + FRAME_COMMANDS[7:]
+                + MODULE_PRINTS)
         rc, parts, raw = gdb(plugin, ["-p", pid], cmds)
         got = dict((c, parts.get(i, "")) for i, c in enumerate(cmds))
         want = cli(tool, ["--locals", pid])[1]
@@ -207,6 +229,7 @@ def locals_job(interp, tool, plugin):
                         thread_block(want, t.gt["main_tid"]) or "(no main thread)"))
         res.append(same("py-bt all -l (live)", got["py-bt all -l"], want))
         res += frame_results(frame_expectations(t.gt, interp.host_path), got, "live", Result)
+        res += module_results(got, "live")
         res.append(verdict("py-up selects the eval loop (live)",
                            None if interp.chroot else
                            "_PyEval_EvalFrameDefault" in got["frame"],
@@ -215,12 +238,13 @@ def locals_job(interp, tool, plugin):
                            "(README)" if interp.chroot else got["frame"]))
         core, exe = gcore(interp, t, "core-locals")
         try:
-            cmds = ["py-bt all -l"] + FRAME_COMMANDS
+            cmds = ["py-bt all -l"] + FRAME_COMMANDS + MODULE_PRINTS
             rc, parts, raw = gdb(plugin, ["-c", core, exe], cmds)
             got = dict((c, parts.get(i, "")) for i, c in enumerate(cmds))
             want = cli(tool, ["--core", core, "--locals"])[1]
             res.append(same("py-bt all -l (core)", got["py-bt all -l"], want))
             res += frame_results(frame_expectations(t.gt, core_host_file), got, "core", Result)
+            res += module_results(got, "core")
         finally:
             os.unlink(core)
     return res
@@ -294,7 +318,7 @@ def test_gdb_bt(interp, check, tool, gdb_plugin, jobs, request):
 
 
 @pytest.mark.job("gdb-locals")
-@pytest.mark.parametrize("check", DEBUGGER_CHECKS)
+@pytest.mark.parametrize("check", DEBUGGER_CHECKS + MODULE_CHECKS)
 def test_gdb_locals(interp, check, tool, gdb_plugin, jobs, request):
     """py-bt -l, py-up, py-down, py-frame, py-list, py-locals and py-print
     in gdb, live and on a core, against the target's own repr()."""
@@ -345,6 +369,31 @@ def test_gdb_loaded_twice(gdb_plugin, sleeper):
     assert (rc == 0 and "already loaded" in raw
             and all(parts.get(i, "").count("not running CPython") == 1 for i in (0, 2))
             and parts.get(3, "").startswith("py-bt [all] [-n] [-l] [-j]")), raw[-800:]
+
+
+# The first line of each command's help: its syntax and what it does.
+HELP_HEADS = {
+    "py-bt": "py-bt [all] [-n] [-l] [-j]: the Python stack of the selected thread.",
+    "py-up": "py-up [N]: select the Python frame N levels outward (default 1).",
+    "py-down": "py-down [N]: select the Python frame N levels inward (default 1).",
+    "py-frame": "py-frame: show the selected Python frame.",
+    "py-list": "py-list: the source around the selected Python frame's line.",
+    "py-locals": "py-locals: the arguments and locals of the selected Python frame.",
+    "py-print": "py-print NAME: one variable, as the selected Python frame sees it.",
+}
+
+
+def test_gdb_help(gdb_plugin):
+    """help py-... prints each command's documentation: its syntax line,
+    then more."""
+    cmds = ["help " + c for c in HELP_HEADS]
+    rc, parts, raw = gdb(gdb_plugin, [], cmds)
+    bad = []
+    for i, (c, head) in enumerate(HELP_HEADS.items()):
+        lines = parts.get(i, "").splitlines()
+        if not lines or lines[0] != head or len(lines) < 3:
+            bad.append("help %s printed:\n%s" % (c, parts.get(i, "")))
+    assert rc == 0 and not bad, "\n".join(bad) or raw[-600:]
 
 
 def test_gdb_bad_arguments(gdb_plugin, sleeper):

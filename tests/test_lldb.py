@@ -150,10 +150,31 @@ def bt_job(interp, tool, plugin):
     return res
 
 
+# py-print of a module (a global of locals.py): one line, the module's
+# __dict__ not expanded (py-print shows attributes of plain instances
+# only), far under 1 KB.
+MODULE_PRINTS = ["py-print time", "py-print sys"]
+MODULE_CHECKS = ["%s (%s)" % (c, w) for w in ("live", "core") for c in MODULE_PRINTS]
+
+
+def module_results(got, what, err):
+    out = []
+    for cmd in MODULE_PRINTS:
+        have = got.get(cmd, err)
+        name = cmd.split()[1]
+        ok = (re.match(r"global %s = <module object at 0x[0-9a-f]+>\n\Z" % name, have)
+              is not None and len(have) < 1024)
+        out.append(Result("%s (%s)" % (cmd, what), "PASS" if ok else "FAIL",
+                          "" if ok else "expected 'global %s = <module object at 0x...>', "
+                          "got %d bytes:\n%s" % (name, len(have), have[:600])))
+    return out
+
+
 def locals_job(interp, tool, plugin):
     """locals.py: py-bt -l and py-bt all -l equal pystack-dump --locals;
     py-frame, py-up, py-down, py-list, py-locals, py-print on the main
-    thread, and the native frame py-up selects; the same on a core."""
+    thread, and the native frame py-up selects; py-print of a module; the
+    same on a core."""
     res = []
     with Target(interp, "locals", env_extra=GCORE_TARGET_ENV) as t:
         t.wait_ground_truth()
@@ -161,12 +182,13 @@ def locals_job(interp, tool, plugin):
         pid = str(t.pid)
         want = cli(tool, ["--locals", pid])[1]
         cmds = (["py-bt -l", "py-bt all -l"] + FRAME_COMMANDS[:7] + ["frame info"]
-                + FRAME_COMMANDS[7:])
+                + FRAME_COMMANDS[7:] + MODULE_PRINTS)
         rc, out, err = lldb(plugin, cmds, ["-p", pid])
         got = sections(out)
         res.append(same("py-bt -l (live)", selected_part(want, t.pid), got.get("py-bt -l", err)))
         res.append(same("py-bt all -l (live)", want, got.get("py-bt all -l", err)))
         res += frame_results(frame_expectations(t.gt, interp.host_path), got, "live", Result)
+        res += module_results(got, "live", err)
         ok = "_PyEval_EvalFrameDefault" in got.get("frame info", "")
         if interp.chroot:
             res.append(Result("py-up selects the eval loop (live)", "SKIP",
@@ -178,11 +200,12 @@ def locals_job(interp, tool, plugin):
         core = gcore(t, "core-locals")
     try:
         rc, want, err = cli(tool, ["--core", core, "--locals"])
-        cmds = ["py-bt all -l"] + FRAME_COMMANDS
+        cmds = ["py-bt all -l"] + FRAME_COMMANDS + MODULE_PRINTS
         rc, out, err = lldb(plugin, cmds, ["-c", core, exe_of(interp)])
         got = sections(out)
         res.append(same("py-bt all -l (core)", want, got.get("py-bt all -l", err)))
         res += frame_results(frame_expectations(t.gt, core_host_file), got, "core", Result)
+        res += module_results(got, "core", err)
     finally:
         os.unlink(core)
     return res
@@ -222,7 +245,7 @@ def test_lldb_bt(interp, check, tool, lldb_plugin, jobs, request):
 
 
 @pytest.mark.job("lldb-locals")
-@pytest.mark.parametrize("check", DEBUGGER_CHECKS)
+@pytest.mark.parametrize("check", DEBUGGER_CHECKS + MODULE_CHECKS)
 def test_lldb_locals(interp, check, tool, lldb_plugin, jobs, request):
     """py-bt -l, py-up, py-down, py-frame, py-list, py-locals and py-print
     in lldb, live and on a core, against the target's own repr()."""
@@ -331,6 +354,35 @@ def test_lldb_not_python(lldb_plugin, command):
                      r"^error: %s: the program is not running CPython" % command.split()[0])
     finally:
         kill(sleeper)
+
+
+# Each command's syntax and the first line of its help.
+HELP_HEADS = {
+    "py-bt": ("py-bt [all] [-n] [-l] [-j]", "the Python stack of the selected thread."),
+    "py-up": ("py-up [N]", "select the Python frame N levels outward (default 1)."),
+    "py-down": ("py-down [N]", "select the Python frame N levels inward (default 1)."),
+    "py-frame": ("py-frame", "show the selected Python frame."),
+    "py-list": ("py-list", "the source around the selected Python frame's line."),
+    "py-locals": ("py-locals", "the arguments and locals of the selected Python frame."),
+    "py-print": ("py-print NAME", "one variable, as the selected Python frame sees it."),
+}
+
+
+def test_lldb_help(lldb_plugin):
+    """help py-... prints each command's documentation: lldb's brief line
+    and Syntax line, then the whole text, which starts with both."""
+    cmds = ["help " + c for c in HELP_HEADS]
+    rc, out, err = lldb(lldb_plugin, cmds)
+    got = sections(out)
+    bad = []
+    for c, (syntax, brief) in HELP_HEADS.items():
+        have = got.get("help " + c, "")
+        lines = have.splitlines()
+        head = "%s: %s" % (syntax, brief)
+        if (not lines or lines[0] != brief or "Syntax: %s" % syntax not in lines
+                or head not in lines or len(lines) - lines.index(head) < 3):
+            bad.append("help %s printed:\n%s" % (c, have))
+    assert rc == 0 and not bad, "\n".join(bad) or err[-600:]
 
 
 def test_lldb_unsupported_version(lldb_plugin, python27):

@@ -1,14 +1,18 @@
 """pystack-dump --locals: every argument and local of every frame, equal
 to Python's own repr() within the limits, live, --locked, through a
-snapshot and from a kernel core; as text; and a frame whose local points
-at freed memory."""
+snapshot and from a kernel core; as text; with limits of one's own; and a
+frame whose local points at freed memory."""
 
+import ast
+import importlib.util
 import os
+import re
 
 import pytest
 
 from harness.cores import CORE_PATTERN, kernel_core, remove
 from harness.dumps import compare, core_doc_checks, gt_sanity, parse_dump, roundtrip_errors
+from harness.interps import TARGETS_DIR
 from harness.locals import check_locals_doc
 from harness.procs import TOOL_TIMEOUT, crashed, host_tmp, run, short, vlog
 from harness.results import Result, settle
@@ -158,3 +162,100 @@ def test_locals_budget(interp, tool, request):
         if len(out) > (80 << 20):
             errs.append("printed %d MB" % (len(out) >> 20))
     settle(result("budget", errs, info="%.2fs, %d MB" % (secs, len(out) >> 20)), request.node)
+
+
+# Limits of one's own (--locals-string, --locals-items, --locals-depth),
+# all tighter than the defaults the ground truth was rendered with.
+LIMITS = {"A": (5, 2, 1), "B": (3, 3, 0)}
+
+# Values of locals.py the ground truth cannot be re-rendered from (cut at
+# the defaults already, or holding inf and nan), as the limits render them.
+LIMITED = {
+    ("scalars", "long_str"): {"A": "'xxxxx'...", "B": "'xxx'..."},
+    ("scalars", "exact"): {"A": "'eeeee'...", "B": "'eee'..."},
+    ("scalars", "floats"): {"A": "(1.5e-07, 1e+16, ...)", "B": "(...)"},
+    ("scalars", "by"): {"A": "(b'', b\"'\", ...)", "B": "(...)"},
+    ("containers", "lists"): {"A": "[[], [...], ...]", "B": "[...]"},
+    ("containers", "big_d"): {"A": "{0: '0', 1: '1', ...}", "B": "{...}"},
+    ("containers", "rec"): {"A": "[1, [...]]", "B": "[...]"},
+    ("containers", "mixed"): {"B": "(...)"},
+}
+
+# Reprs no limit of these changes: other objects, ints cut by digits
+# (there is no option for those), infinities and nan.
+UNLIMITED = re.compile(r"<[^<>]* object at 0x[0-9a-f]+>|-?\d+\.\.\. \(\d+ digits\)|-?inf|nan")
+
+
+def vars_renderer():
+    """A copy of the ground truth's renderer (tests/targets/_pyd_vars.py)
+    whose limits (its STRING, ITEMS, DEPTH) this test sets."""
+    spec = importlib.util.spec_from_file_location(
+        "_pyd_vars_limits", os.path.join(TARGETS_DIR, "_pyd_vars.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def relimit(pv, default, limits):
+    """The repr under limits of a value whose repr at the defaults is
+    default: the value rebuilt from it (when the defaults cut nothing and
+    it is a literal) and rendered again; None if it cannot be."""
+    if UNLIMITED.fullmatch(default):
+        return default
+    try:
+        value = ast.literal_eval(default)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+    pv.STRING, pv.ITEMS, pv.DEPTH = 80, 10, 2
+    if pv.brepr(value) != default:      # not rebuilt as it was (an Ellipsis ...)
+        return None
+    pv.STRING, pv.ITEMS, pv.DEPTH = limits
+    return pv.brepr(value)
+
+
+def limits_errors(gt, doc, key, pv):
+    """Each variable of doc against the ground truth under LIMITS[key];
+    (errors, how many were compared)."""
+    errs, seen, compared = [], set(), 0
+    got = dict((t["tid"], t) for t in doc.get("threads", []))
+    for t in gt["threads"]:
+        g = got.get(t["tid"])
+        for j, (ef, gf) in enumerate(zip(t["frames"], g["frames"] if g else [])):
+            for k in ("arguments", "locals"):
+                have = gf.get(k) or {}
+                for name, default in ef[k]:
+                    hand = LIMITED.get((ef["function"], name), {})
+                    want = hand.get(key) or relimit(pv, default, LIMITS[key])
+                    if hand:
+                        seen.add((ef["function"], name))
+                    if want is None:
+                        continue
+                    compared += 1
+                    if have.get(name) != want:
+                        errs.append("%s: thread %r frame %d (%s): %s = %s, expected %s"
+                                    % (key, t["name"], j, ef["function"], name,
+                                       have.get(name), want))
+    errs += ["%s: no %s in %s()" % (key, n, f) for f, n in sorted(set(LIMITED) - seen)]
+    return errs, compared
+
+
+def test_locals_limits(interp, tool, request):
+    """--locals-string, --locals-items and --locals-depth: each value of
+    the locals target as the ground truth's renderer gives it under those
+    limits (a str cut to N characters and "...", N items then "...",
+    containers past the depth as [...])."""
+    pv = vars_renderer()
+    errs, info = [], []
+    with Target(interp, "locals") as tg:
+        gt = tg.settled_truth(gt_sanity)
+        for key, (string, items, depth) in sorted(LIMITS.items()):
+            doc, e = dump(tool, ["--locals-string", str(string), "--locals-items", str(items),
+                                 "--locals-depth", str(depth), str(tg.pid)])
+            if e:
+                errs.append(e)
+                continue
+            errs += compare(gt, doc, interp, tg.pid)
+            more, n = limits_errors(gt, doc, key, pv)
+            errs += more
+            info.append("%s: %d values" % (key, n))
+    settle(result("limits", errs, info=", ".join(info)), request.node)

@@ -21,6 +21,7 @@
 #include "printable.h"
 
 #define TPFLAGS_HEAPTYPE (1ULL << 9)
+#define TPFLAGS_TYPE_SUBCLASS (1ULL << 31)
 /* 30-bit digits of an int we convert to decimal (about 18,000 decimal
  * digits): the conversion is quadratic. */
 #define MAX_INT_DIGITS 2000
@@ -444,8 +445,23 @@ static void repr_container(struct pyd_repr *r, uint64_t obj,
 	free(v);
 }
 
-/* <Name object at 0xADDR>, with the first attributes of an instance when
- * asked for (py-print). */
+/* Whether obj is a plain instance of a user class, the only objects whose
+ * attributes py-print shows: its type is a heap type (a class statement),
+ * and not a metaclass (the object would be a class).  Modules, functions,
+ * classes and the other built-ins are not: their __dict__ is their
+ * namespace (py-print of a module printed its whole dict). */
+static bool plain_instance(struct pyd_repr *r, uint64_t obj)
+{
+	uint64_t type, flags;
+	if (pyd_obj_type(r->s, obj, &type) || !type ||
+	    pyd_read_ptr(r->s, type + (uint64_t)r->s->layout.object.tp_flags,
+			 &flags))
+		return false;
+	return (flags & TPFLAGS_HEAPTYPE) && !(flags & TPFLAGS_TYPE_SUBCLASS);
+}
+
+/* <Name object at 0xADDR>, with the first attributes of a plain instance
+ * of a user class when asked for (py-print). */
 static void repr_other(struct pyd_repr *r, uint64_t obj, const char *name,
 		       unsigned level, struct pyd_buf *out)
 {
@@ -453,7 +469,7 @@ static void repr_other(struct pyd_repr *r, uint64_t obj, const char *name,
 	size_t n = 0;
 	pyd_buf_printf(out, "<%s object at 0x%llx", name,
 		       (unsigned long long)obj);
-	if (r->lim.attrs && level < r->lim.depth &&
+	if (r->lim.attrs && level < r->lim.depth && plain_instance(r, obj) &&
 	    !pyd_obj_attrs(r->s, obj, r->lim.items, &owner, &kv, &n) && n) {
 		pyd_buf_put(out, ": ", 2);
 		for (size_t i = 0; i < n; i++) {

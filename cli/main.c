@@ -112,7 +112,10 @@ static const char usage_text[] =
 	"  int, \"file\": str|null, \"line\": int|null}, and each thread has\n"
 	"  \"native_error\": str|null. A thread whose outer frames were read\n"
 	"  back from its data stack (a core without its C stack) has\n"
-	"  \"recovered\": true.\n"
+	"  \"recovered\": true. Where the interpreter's memory is corrupt (a\n"
+	"  list that loops back), the document (and --tasks') has \"corrupt\":\n"
+	"  str saying where, holds what was read before it, and the exit\n"
+	"  status is 9.\n"
 	"\n"
 	"Supported: CPython 3.6 to 3.15 on Linux x86-64, release and debug\n"
 	"builds, including processes in containers and chroots.\n"
@@ -297,6 +300,7 @@ static struct pyd_report_opts report_opts(const struct options *o,
 		.binary = pyd_session_binary(s),
 		.ppid = o->ppid,
 		.cmdline = o->family ? o->cmdline : NULL,
+		.corrupt = pyd_session_corruption(s),
 	};
 }
 
@@ -426,6 +430,20 @@ static enum pyd_err check_tasks_complete(const struct options *o,
 	return err || !g->error ? err : partial;
 }
 
+/* Memory found corrupt (a list that loops back, the read budget spent):
+ * what was read is shown; the exit status says the rest is missing. */
+static enum pyd_err check_corrupt(const struct options *o,
+				  const struct pyd_session *s)
+{
+	const char *why = pyd_session_corruption(s);
+	if (!why)
+		return PYD_OK;
+	struct pyd_explain e = cli_about(&o->spec);
+	e.detail = why;
+	cli_say(&e, PYD_SAY_CORRUPT, PYD_E_READ);
+	return PYD_E_READ;
+}
+
 static enum pyd_err save_snapshot(const struct options *o, struct target *t,
 				  const struct pyd_runtime *rt)
 {
@@ -456,6 +474,8 @@ static enum pyd_err show(const struct options *o, struct target *t,
 	if (!err)
 		err = o->opt.tasks ? check_tasks_complete(o, t, graph)
 			       : check_complete(o, t, dump);
+	if (!err)
+		err = check_corrupt(o, sess);
 	return err ? err : decoded;
 }
 

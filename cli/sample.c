@@ -383,6 +383,13 @@ static void summary(const struct run *r)
 		        (unsigned long long)m->await_samples);
 	if (r->o->opt.subprocesses)
 		processes_summary(r);
+	if (m->corrupt[0]) {
+		struct pyd_explain e = {.prog = "pystack-dump sample",
+		                        .shell = PYD_SHELL_CLI,
+		                        .pid = m->pid,
+		                        .detail = m->corrupt};
+		cli_say(&e, PYD_SAY_SAMPLE_CORRUPT, PYD_E_READ);
+	}
 	if (r->prof->truncated)
 		fprintf(stderr,
 		        "pystack-dump sample: the call tree reached its "

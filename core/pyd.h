@@ -123,6 +123,19 @@ struct pyd_repr_limits {
  * truncated): a recursion limit raised that far costs 50 MB here. */
 #define PYD_MAX_FRAMES 1000000
 
+/*
+ * What one dump (a sampler: one round) may read of its target, and how
+ * many threads and frames it keeps, whatever the target's memory holds:
+ * lists that look endless in corrupt or hostile memory cost at most
+ * this.  Real targets take a fraction of it: a 1,000,000-frame stack
+ * 0.03 M reads (3.12) to 0.1 M (3.10), 10,000 asyncio tasks 0.14 M
+ * (3.15) to 0.3 M (3.8).
+ */
+#define PYD_DUMP_MAX_READS 8000000
+#define PYD_DUMP_MAX_BYTES (2ull << 30)
+#define PYD_DUMP_MAX_THREADS 65536
+#define PYD_DUMP_MAX_FRAMES 4000000
+
 struct pyd_session;
 
 /*
@@ -141,6 +154,10 @@ const char *pyd_session_version(const struct pyd_session *s);
 const char *pyd_session_binary(const struct pyd_session *s);
 /* Where the layout came from: "debug offsets" or "built-in table". */
 const char *pyd_session_layout_source(const struct pyd_session *s);
+/* NULL, or what the decoders found corrupt in the target's memory (a
+ * list that loops back, a read budget spent): its structures were read
+ * up to there, and what was read is still in the dump. */
+const char *pyd_session_corruption(const struct pyd_session *s);
 
 /* Every thread of every interpreter with its Python stack. */
 enum pyd_err pyd_dump_stacks(struct pyd_session *s, struct pyd_dump *out);

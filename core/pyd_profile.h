@@ -83,6 +83,9 @@ struct pyd_prof_meta {
 	uint64_t missed;  /* ticks that came and went while we were busy */
 	uint64_t reads;   /* memory-source calls */
 	uint64_t cpu_samples, await_samples; /* async mode */
+	/* What a sampler found corrupt in its target's memory (the first
+	 * pyd_session_corruption), for the summary; "" if nothing. */
+	char corrupt[192];
 };
 
 struct pyd_profile {

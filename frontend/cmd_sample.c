@@ -61,6 +61,12 @@ static void summary(struct pyd_buf *msg, const struct pyd_prof_meta *m,
 	               (unsigned long long)m->ticks,
 	               (unsigned long long)m->errors,
 	               (unsigned long long)m->missed);
+	if (m->corrupt[0]) {
+		struct pyd_explain e = {.prog = "py-sample",
+		                        .shell = PYD_SHELL_DEBUGGER,
+		                        .detail = m->corrupt};
+		pyd_explain(msg, &e, PYD_SAY_SAMPLE_CORRUPT, PYD_E_READ);
+	}
 	if (output)
 		pyd_buf_printf(msg, "py-sample: wrote %s (%s).\n", output,
 		               f->name);

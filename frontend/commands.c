@@ -196,6 +196,7 @@ static struct pyd_report_opts report_opts(const struct pyd_cmd_target *t,
 	    .binary = pyd_session_binary(s),
 	    .source_line = t->source_line,
 	    .source_ctx = t->source_ctx,
+	    .corrupt = pyd_session_corruption(s),
 	};
 }
 
@@ -368,6 +369,7 @@ static void print_var(const struct pyd_cmd *c, struct pyd_session *s,
 		                    "builtin name of #%zu (%s)\n",
 		               c->opt.name, level, f->function);
 	} else {
+		cap_repr(repr);
 		pyd_buf_printf(out, "%s %s = %s\n", scope, c->opt.name, repr);
 	}
 	free(repr);

@@ -112,6 +112,15 @@ static const struct row rows[] = {
 	{PYD_SAY_INCOMPLETE, ANY_ERR, ANYWHERE, false,
 	 "{prog}: {count} {what} could not be read{live| consistently}; their "
 	 "stacks are marked incomplete.{live| Try --locked.}\n"},
+	{PYD_SAY_CORRUPT, ANY_ERR, CLI, false,
+	 "{prog}: the interpreter's memory is corrupt: {detail}. What was "
+	 "read before that is shown; the rest could not be read.\n"},
+	{PYD_SAY_CORRUPT, ANY_ERR, DEBUGGER, false,
+	 "{prog}: the interpreter's memory is corrupt: {detail}; what was "
+	 "read before that is shown.\n"},
+	{PYD_SAY_SAMPLE_CORRUPT, ANY_ERR, ANYWHERE, false,
+	 "{prog}: the interpreter's memory is corrupt: {detail}; what could "
+	 "be read was sampled.\n"},
 	{PYD_SAY_SNAPSHOT_SAVE, ANY_ERR, ANYWHERE, false,
 	 "{prog}: cannot save the snapshot {file}: {detail|{error}}\n"},
 };

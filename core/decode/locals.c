@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../memsrc/budget.h"
 #include "../memsrc/pagecache.h"
 #include "objects.h"
 #include "repr.h"
@@ -276,14 +277,19 @@ static char *render(struct pyd_repr *r, uint64_t val, bool tagged_int)
 	return b.data;
 }
 
-/* Where a dump's reads are counted (the budget section below). */
+/* Where a dump's reads and text are counted (the budget section below). */
 struct budget {
-	struct pyd_memsrc src;
+	struct pyd_budget reads;
 	const struct pyd_memsrc *inner; /* the session's own source */
-	uint64_t reads, bytes, text;
-	bool spent;
+	uint64_t text;
+	bool text_spent;
 	struct pyd_pagecache cache; /* behind the budget */
 };
+
+static bool spent(const struct budget *b)
+{
+	return b->reads.spent || b->text_spent;
+}
 
 static enum pyd_err frame_vars(struct pyd_repr *r, struct budget *bud,
 			       const struct pyd_frame *f,
@@ -305,12 +311,12 @@ static enum pyd_err frame_vars(struct pyd_repr *r, struct budget *bud,
 		if (!val)
 			continue;
 		struct pyd_var *o = &out->v[out->n];
-		o->repr = bud->spent ? strdup("<not read: budget spent>")
+		o->repr = spent(bud) ? strdup("<not read: budget spent>")
 				     : render(r, val, tagged);
-		if (o->repr && !bud->spent) {
+		if (o->repr && !spent(bud)) {
 			size_t len = strlen(o->repr);
-			bud->spent = len >= bud->text;
-			bud->text -= bud->spent ? bud->text : len;
+			bud->text_spent = len >= bud->text;
+			bud->text -= bud->text_spent ? bud->text : len;
 		}
 		if (!o->repr) {
 			err = PYD_E_NOMEM;
@@ -326,35 +332,17 @@ static enum pyd_err frame_vars(struct pyd_repr *r, struct budget *bud,
 
 /* ---- the budget ----------------------------------------------------- */
 
-static enum pyd_err budget_read(void *ctx, uint64_t addr, void *buf,
-				size_t len)
-{
-	struct budget *b = ctx;
-	if (b->reads == 0 || len > b->bytes) {
-		b->spent = true;
-		return PYD_E_READ;
-	}
-	b->reads--;
-	b->bytes -= len;
-	return pyd_read(&b->cache.src, addr, buf, len);
-}
-
 /* Put the session's reads on a budget, served by a page cache (objects
  * sit close together: most reads then cost no syscall), until
  * budget_end.  The budget counts every read asked for, cached or not, so
  * values sharing a page cannot multiply what one dump renders. */
 static void budget_begin(struct budget *b, struct pyd_session *s)
 {
-	*b = (struct budget){.inner = s->src,
-			     .reads = PYD_LOCALS_MAX_READS,
-			     .bytes = PYD_LOCALS_MAX_BYTES,
-			     .text = PYD_LOCALS_MAX_TEXT};
+	*b = (struct budget){.inner = s->src, .text = PYD_LOCALS_MAX_TEXT};
 	pyd_pagecache_init(&b->cache, s->src, CACHED_PAGES);
-	b->src = b->cache.src;
-	b->src.ctx = b;
-	b->src.read = budget_read;
-	b->src.readv = NULL;
-	s->src = &b->src;
+	pyd_budget_init(&b->reads, &b->cache.src, PYD_LOCALS_MAX_READS,
+			PYD_LOCALS_MAX_BYTES);
+	s->src = &b->reads.src;
 }
 
 static void budget_end(struct budget *b, struct pyd_session *s)
@@ -385,7 +373,7 @@ enum pyd_err pyd_dump_locals(struct pyd_session *s, struct pyd_dump *d,
 	}
 	budget_end(&b, s);
 	d->has_locals = true;
-	d->locals_budget_spent = b.spent;
+	d->locals_budget_spent = spent(&b);
 	free(r);
 	return err;
 }

@@ -691,9 +691,22 @@ void pyd_sampler_close(struct pyd_sampler *sp)
 	free(sp);
 }
 
+static enum pyd_err sample_round(struct pyd_sampler *sp, unsigned *nstacks);
+
 enum pyd_err pyd_sample(struct pyd_sampler *sp, unsigned *nstacks)
 {
+	enum pyd_err err = sample_round(sp, nstacks);
+	struct pyd_prof_meta *m = &sp->prof->meta;
+	const char *why;
+	if (!m->corrupt[0] && (why = pyd_session_corruption(sp->s)))
+		snprintf(m->corrupt, sizeof m->corrupt, "%s", why);
+	return err;
+}
+
+static enum pyd_err sample_round(struct pyd_sampler *sp, unsigned *nstacks)
+{
 	*nstacks = 0;
+	pyd_session_refill(sp->s);
 	/* The round's one look at the clock, for what is due now and then. */
 	sp->now = now_ns();
 	bool periodic = sp->now - sp->refreshed > REFRESH_NS;

@@ -3,6 +3,7 @@
  */
 #include "session.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -359,7 +360,9 @@ enum pyd_err pyd_session_open(const struct pyd_memsrc *src,
 	struct pyd_session *s = calloc(1, sizeof *s);
 	if (!s)
 		return PYD_E_NOMEM;
-	s->src = src;
+	pyd_budget_init(&s->budget, src, PYD_DUMP_MAX_READS,
+			PYD_DUMP_MAX_BYTES);
+	s->src = &s->budget.src;
 	s->rt = *rt;
 	detail[0] = 0;
 	enum pyd_err err = PYD_OK;
@@ -389,6 +392,30 @@ void pyd_session_close(struct pyd_session *s)
 const char *pyd_session_version(const struct pyd_session *s)
 {
 	return s->version;
+}
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+void pyd_session_corrupt(struct pyd_session *s, const char *fmt, ...)
+{
+	if (s->corrupt[0])
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(s->corrupt, sizeof s->corrupt, fmt, ap);
+	va_end(ap);
+}
+
+const char *pyd_session_corruption(const struct pyd_session *s)
+{
+	if (s->corrupt[0])
+		return s->corrupt;
+	if (s->budget.spent)
+		return "reading it took more than the " STR(PYD_DUMP_MAX_READS)
+		       " reads one dump may take: its lists do not end where "
+		       "they should";
+	return NULL;
 }
 
 const char *pyd_session_layout_source(const struct pyd_session *s)

@@ -7,6 +7,7 @@
 #define PYD_SESSION_H
 
 #include "../cpython/layout.h"
+#include "../memsrc/budget.h"
 #include "../pyd.h"
 
 /* What we keep of a code object; immutable in CPython, so cacheable. */
@@ -66,7 +67,9 @@ struct pyd_type_slot {
 };
 
 struct pyd_session {
-	const struct pyd_memsrc *src;
+	const struct pyd_memsrc *src; /* budget.src, or a pass's own on it */
+	struct pyd_budget budget;     /* on the source the session was given */
+	char corrupt[192];            /* pyd_session_corruption */
 	struct pyd_runtime rt;
 	struct py_layout layout;
 	const char *layout_source;
@@ -85,6 +88,17 @@ struct pyd_session {
 };
 
 
+/* Note the first corruption met in the target's memory (printf-style):
+ * what pyd_session_corruption reports. */
+void pyd_session_corrupt(struct pyd_session *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* A new budget of reads (a sampler's round). */
+static inline void pyd_session_refill(struct pyd_session *s)
+{
+	pyd_budget_refill(&s->budget);
+}
+
 /* The code object at addr, decoded and cached; NULL if it is not one. */
 const struct pyd_code *pyd_code_get(struct pyd_session *s, uint64_t addr);
 
@@ -92,6 +106,7 @@ const struct pyd_code *pyd_code_get(struct pyd_session *s, uint64_t addr);
 struct pyd_frame_buf {
 	struct pyd_frame *v;
 	size_t n, cap;
+	uint64_t loop_at; /* the frame a walk met twice, else 0 */
 };
 
 /* Append the frame of code object c at line; false if out of memory. */

@@ -112,11 +112,25 @@ enum pyd_err pyd_walk_thread(struct pyd_session *s, uint64_t tstate,
 	}
 	*top = f;
 	size_t flen = frame_len(L);
+	/* Brent's cycle check: a frame met again is a chain that loops
+	 * (corrupt memory, or a live stack read mid-change). */
+	uint64_t mark = 0;
+	size_t power = 1, steps = 0;
+	out->loop_at = 0;
 	while (f && out->n < PYD_MAX_FRAMES) {
-		/* Shim frames push nothing: a list of them that loops ends
-		 * here. */
+		if (f == mark) {
+			out->loop_at = f;
+			return PYD_E_TORN;
+		}
+		/* Shim frames push nothing: a long chain of them ends here
+		 * too. */
 		if (idx > 2 * (size_t)PYD_MAX_FRAMES)
 			return PYD_E_TORN;
+		if (++steps == power) {
+			mark = f;
+			power *= 2;
+			steps = 0;
+		}
 		if (!(b = r->get(r->ctx, idx++, f, flen, &err)))
 			return err;
 		size_t had = out->n;
@@ -204,6 +218,14 @@ static enum pyd_err walk_stable(struct pyd_session *s, uint64_t tstate,
 			return PYD_OK;
 		if (i < MAX_RETRIES)
 			(*retries)++;
+	}
+	/* A chain that loops on every read is no stack changing under us. */
+	if (out->loop_at) {
+		pyd_session_corrupt(s, "the frames of thread state 0x%llx "
+				    "loop back to frame 0x%llx",
+				    (unsigned long long)tstate,
+				    (unsigned long long)out->loop_at);
+		return PYD_E_READ;
 	}
 	return err ? err : PYD_E_TORN;
 }
@@ -433,7 +455,21 @@ struct dump_ctx {
 	const struct pyd_os_thread *os;
 	size_t nos;
 	size_t cap;
+	size_t nframes; /* of every thread so far */
 };
+
+/* Room for one more thread in the dump (PYD_DUMP_MAX_THREADS, _FRAMES):
+ * lists that look endless must not make it grow without bound. */
+static bool room_for_thread(struct dump_ctx *c)
+{
+	if (c->d->nthreads < PYD_DUMP_MAX_THREADS &&
+	    c->nframes < PYD_DUMP_MAX_FRAMES)
+		return true;
+	pyd_session_corrupt(c->s, "its thread lists hold more than %u threads "
+			    "or %u frames in all",
+			    PYD_DUMP_MAX_THREADS, PYD_DUMP_MAX_FRAMES);
+	return false;
+}
 
 static enum pyd_err add_thread(struct dump_ctx *c, uint64_t tstate,
 			       int64_t interp_id, uint64_t holder)
@@ -468,6 +504,7 @@ static enum pyd_err add_thread(struct dump_ctx *c, uint64_t tstate,
 	}
 	t->frames = fb.v;
 	t->nframes = fb.n;
+	c->nframes += fb.n;
 	t->truncated = fb.n >= PYD_MAX_FRAMES;
 	return t->error == PYD_E_EXITED || t->error == PYD_E_NOMEM ? t->error
 								   : PYD_OK;
@@ -495,8 +532,8 @@ static enum pyd_err dump_interp(struct dump_ctx *c, uint64_t interp)
 	uint64_t holder = gil_holder(s, interp), ts;
 	struct pyd_walk w;
 	for (pyd_walk_threads(&w, s, interp); pyd_walk_next(&w, &ts);) {
-		enum pyd_err err = add_thread(c, ts, id, holder);
-		if (err) {
+		enum pyd_err err = PYD_OK;
+		if (!room_for_thread(c) || (err = add_thread(c, ts, id, holder))) {
 			pyd_walk_end(&w);
 			return err;
 		}

@@ -9,12 +9,13 @@
 #include "objects.h"
 
 static void walk_start(struct pyd_walk *w, struct pyd_session *s,
-		       int32_t link_off, size_t max)
+		       int32_t link_off, size_t max, uint64_t interp)
 {
 	memset(w, 0, sizeof *w);
 	w->s = s;
 	w->link_off = link_off;
 	w->max = max;
+	w->interp = interp;
 }
 
 /* The first interpreter: _PyRuntime's list (3.7+); on 3.6 interp_head,
@@ -39,7 +40,7 @@ static enum pyd_err first_interp(struct pyd_session *s, uint64_t *interp)
 
 void pyd_walk_interps(struct pyd_walk *w, struct pyd_session *s)
 {
-	walk_start(w, s, s->layout.interp.next, PYD_MAX_INTERPS);
+	walk_start(w, s, s->layout.interp.next, PYD_MAX_INTERPS, 0);
 	w->err = first_interp(s, &w->cur);
 	w->head = w->cur;
 }
@@ -47,7 +48,7 @@ void pyd_walk_interps(struct pyd_walk *w, struct pyd_session *s)
 void pyd_walk_threads(struct pyd_walk *w, struct pyd_session *s,
 		      uint64_t interp)
 {
-	walk_start(w, s, s->layout.tstate.next, PYD_MAX_THREADS);
+	walk_start(w, s, s->layout.tstate.next, PYD_MAX_THREADS, interp);
 	w->err = pyd_read_ptr(s, interp + (uint64_t)s->layout.interp.tstate_head,
 			      &w->cur);
 	w->head = w->cur;
@@ -92,7 +93,19 @@ static bool first_visit(struct pyd_walk *w, uint64_t node)
 	}
 	size_t i = seen_slot(w->seen, w->seen_cap, node);
 	if (w->seen[i]) {
-		w->err = PYD_E_READ; /* the list loops back */
+		/* The list loops back: it ends here, and the dump says its
+		 * memory is corrupt. */
+		w->looped = true;
+		if (w->interp)
+			pyd_session_corrupt(w->s, "the thread list of "
+					    "interpreter 0x%llx loops back to "
+					    "thread state 0x%llx",
+					    (unsigned long long)w->interp,
+					    (unsigned long long)node);
+		else
+			pyd_session_corrupt(w->s, "the interpreter list loops "
+					    "back to interpreter 0x%llx",
+					    (unsigned long long)node);
 		return false;
 	}
 	w->seen[i] = node;

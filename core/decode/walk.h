@@ -11,8 +11,10 @@
  *		...;
  *	if (w.err) ...
  *
- * Nodes come in list order: newest first, as CPython pushes them.  A
- * caller that leaves the loop early calls pyd_walk_end.
+ * Nodes come in list order: newest first, as CPython pushes them, each
+ * once: a list that loops back ends where it does, and the session
+ * notes its memory as corrupt (pyd_session_corruption).  A caller that
+ * leaves the loop early calls pyd_walk_end.
  */
 #ifndef PYD_DECODE_WALK_H
 #define PYD_DECODE_WALK_H
@@ -34,10 +36,12 @@ struct pyd_walk {
 	 * means the list loops. */
 	uint64_t *seen;
 	size_t seen_cap;
-	/* After the walk: PYD_OK at the end of the list or at the bound
-	 * (capped), else why it stopped (PYD_E_READ for a loop too). */
+	uint64_t interp; /* whose threads (0: the interpreters) */
+	/* After the walk: PYD_OK at the end of the list, at the bound
+	 * (capped) or where it looped back (looped: the session notes the
+	 * corruption), else why it stopped. */
 	enum pyd_err err;
-	bool capped;
+	bool capped, looped;
 };
 
 void pyd_walk_interps(struct pyd_walk *w, struct pyd_session *s);

@@ -137,6 +137,14 @@ void pyd_report_json_head(struct pyd_buf *b, const struct pyd_report_opts *o)
 	pyd_buf_json_str(b, o->binary);
 }
 
+void pyd_report_json_corrupt(struct pyd_buf *b, const struct pyd_report_opts *o)
+{
+	if (!o->corrupt)
+		return;
+	pyd_buf_put(b, ", \"corrupt\": ", 13);
+	pyd_buf_json_str(b, o->corrupt);
+}
+
 void pyd_report_json(struct pyd_buf *b, const struct pyd_dump *d,
 		     const struct pyd_report_opts *o)
 {
@@ -150,5 +158,6 @@ void pyd_report_json(struct pyd_buf *b, const struct pyd_dump *d,
 	if (d->has_locals)
 		pyd_buf_printf(b, ", \"locals_budget_spent\": %s",
 			       d->locals_budget_spent ? "true" : "false");
+	pyd_report_json_corrupt(b, o);
 	pyd_buf_put(b, "}\n", 2);
 }

@@ -25,7 +25,13 @@ struct pyd_report_opts {
 	 * line, which the JSON gives; cmdline NULL otherwise. */
 	int ppid;
 	const char *cmdline;
+	/* What was found corrupt in the target's memory
+	 * (pyd_session_corruption), which the JSON gives; NULL if nothing. */
+	const char *corrupt;
 };
+
+/* ', "corrupt": "WHY"' where o->corrupt says the memory was. */
+void pyd_report_json_corrupt(struct pyd_buf *b, const struct pyd_report_opts *o);
 
 /* "running", "idle" or "unknown" */
 const char *pyd_run_state_name(enum pyd_thread_run r);

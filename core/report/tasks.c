@@ -430,5 +430,7 @@ void pyd_report_tasks_json(struct pyd_buf *b, const struct pyd_task_graph *g,
 			PUT(b, ", ");
 		ids_json(b, g->cycles[i].ids, g->cycles[i].n);
 	}
-	PUT(b, "]}\n");
+	PUT(b, "]");
+	pyd_report_json_corrupt(b, o);
+	PUT(b, "}\n");
 }

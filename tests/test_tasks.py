@@ -7,7 +7,8 @@ import os
 import pytest
 
 from harness.cores import GCORE, GCORE_TARGET_ENV, gcore_slot, run_gcore
-from harness.dumps import check_not_stopped, first_difference, roundtrip_errors, without_source
+from harness.dumps import (check_not_stopped, first_difference, gt_sanity, roundtrip_errors,
+                           without_source)
 from harness.procs import TOOL_TIMEOUT, host_tmp, run, short
 from harness.results import Result, settle
 from harness.target import Target, tool_file_run
@@ -318,3 +319,26 @@ def test_tasks_variant(interp, variant, tool, request):
 def test_tasks_many(interp, tool, request):
     """1,000 more tasks and an await cycle: all listed, quickly."""
     settle(one(tasks_many_job, interp, tool, ["tasks-many:%d" % TASKS_MANY]), request.node)
+
+
+def test_tasks_fake_asend(interp, tool, request):
+    """A user class named async_generator_asend is not CPython's asend
+    type: the task awaiting one ends its chain there, and the coroutine
+    in the object's first slot (where the real type keeps its async
+    generator) is not shown as awaited."""
+    if interp.minor < (3, 7):
+        settle(Result("fake-asend", "SKIP", "asyncio target needs CPython 3.7+ (asyncio.run)"),
+               request.node)
+        return
+    with Target(interp, "fake_asend") as tg:
+        tg.settled_truth(gt_sanity)
+        argv, rc, out, err, secs = tasks_run(tool, ["--json", str(tg.pid)])
+        doc, e = parse_tasks(argv, rc, out, err, secs)
+    errs = [e] if e else []
+    if doc:
+        chains = [[f["function"] for f in t["coroutine_stack"]] for t in doc["tasks"]]
+        waiting = [c for c in chains if c and c[-1] == "waiter"]
+        if waiting != [["waiter"]]:
+            errs.append("the chain of the task in waiter() is %r, expected [['waiter']] "
+                        "(all chains: %r)" % (waiting, chains))
+    settle(Result("fake-asend", "FAIL" if errs else "PASS", "\n".join(errs)), request.node)

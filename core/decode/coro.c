@@ -164,6 +164,8 @@ static struct type_entry classify(struct tctx *c, uint64_t type)
 		return t;
 	}
 	t.kind = kind_by_name(name);
+	if (t.kind != KIND_OTHER && !pyd_interp_static_type(c->s, type, t.flags))
+		t.kind = KIND_OTHER;
 	if (t.kind == KIND_GEN && !gen_shape)
 		t.kind = KIND_OTHER;
 	else if (t.kind == KIND_OTHER &&

@@ -26,7 +26,6 @@
 
 #define TPFLAGS_INLINE_VALUES (1ULL << 2)
 #define TPFLAGS_MANAGED_DICT (1ULL << 4)
-#define TPFLAGS_HEAPTYPE (1ULL << 9)
 
 #define OT(s) (&(s)->layout.objects)
 
@@ -220,6 +219,26 @@ static void read_type_name(struct pyd_session *s, uint64_t name, char *out,
  * a name read once holds for as long as the type keeps that pointer:
  * checking it costs one read instead of two or three.
  */
+bool pyd_interp_static_type(struct pyd_session *s, uint64_t type,
+			    uint64_t flags)
+{
+	if (flags & PYD_TPFLAGS_HEAPTYPE)
+		return false;
+	const struct pyd_mapping *maps;
+	size_t n;
+	if (!s->src->mappings || s->src->mappings(s->src->ctx, &maps, &n))
+		return true;
+	bool named = false;
+	for (size_t i = 0; i < n; i++) {
+		if (!maps[i].path || strcmp(maps[i].path, s->rt.binary))
+			continue;
+		if (type >= maps[i].start && type < maps[i].end)
+			return true;
+		named = true;
+	}
+	return !named;
+}
+
 void pyd_type_name(struct pyd_session *s, uint64_t type, char *out,
 		   size_t outsz)
 {

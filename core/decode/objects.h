@@ -53,6 +53,20 @@ enum pyd_err pyd_obj_type(struct pyd_session *s, uint64_t obj, uint64_t *type);
 /* Is the str at addr equal to the NUL-terminated key (UTF-8)? */
 bool pyd_str_eq(struct pyd_session *s, uint64_t addr, const char *key);
 
+/* tp_flags: a type made by a class statement (or PyType_FromSpec). */
+#define PYD_TPFLAGS_HEAPTYPE (1ULL << 9)
+
+/*
+ * Is type one of the interpreter's own static types (generator, coroutine,
+ * NoneType, ...), so that its tp_name says what it is?  A class statement
+ * makes a heap type, which may have any name (a user class called
+ * async_generator_asend); an extension's static types live in its own
+ * file.  So: not a heap type (flags, its tp_flags), and where the source
+ * names its mapped files, inside the file holding the interpreter.
+ */
+bool pyd_interp_static_type(struct pyd_session *s, uint64_t type,
+			    uint64_t flags);
+
 /* The type's tp_name into out ("" on failure). */
 void pyd_type_name(struct pyd_session *s, uint64_t type, char *out,
 		   size_t outsz);

@@ -20,7 +20,6 @@
 #include "objects.h"
 #include "printable.h"
 
-#define TPFLAGS_HEAPTYPE (1ULL << 9)
 #define TPFLAGS_TYPE_SUBCLASS (1ULL << 31)
 /* 30-bit digits of an int we convert to decimal (about 18,000 decimal
  * digits): the conversion is quadratic. */
@@ -55,7 +54,7 @@ static enum pyd_kind classify(struct pyd_session *s, uint64_t type,
 {
 	uint64_t flags;
 	if (pyd_read_ptr(s, type + (uint64_t)s->layout.object.tp_flags, &flags) ||
-	    (flags & TPFLAGS_HEAPTYPE))
+	    (flags & PYD_TPFLAGS_HEAPTYPE))
 		return PYD_KIND_OTHER;
 	for (size_t i = 0; i < sizeof builtin / sizeof *builtin; i++)
 		if (!strcmp(name, builtin[i].name))
@@ -457,7 +456,7 @@ static bool plain_instance(struct pyd_repr *r, uint64_t obj)
 	    pyd_read_ptr(r->s, type + (uint64_t)r->s->layout.object.tp_flags,
 			 &flags))
 		return false;
-	return (flags & TPFLAGS_HEAPTYPE) && !(flags & TPFLAGS_TYPE_SUBCLASS);
+	return (flags & PYD_TPFLAGS_HEAPTYPE) && !(flags & TPFLAGS_TYPE_SUBCLASS);
 }
 
 /* <Name object at 0xADDR>, with the first attributes of a plain instance

@@ -1,0 +1,63 @@
+#!/bin/sh
+# Build the libFuzzer harnesses (fuzz/) and run them:
+#
+#   tools/fuzz.sh [TARGET|all] [SECONDS] [BUILDDIR]
+#
+# TARGET is snapshot, sample, core, linetable, unicode, gdb_request or all
+# (the default); each runs SECONDS (default 60) with clang's ASan and
+# UBSan, from its corpus: the seeds in the tree (fuzz/corpus/TARGET, and
+# for snapshot and sample every fixture snapshot of tests/fixtures, for
+# gdb_request the request fixture), the reproducers kept under
+# tests/fuzz/TARGET, plus what earlier runs kept (BUILDDIR/corpus/TARGET).
+# A finding is written to BUILDDIR/crashes/ and the script exits 1; keep
+# it as a reproducer under tests/fuzz/TARGET/ (the suite replays them).
+set -eu
+cd "$(dirname "$0")/.."
+only=${1:-all}
+secs=${2:-60}
+dir=${3:-build-fuzz}
+targets="snapshot sample core linetable unicode gdb_request"
+[ "$only" = all ] || targets=$only
+if [ ! -f "$dir/build.ninja" ]; then
+	CC=clang meson setup "$dir" -Dfuzz=true -Db_sanitize=address,undefined \
+		-Db_lundef=false -Dgdb=disabled -Dlldb=disabled >/dev/null
+fi
+meson compile -C "$dir" >/dev/null
+mkdir -p "$dir/crashes"
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+export LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp
+status=0
+for t in $targets; do
+	corpus=$dir/corpus/$t
+	mkdir -p "$corpus"
+	seeds="fuzz/corpus/$t"
+	[ -d "$seeds" ] || seeds=
+	case $t in
+	snapshot|sample) seeds="$seeds tests/fixtures" ;;
+	gdb_request) mkdir -p "$dir/seeds/gdb_request"
+		cp tests/fixtures/gdb-request.txt "$dir/seeds/gdb_request/"
+		seeds="$dir/seeds/gdb_request" ;;
+	esac
+	tests_dir=tests/fuzz/$t
+	[ -d "$tests_dir" ] && seeds="$seeds $tests_dir"
+	dict=
+	case $t in
+	snapshot|sample) dict=-dict=fuzz/snapshot.dict ;;
+	core) dict=-dict=fuzz/core.dict ;;
+	esac
+	log=$dir/fuzz-$t.log
+	# shellcheck disable=SC2086  # the seed directories and dict are words
+	if "$dir/fuzz/fuzz_$t" $dict -max_total_time="$secs" -timeout=10 \
+		-rss_limit_mb=2048 -print_final_stats=1 \
+		-artifact_prefix="$dir/crashes/$t-" "$corpus" $seeds >"$log" 2>&1; then
+		runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+		rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
+		echo "fuzz $t: ${runs:-?} executions in ${secs}s (${rate:-?}/s), no finding"
+	else
+		echo "fuzz $t: FINDING (see $log and $dir/crashes/)"
+		tail -30 "$log"
+		status=1
+	fi
+done
+exit $status

@@ -53,8 +53,13 @@ struct pyd_prof_node {
 	uint64_t total;      /* self + children's totals (pyd_profile_finish) */
 };
 
+/* Threads of one process a profile keeps apart; the samples of any more
+ * are counted as one thread, tid PYD_PROF_OTHER_TID, "<other threads>". */
+#define PYD_PROF_MAX_THREADS 1024
+#define PYD_PROF_OTHER_TID (-1)
+
 struct pyd_prof_thread {
-	int64_t tid; /* OS thread id, 0 if unknown */
+	int64_t tid; /* OS thread id, 0 if unknown, PYD_PROF_OTHER_TID */
 	char name[64];
 	uint32_t node;    /* its node, a child of the root */
 	uint32_t process; /* index into processes */

@@ -41,6 +41,10 @@ struct pyd_profile_priv {
 	uint32_t *child_tab; /* open addressing, node indexes */
 	size_t nodes_cap, child_tab_cap;
 	size_t threads_cap, processes_cap;
+	uint32_t *thread_tab; /* open addressing, thread indexes */
+	size_t thread_tab_cap;
+	uint32_t *process_threads; /* threads of each process */
+	size_t process_threads_cap;
 	struct last_path *last; /* per thread */
 	struct pcache_entry pcache[PCACHE_SIZE];
 	size_t max_nodes;
@@ -295,6 +299,8 @@ void pyd_profile_free(struct pyd_profile *p)
 	free(q->strs);
 	free(q->frame_tab);
 	free(q->child_tab);
+	free(q->thread_tab);
+	free(q->process_threads);
 	free(q->last);
 	free(q);
 	free(p->frames);
@@ -309,8 +315,11 @@ uint32_t pyd_profile_process(struct pyd_profile *p, int pid, int ppid,
 {
 	struct pyd_profile_priv *q = p->priv;
 	if (!pyd_grow((void **)&p->processes, &q->processes_cap,
-	              p->nprocesses + 1, sizeof *p->processes))
+	              p->nprocesses + 1, sizeof *p->processes) ||
+	    !pyd_grow((void **)&q->process_threads, &q->process_threads_cap,
+	              p->nprocesses + 1, sizeof *q->process_threads))
 		return PYD_PROF_NONE;
+	q->process_threads[p->nprocesses] = 0;
 	struct pyd_prof_process *pr = &p->processes[p->nprocesses];
 	*pr = (struct pyd_prof_process){.pid = pid, .ppid = ppid};
 	snprintf(pr->cmdline, sizeof pr->cmdline, "%s", cmdline ? cmdline : "");
@@ -319,35 +328,63 @@ uint32_t pyd_profile_process(struct pyd_profile *p, int pid, int ppid,
 	return (uint32_t)p->nprocesses++;
 }
 
-/* The thread's index, added (with its node) if new. */
+static uint64_t hash_thread(uint32_t process, int64_t tid)
+{
+	return mix(process, (uint64_t)tid);
+}
+
+static uint64_t rehash_thread(const struct pyd_profile *p, uint32_t i)
+{
+	return hash_thread(p->threads[i].process, p->threads[i].tid);
+}
+
+/* Room for thread n and its per-thread state. */
+static bool grow_threads(struct pyd_profile *p)
+{
+	struct pyd_profile_priv *q = p->priv;
+	if (p->nthreads < q->threads_cap)
+		return true;
+	size_t ncap = q->threads_cap ? q->threads_cap * 2 : 8;
+	void *t = realloc(p->threads, ncap * sizeof *p->threads);
+	void *l = t ? realloc(q->last, ncap * sizeof *q->last) : NULL;
+	if (t)
+		p->threads = t;
+	if (!l)
+		return false;
+	q->last = l;
+	q->threads_cap = ncap;
+	return true;
+}
+
+/* The thread's index, added (with its node) if new: past
+ * PYD_PROF_MAX_THREADS threads of a process, new ones are counted as one
+ * thread, PYD_PROF_OTHER_TID, so that a process that keeps starting
+ * threads cannot make the profile grow without bound. */
 static size_t thread_index(struct pyd_profile *p, uint32_t process,
                            int64_t tid, const char *name)
 {
 	struct pyd_profile_priv *q = p->priv;
-	if (process >= p->nprocesses)
+	if (process >= p->nprocesses ||
+	    !grow_u32(&q->thread_tab, &q->thread_tab_cap, p->nthreads,
+	              rehash_thread, p))
 		return SIZE_MAX;
-	for (size_t i = 0; i < p->nthreads; i++) {
-		if (p->threads[i].tid != tid || p->threads[i].process != process)
+	size_t mask = q->thread_tab_cap - 1, j = hash_thread(process, tid) & mask;
+	for (; q->thread_tab[j] != PYD_PROF_NONE; j = (j + 1) & mask) {
+		struct pyd_prof_thread *t = &p->threads[q->thread_tab[j]];
+		if (t->tid != tid || t->process != process)
 			continue;
 		/* A thread is named once the sampler has read its name. */
-		if (name && *name && !p->threads[i].name[0])
-			strncpy(p->threads[i].name, name,
-			        sizeof p->threads[i].name - 1);
-		return i;
+		if (name && *name && !t->name[0])
+			strncpy(t->name, name, sizeof t->name - 1);
+		return q->thread_tab[j];
 	}
-	if (p->nthreads == q->threads_cap) {
-		size_t ncap = q->threads_cap ? q->threads_cap * 2 : 8;
-		void *t = realloc(p->threads, ncap * sizeof *p->threads);
-		void *l = t ? realloc(q->last, ncap * sizeof *q->last) : NULL;
-		if (t)
-			p->threads = t;
-		if (!l)
-			return SIZE_MAX;
-		q->last = l;
-		q->threads_cap = ncap;
-	}
+	if (tid != PYD_PROF_OTHER_TID &&
+	    q->process_threads[process] >= PYD_PROF_MAX_THREADS)
+		return thread_index(p, process, PYD_PROF_OTHER_TID,
+		                    "<other threads>");
 	/* Thread nodes are told apart by a frame index no frame has. */
-	uint32_t node = new_node(p, 0, PYD_PROF_NONE);
+	uint32_t node = grow_threads(p) ? new_node(p, 0, PYD_PROF_NONE)
+	                                : PYD_PROF_NONE;
 	if (node == PYD_PROF_NONE)
 		return SIZE_MAX;
 	struct pyd_prof_thread *t = &p->threads[p->nthreads];
@@ -359,6 +396,8 @@ static size_t thread_index(struct pyd_profile *p, uint32_t process,
 	if (name)
 		strncpy(t->name, name, sizeof t->name - 1);
 	memset(&q->last[p->nthreads], 0, sizeof q->last[0]);
+	q->thread_tab[j] = (uint32_t)p->nthreads;
+	q->process_threads[process]++;
 	return p->nthreads++;
 }
 

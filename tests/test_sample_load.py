@@ -1,0 +1,94 @@
+"""The sampler under load: `sample -r max` for 30 s against a target that
+starts and ends about 1,000 threads a second and keeps 500 alive
+(tests/targets/thread_storm.py).  Thread states are freed and reused
+under every read: no crash, exit 0, complete output with the workers'
+frames, and memory that stays flat (resident size in the last third of
+the run no more than a little above what it was a third in)."""
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from harness.cores import remove
+from harness.procs import kill, short, spawn
+from harness.results import Result, settle
+from harness.target import Target
+
+SECONDS = 30
+# Growth of the resident size allowed between a third and the end of the
+# run: the call tree fills in as new paths appear, a leak grows on.
+RSS_SLACK_KB = 8192
+# Versions of each thread-list and frame model: frame objects (3.6,
+# 3.10), interpreter frames (3.12), debug offsets (3.15).
+LOAD_VERSIONS = {(3, 6), (3, 10), (3, 12), (3, 15)}
+
+
+def rss_kb(pid):
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+@pytest.mark.interps(lambda i: i.minor in LOAD_VERSIONS and not i.debug)
+def test_sample_thread_storm(interp, tool, request):
+    errs, info = [], ""
+    with Target(interp, "thread_storm") as tg:
+        tg.wait_ground_truth()
+        out = os.path.join(tg.out_host, "storm.json")
+        argv = [tool.path, "sample", "-r", "max", "-d", str(SECONDS), "-q", "-f", "json",
+                "-o", out, str(tg.pid)]
+        p = spawn(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        rss = []
+        try:
+            t0 = time.time()
+            while p.poll() is None and time.time() - t0 < SECONDS + 60:
+                rss.append((time.time() - t0, rss_kb(p.pid)))
+                time.sleep(1)
+            if p.poll() is None:
+                kill(p)
+                errs.append("still running %d s after its %d s" % (60, SECONDS))
+            stdout, stderr = p.communicate()
+        finally:
+            if p.poll() is None:
+                kill(p)
+        os.kill(tg.pid, signal.SIGUSR1)
+        time.sleep(0.5)
+        started = None
+        try:
+            with open(tg.gt_host + ".started") as f:
+                started = json.load(f)["started"]
+        except (OSError, ValueError):
+            pass
+        if p.returncode != 0:
+            errs.append("%s exited %s; stderr: %s" % (" ".join(argv), p.returncode, short(stderr)))
+        try:
+            with open(out) as f:
+                doc = json.load(f)
+            text = json.dumps(doc)
+            if "worker" not in text:
+                errs.append("no sample of worker() in %s" % short(text.encode()))
+        except (OSError, ValueError) as e:
+            errs.append("output %s unreadable: %s" % (out, e))
+        finally:
+            remove(out)
+        kb = [(t, v) for t, v in rss if v]
+        early = [v for t, v in kb if SECONDS / 3 <= t < SECONDS / 3 + 2]
+        late = [v for t, v in kb if t >= SECONDS - 3]
+        if early and late and max(late) > max(early) + RSS_SLACK_KB:
+            errs.append("resident size grew from %d kB (at %d s) to %d kB: %s"
+                        % (max(early), SECONDS // 3, max(late), kb))
+        if started is not None and started < 500 + 10 * SECONDS:
+            errs.append("the target started only %d threads" % started)
+        info = "%s threads started; RSS %s -> %s kB" % (
+            started, max(early) if early else "?", max(late) if late else "?")
+    settle(Result("thread-storm", "FAIL" if errs else "PASS", "\n".join(errs), info=info),
+           request.node)

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "../core/memsrc/live.h"
+#include "cli.h"
 #include "procset.h"
 
 /* How often --subprocesses looks for new descendants. */
@@ -198,10 +199,7 @@ static void try_pending(struct procset *ps, struct sampled *e, int64_t now)
 	if (starting || err == PYD_E_NOPROC || err == PYD_E_EXITED)
 		return; /* again next scan; gone ones leave the family */
 	char why[200];
-	snprintf(why, sizeof why, "%s",
-	         err == PYD_E_NOTPYTHON ? "not a Python process"
-	         : detail[0]            ? detail
-	                                : pyd_strerror(err));
+	cli_skip_reason(err, detail, why, sizeof why);
 	note_skipped(ps, e, why);
 	e->seen_ns = INT64_MAX; /* skipped until it runs exec */
 }

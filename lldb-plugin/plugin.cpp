@@ -261,19 +261,25 @@ uint64_t asyncio_section(lldb::SBTarget &target)
 	return 0;
 }
 
-/* Where the interpreter is, as lldb's symbols say; else (3.13+) its
- * debug-offsets cookie in memory. */
+/*
+ * Where the interpreter is: core's one answer (pyd_runtime_find asks
+ * lldb's symbols first, src_symbol), then what only lldb adds when its
+ * symbols found it: the module's file, its version (in .rodata before
+ * 3.11) and, when the files did not give it, the _asyncio section among
+ * the modules lldb loaded.
+ */
 bool lldb_find_runtime(lldb_source &s, pyd_runtime *rt)
 {
-	if (pyd_runtime_find_symbols(&s.src, rt) == PYD_OK) {
+	if (pyd_runtime_find(&s.src, &s.src, rt) != PYD_OK)
+		return false;
+	if (s.python.IsValid()) {
 		module_path(s.python, rt->binary, sizeof rt->binary);
 		if (!rt->py_version_addr)
 			lldb_scan_version(s.python, rt);
 		pyd_parse_version(rt->version, &rt->major, &rt->minor);
-	} else if (pyd_runtime_find_cookie(&s.src, rt) != PYD_OK) {
-		return false;
 	}
-	rt->asyncio_debug_addr = asyncio_section(s.target);
+	if (!rt->asyncio_debug_addr)
+		rt->asyncio_debug_addr = asyncio_section(s.target);
 	return true;
 }
 

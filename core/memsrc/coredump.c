@@ -209,19 +209,12 @@ static enum pyd_err core_regs(void *ctx, int64_t tid, uint64_t *regs)
 	return PYD_E_READ;
 }
 
-static uint64_t get_u64(const uint8_t *p)
-{
-	uint64_t v;
-	memcpy(&v, p, sizeof v);
-	return v;
-}
-
 /* NT_FILE: count, page size, count x (start, end, page offset), names. */
 static void parse_nt_file(struct pyd_core *c, const uint8_t *d, size_t len)
 {
 	if (len < 16 || c->maps)
 		return;
-	uint64_t count = get_u64(d), page = get_u64(d + 8);
+	uint64_t count = pyd_u64_at(d, 0), page = pyd_u64_at(d, 8);
 	if (count > MAX_FILE_ENTRIES || count * 24 > len - 16)
 		return;
 	c->maps = calloc(count ? count : 1, sizeof *c->maps);
@@ -233,9 +226,9 @@ static void parse_nt_file(struct pyd_core *c, const uint8_t *d, size_t len)
 		const uint8_t *e = d + 16 + i * 24;
 		size_t nlen = strnlen(name, (size_t)(end - name));
 		struct pyd_mapping *m = &c->maps[c->nmaps++];
-		m->start = get_u64(e);
-		m->end = get_u64(e + 8);
-		m->offset = get_u64(e + 16) * page;
+		m->start = pyd_u64_at(e, 0);
+		m->end = pyd_u64_at(e, 8);
+		m->offset = pyd_u64_at(e, 16) * page;
 		m->path = strndup(name, nlen);
 		name += nlen + 1;
 	}

@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "code.h"
 #include "objects.h"
 #include "coro.h"
 #include "unicode.h"

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "../memsrc/pagecache.h"
+#include "code.h"
 #include "objects.h"
 #include "repr.h"
 #include "session.h"

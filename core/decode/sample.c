@@ -22,6 +22,7 @@
 
 #include "../pyd_profile.h"
 #include "../grow.h"
+#include "code.h"
 #include "objects.h"
 #include "session.h"
 #include "thread_names.h"

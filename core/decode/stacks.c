@@ -13,6 +13,7 @@
 
 #include "../memsrc/pagecache.h"
 #include "../grow.h"
+#include "code.h"
 #include "objects.h"
 #include "session.h"
 #include "thread_names.h"

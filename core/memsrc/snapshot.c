@@ -17,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../runtime/runtime.h" /* the runtime record a snapshot keeps */
+
 #ifndef PYD_VERSION
 #define PYD_VERSION "dev"
 #endif

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../core/grow.h"
 #include "../core/memsrc/live.h"
 #include "cli.h"
 #include "procset.h"
@@ -133,14 +134,9 @@ static enum pyd_err open_sources(struct procset *ps, struct sampled *e,
 
 static struct sampled *add_entry(struct procset *ps, int pid, int ppid)
 {
-	if (ps->n == ps->cap) {
-		size_t ncap = ps->cap ? ps->cap * 2 : 8;
-		void *v = realloc(ps->v, ncap * sizeof *ps->v);
-		if (!v)
-			return NULL;
-		ps->v = v;
-		ps->cap = ncap;
-	}
+	if (!pyd_grow_from((void **)&ps->v, &ps->cap, ps->n + 1, sizeof *ps->v,
+	                   8))
+		return NULL;
 	struct sampled *e = calloc(1, sizeof *e);
 	if (!e)
 		return NULL;

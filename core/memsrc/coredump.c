@@ -3,6 +3,7 @@
  */
 #define _GNU_SOURCE
 #include "coredump.h"
+#include "../grow.h"
 #include "regs.h"
 
 #include <elf.h>
@@ -238,17 +239,10 @@ static void add_thread(struct pyd_core *c, const uint8_t *d, size_t len)
 {
 	if (len < PRSTATUS_PID + 4 || c->nthreads >= MAX_THREADS)
 		return;
-	if ((c->nthreads & (c->nthreads - 1)) == 0) {
-		size_t cap = c->nthreads ? c->nthreads * 2 : 1;
-		void *p = realloc(c->threads, cap * sizeof *c->threads);
-		void *r = realloc(c->regs, cap * sizeof *c->regs);
-		if (p)
-			c->threads = p;
-		if (r)
-			c->regs = r;
-		if (!p || !r)
-			return;
-	}
+	if (!pyd_grow_one((void **)&c->threads, c->nthreads,
+			  sizeof *c->threads) ||
+	    !pyd_grow_one((void **)&c->regs, c->nthreads, sizeof *c->regs))
+		return;
 	int32_t tid;
 	memcpy(&tid, d + PRSTATUS_PID, sizeof tid);
 	struct thread_regs *tr = &c->regs[c->nthreads];

@@ -498,8 +498,8 @@ static bool skippable(const struct options *o, enum pyd_err err,
 
 static void print_skipped(const struct options *o, enum pyd_err why)
 {
-	const char *reason = why == PYD_E_NOTPYTHON ? "not a Python process"
-						    : "exited";
+	char reason[200];
+	cli_skip_reason(why, NULL, reason, sizeof reason);
 	if (!o->opt.json) {
 		printf("Process %d (parent %d: %s): skipped, %s\n", o->spec.pid,
 		       o->ppid, o->cmdline, reason);
@@ -509,7 +509,9 @@ static void print_skipped(const struct options *o, enum pyd_err why)
 	pyd_buf_printf(&b, "{\"pid\": %d, \"ppid\": %d, \"cmdline\": ",
 		       o->spec.pid, o->ppid);
 	pyd_buf_json_str(&b, o->cmdline);
-	pyd_buf_printf(&b, ", \"skipped\": \"%s\"}\n", reason);
+	pyd_buf_printf(&b, ", \"skipped\": ");
+	pyd_buf_json_str(&b, reason);
+	pyd_buf_printf(&b, "}\n");
 	emit(&b);
 }
 

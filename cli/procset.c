@@ -7,7 +7,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "../core/grow.h"
 #include "../core/memsrc/live.h"
+#include "cli.h"
 #include "procset.h"
 
 /* How often --subprocesses looks for new descendants. */
@@ -132,14 +134,9 @@ static enum pyd_err open_sources(struct procset *ps, struct sampled *e,
 
 static struct sampled *add_entry(struct procset *ps, int pid, int ppid)
 {
-	if (ps->n == ps->cap) {
-		size_t ncap = ps->cap ? ps->cap * 2 : 8;
-		void *v = realloc(ps->v, ncap * sizeof *ps->v);
-		if (!v)
-			return NULL;
-		ps->v = v;
-		ps->cap = ncap;
-	}
+	if (!pyd_grow_from((void **)&ps->v, &ps->cap, ps->n + 1, sizeof *ps->v,
+	                   8))
+		return NULL;
 	struct sampled *e = calloc(1, sizeof *e);
 	if (!e)
 		return NULL;
@@ -198,10 +195,7 @@ static void try_pending(struct procset *ps, struct sampled *e, int64_t now)
 	if (starting || err == PYD_E_NOPROC || err == PYD_E_EXITED)
 		return; /* again next scan; gone ones leave the family */
 	char why[200];
-	snprintf(why, sizeof why, "%s",
-	         err == PYD_E_NOTPYTHON ? "not a Python process"
-	         : detail[0]            ? detail
-	                                : pyd_strerror(err));
+	cli_skip_reason(err, detail, why, sizeof why);
 	note_skipped(ps, e, why);
 	e->seen_ns = INT64_MAX; /* skipped until it runs exec */
 }

@@ -130,6 +130,17 @@ static int bad_usage(const char *fmt, const char *arg)
 	return PYD_E_USAGE;
 }
 
+/* The message table's words for sample, about file if it names one. */
+static void say(enum pyd_say what, enum pyd_err err, const char *file,
+                const char *detail)
+{
+	struct pyd_explain e = {.prog = "pystack-dump sample",
+	                        .shell = PYD_SHELL_CLI,
+	                        .file = file,
+	                        .detail = detail};
+	cli_say(&e, what, err);
+}
+
 /* -f, else the output's name, else by where the output goes. */
 static const struct pyd_prof_format *format_for(const struct pyd_opts *o)
 {
@@ -328,9 +339,9 @@ static int output(struct run *r)
 		ok &= fflush(f) == 0;
 	pyd_buf_free(&b);
 	if (!ok && errno != EPIPE) {
-		fprintf(stderr, "pystack-dump sample: cannot write %s: %s\n",
-		        r->o->opt.output ? r->o->opt.output : "the profile",
-		        strerror(errno));
+		say(PYD_SAY_CANNOT_WRITE, PYD_E_READ,
+		    r->o->opt.output ? r->o->opt.output : "the profile",
+		    strerror(errno));
 		return PYD_E_READ;
 	}
 	return 0;
@@ -445,10 +456,7 @@ static int finish_child(struct run *r, int rc)
 static int launch_error(struct run *r, enum pyd_err err, const char *detail)
 {
 	if (err == PYD_E_EXITED) {
-		fprintf(stderr,
-		        "pystack-dump sample: %s: %s; nothing was "
-		        "sampled.\n",
-		        r->o->command[0], detail);
+		say(PYD_SAY_LAUNCH_EXITED, err, r->o->command[0], detail);
 		return err;
 	}
 	int rc = cli_report_error(err, &(struct target_spec){.pid = r->o->pid}, detail);
@@ -477,7 +485,7 @@ int sample_main(int argc, char **argv)
 	if (err && o.command) {
 		rc = launch_error(&r, err, detail);
 	} else if (err == PYD_E_UNSUPPORTED && r.ps.mode_unsupported) {
-		fprintf(stderr, "pystack-dump sample: %s.\n", detail);
+		say(PYD_SAY_MODE_UNSUPPORTED, err, NULL, detail);
 		rc = err;
 	} else if (err) {
 		rc = cli_report_error(err, &(struct target_spec){.pid = o.pid}, detail);

@@ -8,12 +8,14 @@
 #include <stdlib.h>
 
 /* Room for need elements of elem bytes in *v, whose capacity is *cap
- * (doubled, from 64); false if out of memory, with *v left as it was. */
-static inline bool pyd_grow(void **v, size_t *cap, size_t need, size_t elem)
+ * (doubled, from first); false if out of memory, with *v and *cap left as
+ * they were. */
+static inline bool pyd_grow_from(void **v, size_t *cap, size_t need,
+				 size_t elem, size_t first)
 {
 	if (need <= *cap)
 		return true;
-	size_t ncap = *cap ? *cap : 64;
+	size_t ncap = *cap ? *cap : first;
 	while (ncap < need)
 		ncap *= 2;
 	void *p = realloc(*v, ncap * elem);
@@ -22,6 +24,21 @@ static inline bool pyd_grow(void **v, size_t *cap, size_t need, size_t elem)
 	*v = p;
 	*cap = ncap;
 	return true;
+}
+
+/* The same from 64 elements. */
+static inline bool pyd_grow(void **v, size_t *cap, size_t need, size_t elem)
+{
+	return pyd_grow_from(v, cap, need, elem, 64);
+}
+
+/* Room for one more element in *v, which holds n, for an array that keeps
+ * no capacity of its own and grows only through here: its capacity is
+ * the power of two at or above n, so it is full when n is one (or 0). */
+static inline bool pyd_grow_one(void **v, size_t n, size_t elem)
+{
+	size_t cap = n;
+	return (n & (n - 1)) || pyd_grow_from(v, &cap, n + 1, elem, 1);
 }
 
 #endif

@@ -1,9 +1,11 @@
 /*
- * py-sample: the sampling run both debugger plugins share.  The plugin
- * brings a memory source that reads the running process without the
- * debugger (a debugger cannot read a process it lets run) and the two
- * calls that resume and stop the inferior; the rest is here, so gdb and
- * lldb sample, pace and report alike.
+ * py-sample in a debugger that samples in its own process (lldb).  The
+ * plugin brings a memory source that reads the running process without
+ * the debugger (a debugger cannot read a process it lets run) and the two
+ * calls that resume and stop the inferior; the rest is here.  gdb cannot
+ * resume its inferior from inside the reader, so its py-sample runs
+ * pystack-dump sample from a script instead (gdb-plugin/sample.c): both
+ * take the options of one table and sample with core's one sampler.
  */
 #include <stdio.h>
 #include <string.h>

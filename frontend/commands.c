@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/grow.h"
 #include "../core/pyd_profile.h"
 #include "commands.h"
 #include "explain.h"
@@ -230,10 +231,11 @@ static enum pyd_err with_native(struct pyd_session *s, struct pyd_dump *d,
 		if (d->threads[i].tid == t->selected_tid)
 			th = &d->threads[i];
 	if (!th) {
-		th = realloc(d->threads, (d->nthreads + 1) * sizeof *th);
-		if (!th)
+		/* The dump keeps no capacity: take it as full. */
+		size_t cap = d->nthreads;
+		if (!pyd_grow_from((void **)&d->threads, &cap, d->nthreads + 1,
+		                   sizeof *d->threads, 1))
 			return PYD_E_NOMEM;
-		d->threads = th;
 		th = &d->threads[d->nthreads++];
 		*th = (struct pyd_thread){.tid = t->selected_tid,
 		                          .run = PYD_RUN_UNKNOWN};

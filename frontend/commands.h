@@ -91,8 +91,8 @@ const char *pyd_cmd_nth(size_t i);
 bool pyd_cmd_wants_native(const struct pyd_cmd *c);
 
 /*
- * Run any command but py-sample (it needs a running process: the
- * frontend runs it with pyd_cmd_sample).  The report, or a message saying what went
+ * Run any command but py-sample (it needs a running process: lldb runs it
+ * with pyd_cmd_sample, gdb through pystack-dump sample).  The report, or a message saying what went
  * wrong and what to do, is appended to out.  Returns PYD_OK or the error.
  */
 enum pyd_err pyd_cmd_run(const struct pyd_cmd *c,

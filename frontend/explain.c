@@ -123,6 +123,34 @@ static const struct row rows[] = {
 	 "be read was sampled.\n"},
 	{PYD_SAY_SNAPSHOT_SAVE, ANY_ERR, ANYWHERE, false,
 	 "{prog}: cannot save the snapshot {file}: {detail|{error}}\n"},
+	{PYD_SAY_CANNOT_WRITE, ANY_ERR, ANYWHERE, false,
+	 "{prog}: cannot write {file}{: detail}\n"},
+	/* A debugger with nothing to read yet. */
+	{PYD_SAY_NO_TARGET, ANY_ERR, DEBUGGER, false,
+	 "{prog}: no process or core; run, attach or load a core first\n"},
+	{PYD_SAY_NOT_STOPPED, ANY_ERR, DEBUGGER, false,
+	 "{prog}: the process is running; interrupt it first\n"},
+	/* py-sample samples from outside the debugger, through /proc. */
+	{PYD_SAY_SAMPLE_ON_CORE, ANY_ERR, DEBUGGER, false,
+	 "{prog} needs a live process; the debugger has a core file open "
+	 "(py-bt and py-tasks work on it).\n"},
+	{PYD_SAY_SAMPLE_REMOTE, ANY_ERR, DEBUGGER, false,
+	 "{prog} needs a live process on this machine; on a remote target, "
+	 "run pystack-dump sample on its host.\n"},
+	{PYD_SAY_SAMPLE_NO_PROC, ANY_ERR, DEBUGGER, false,
+	 "{prog}: cannot read the process from outside the debugger (through "
+	 "/proc){: detail}.\n"},
+	{PYD_SAY_SAMPLE_NO_CLI, ANY_ERR, DEBUGGER, false,
+	 "{prog}: the command file does not say where pystack-dump is.\n"},
+	/* pystack-dump sample. */
+	{PYD_SAY_LAUNCH_EXITED, ANY_ERR, CLI, false,
+	 "{prog}: {file}: {detail}; nothing was sampled.\n"},
+	{PYD_SAY_MODE_UNSUPPORTED, ANY_ERR, CLI, false, "{prog}: {detail}.\n"},
+	/* Why --subprocesses reads no stack of a child. */
+	{PYD_SAY_SKIPPED, PYD_E_NOTPYTHON, CLI, false, "not a Python process"},
+	{PYD_SAY_SKIPPED, PYD_E_NOPROC, CLI, false, "exited"},
+	{PYD_SAY_SKIPPED, PYD_E_EXITED, CLI, false, "exited"},
+	{PYD_SAY_SKIPPED, ANY_ERR, CLI, false, "{detail|{error}}"},
 };
 
 static bool row_matches(const struct row *r, const struct pyd_explain *e,
@@ -242,6 +270,17 @@ void pyd_explain_debugger(struct pyd_buf *out, const char *prog,
 				.shell = PYD_SHELL_DEBUGGER,
 				.detail = detail};
 	pyd_explain(out, &e, PYD_SAY_ERROR, err);
+}
+
+void pyd_explain_debugger_say(struct pyd_buf *out, const char *prog,
+			      enum pyd_say say, const char *file,
+			      const char *detail)
+{
+	struct pyd_explain e = {.prog = prog,
+				.shell = PYD_SHELL_DEBUGGER,
+				.file = file,
+				.detail = detail};
+	pyd_explain(out, &e, say, PYD_OK);
 }
 
 void pyd_explain(struct pyd_buf *out, const struct pyd_explain *e,

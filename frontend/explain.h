@@ -32,13 +32,25 @@ enum pyd_say {
 	PYD_SAY_SNAPSHOT_SAVE,     /* --save-snapshot failed */
 	PYD_SAY_CORRUPT,           /* memory found corrupt (detail: where) */
 	PYD_SAY_SAMPLE_CORRUPT,    /* ... while sampling */
+	PYD_SAY_CANNOT_WRITE,      /* the output file {file} */
+	PYD_SAY_NO_TARGET,         /* a debugger with no process or core */
+	PYD_SAY_NOT_STOPPED,       /* a debugger's process runs */
+	PYD_SAY_SAMPLE_ON_CORE,    /* py-sample on a core */
+	PYD_SAY_SAMPLE_REMOTE,     /* py-sample on another machine's process */
+	PYD_SAY_SAMPLE_NO_PROC,    /* py-sample cannot read /proc/PID */
+	PYD_SAY_SAMPLE_NO_CLI,     /* gdb's command file names no pystack-dump */
+	PYD_SAY_LAUNCH_EXITED,     /* sample's program {file} ended first */
+	PYD_SAY_MODE_UNSUPPORTED,  /* a sampling mode this Python lacks */
+	PYD_SAY_SKIPPED,           /* why a child process is not read: a
+				    * reason, no prog, no newline */
 };
 
 struct pyd_explain {
 	const char *prog;    /* "pystack-dump", "py-bt", ... */
 	enum pyd_shell shell;
 	int pid;             /* the process (or the core's), <= 0: unknown */
-	const char *file;    /* the core or snapshot read, NULL: a process */
+	const char *file;    /* the core or snapshot read (NULL: a process),
+			      * the file written, the program launched */
 	bool live;           /* a live process (its reads can tear) */
 	const char *version; /* the target's Python, if known */
 	const char *detail;  /* what the failing call said; NULL or "" if
@@ -57,6 +69,12 @@ void pyd_explain(struct pyd_buf *out, const struct pyd_explain *e,
 /* The message for err in a debugger command prog ("py-bt", ...). */
 void pyd_explain_debugger(struct pyd_buf *out, const char *prog,
 			  enum pyd_err err, const char *detail);
+
+/* The message for a situation say in a debugger command prog, about
+ * file (if it names one). */
+void pyd_explain_debugger_say(struct pyd_buf *out, const char *prog,
+			      enum pyd_say say, const char *file,
+			      const char *detail);
 
 /* Does err stop a command, with nothing to show?  Otherwise what was
  * decoded is shown, marked incomplete where it is. */

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../core/grow.h"
 #include "../core/memsrc/memsrc.h"
 
 /* Files larger than this are not shown; nobody reads such a source. */
@@ -54,13 +55,9 @@ static void split_lines(struct source_file *sf)
 {
 	size_t cap = 0;
 	for (char *p = sf->text; p && *p;) {
-		if (sf->nlines == cap) {
-			cap = cap ? cap * 2 : 256;
-			char **l = realloc(sf->lines, cap * sizeof *l);
-			if (!l)
-				return;
-			sf->lines = l;
-		}
+		if (!pyd_grow_from((void **)&sf->lines, &cap, sf->nlines + 1,
+		                   sizeof *sf->lines, 256))
+			return;
 		sf->lines[sf->nlines++] = p;
 		char *nl = strchr(p, '\n');
 		if (!nl)

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "../frontend/commands.h"
+#include "../frontend/explain.h"
 
 /* gdb passes at most this many words to a user command. */
 #define MAX_WORDS 9
@@ -180,15 +181,33 @@ static void select_native(void)
 	       sh_dir);
 }
 
+/* gdb's echo of the message table's words for no process: its escapes
+ * are C's. */
+static void echo_no_target(const char *name)
+{
+	struct pyd_buf b = {0};
+	pyd_explain_debugger_say(&b, name, PYD_SAY_NO_TARGET, NULL, NULL);
+	printf("    echo ");
+	for (size_t i = 0; i < b.len; i++) {
+		if (b.data[i] == '\n')
+			fputs("\\n", stdout);
+		else if (b.data[i] == '\\')
+			fputs("\\\\", stdout);
+		else
+			putchar(b.data[i]);
+	}
+	putchar('\n');
+	pyd_buf_free(&b);
+}
+
 static void command(const char *name)
 {
 	printf("define %s\n"
-	       "  if $_thread == 0\n"
-	       "    echo %s: no process or core; run, attach or load a core "
-	       "first\\n\n"
-	       "  else\n"
-	       "    pyd-load\n",
-	       name, name);
+	       "  if $_thread == 0\n",
+	       name);
+	echo_no_target(name);
+	printf("  else\n"
+	       "    pyd-load\n");
 	for (int n = 0; n <= MAX_WORDS; n++) {
 		printf("    if $argc == %d\n      pyd-run %s", n, name);
 		words(0, n);

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../frontend/explain.h"
 #include "../frontend/source.h"
 #include "plugin.h"
 #include "buf.h"
@@ -133,10 +134,8 @@ static void run_request(struct gdb_request *r, gdb_target_read *target_read)
 	if (!pyd_cmd_parse(r->name, r->args, &c, err, sizeof err)) {
 		pyd_buf_printf(&out, "%s\n", err);
 	} else if (r->kind == GDB_TARGET_NONE) {
-		pyd_buf_printf(&out,
-		               "%s: no process or core; run, attach or "
-		               "load a core first\n",
-		               r->name);
+		pyd_explain_debugger_say(&out, r->name, PYD_SAY_NO_TARGET,
+		                         NULL, NULL);
 	} else {
 		struct gdb_src g;
 		gdb_src_open(&g, target_read, r);

@@ -5,18 +5,11 @@
  */
 #include "request.h"
 
+#include "grow.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Room for one more element: capacities are powers of two, so the array
- * is full when its count is one (or 0).  NULL if out of memory. */
-static void *grow(void *v, size_t n, size_t size)
-{
-	if (n & (n - 1))
-		return v;
-	return realloc(v, (n ? n * 2 : 1) * size);
-}
 
 static const char *skip_blanks(const char *p)
 {
@@ -75,11 +68,9 @@ static void parse_thread(struct gdb_request *r, const char *line)
 	int64_t tid = thread_id(skip_blanks(p), &end);
 	if (tid <= 0)
 		return;
-	struct pyd_os_thread *t = grow(r->threads, r->nthreads, sizeof *t);
-	if (!t)
+	if (!pyd_grow_one((void **)&r->threads, r->nthreads, sizeof *r->threads))
 		return;
-	r->threads = t;
-	t = &r->threads[r->nthreads++];
+	struct pyd_os_thread *t = &r->threads[r->nthreads++];
 	memset(t, 0, sizeof *t);
 	t->tid = tid;
 	/* Stopped by gdb, or a core: nothing runs. */
@@ -133,11 +124,9 @@ static void parse_mapping(struct gdb_request *r, char *line)
 		v[i] = strtoull(p, &e, 16);
 		p = e;
 	}
-	struct pyd_mapping *m = grow(r->maps, r->nmaps, sizeof *m);
-	if (!m)
+	if (!pyd_grow_one((void **)&r->maps, r->nmaps, sizeof *r->maps))
 		return;
-	r->maps = m;
-	m = &r->maps[r->nmaps++];
+	struct pyd_mapping *m = &r->maps[r->nmaps++];
 	memset(m, 0, sizeof *m);
 	m->start = v[0];
 	m->end = v[1];
@@ -168,11 +157,9 @@ static void parse_frame(struct gdb_request *r, char *line)
 			return;
 		p += 4;
 	}
-	struct pyd_native_frame *f = grow(r->native, r->nnative, sizeof *f);
-	if (!f)
+	if (!pyd_grow_one((void **)&r->native, r->nnative, sizeof *r->native))
 		return;
-	r->native = f;
-	f = &r->native[r->nnative++];
+	struct pyd_native_frame *f = &r->native[r->nnative++];
 	p[strcspn(p, " (")] = 0;
 	*f = (struct pyd_native_frame){
 	    .pc = pc, .function = *p && strcmp(p, "??") ? p : NULL};

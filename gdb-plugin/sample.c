@@ -8,6 +8,7 @@
  * leaves what to print in BASE.txt.  gdb stays single-threaded and in
  * charge of the inferior throughout.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -45,25 +46,22 @@ static void quoted(FILE *f, const char *s)
 	fputc('\'', f);
 }
 
-/* Why this target cannot be sampled, or NULL. */
-static const char *cannot_sample(const struct gdb_src *g)
+/* Can this target be sampled?  If not, say why. */
+static bool can_sample(const struct gdb_src *g, struct pyd_buf *out)
 {
-	switch (g->req->kind) {
-	case GDB_TARGET_CORE:
-		return "py-sample needs a live process; gdb has a core file "
-		       "open (py-bt and py-tasks work on it).";
-	case GDB_TARGET_REMOTE:
-		return "py-sample needs a live process on this machine; on a "
-		       "remote target, run pystack-dump sample on its host.";
-	default:
-		break;
-	}
-	if (!g->live)
-		return "py-sample: cannot read the process through /proc.";
-	if (!g->req->cli)
-		return "py-sample: the command file does not say where "
-		       "pystack-dump is.";
-	return NULL;
+	enum pyd_say why;
+	if (g->req->kind == GDB_TARGET_CORE)
+		why = PYD_SAY_SAMPLE_ON_CORE;
+	else if (g->req->kind == GDB_TARGET_REMOTE)
+		why = PYD_SAY_SAMPLE_REMOTE;
+	else if (!g->live)
+		why = PYD_SAY_SAMPLE_NO_PROC;
+	else if (!g->req->cli)
+		why = PYD_SAY_SAMPLE_NO_CLI;
+	else
+		return true;
+	pyd_explain_debugger_say(out, "py-sample", why, NULL, NULL);
+	return false;
 }
 
 /* Is it a CPython we can decode?  Better said now than after resuming. */
@@ -141,15 +139,11 @@ static bool write_script(const char *path, const struct gdb_src *g,
 void gdb_sample_start(struct gdb_src *g, const struct pyd_cmd *c,
                       const char *base, struct pyd_buf *out)
 {
-	const char *why = cannot_sample(g);
 	char path[4200];
-	if (why) {
-		pyd_buf_printf(out, "%s\n", why);
-		return;
-	}
-	if (!check_python(g, out))
+	if (!can_sample(g, out) || !check_python(g, out))
 		return;
 	snprintf(path, sizeof path, "%s.sh", base);
 	if (!write_script(path, g, c, base))
-		pyd_buf_printf(out, "py-sample: cannot write %s\n", path);
+		pyd_explain_debugger_say(out, "py-sample", PYD_SAY_CANNOT_WRITE,
+		                         path, strerror(errno));
 }

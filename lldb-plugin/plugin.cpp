@@ -261,19 +261,25 @@ uint64_t asyncio_section(lldb::SBTarget &target)
 	return 0;
 }
 
-/* Where the interpreter is, as lldb's symbols say; else (3.13+) its
- * debug-offsets cookie in memory. */
+/*
+ * Where the interpreter is: core's one answer (pyd_runtime_find asks
+ * lldb's symbols first, src_symbol), then what only lldb adds when its
+ * symbols found it: the module's file, its version (in .rodata before
+ * 3.11) and, when the files did not give it, the _asyncio section among
+ * the modules lldb loaded.
+ */
 bool lldb_find_runtime(lldb_source &s, pyd_runtime *rt)
 {
-	if (pyd_runtime_find_symbols(&s.src, rt) == PYD_OK) {
+	if (pyd_runtime_find(&s.src, &s.src, rt) != PYD_OK)
+		return false;
+	if (s.python.IsValid()) {
 		module_path(s.python, rt->binary, sizeof rt->binary);
 		if (!rt->py_version_addr)
 			lldb_scan_version(s.python, rt);
 		pyd_parse_version(rt->version, &rt->major, &rt->minor);
-	} else if (pyd_runtime_find_cookie(&s.src, rt) != PYD_OK) {
-		return false;
 	}
-	rt->asyncio_debug_addr = asyncio_section(s.target);
+	if (!rt->asyncio_debug_addr)
+		rt->asyncio_debug_addr = asyncio_section(s.target);
 	return true;
 }
 
@@ -389,6 +395,19 @@ void native_frames(lldb::SBThread thread, std::vector<pyd_native_frame> &out,
 	}
 }
 
+/* The message table's words for why prog cannot run, as the command's
+ * error; false. */
+bool refuse(lldb::SBCommandReturnObject &result, const char *prog,
+            pyd_say why, const char *file = nullptr,
+            const char *detail = nullptr)
+{
+	pyd_buf b{};
+	pyd_explain_debugger_say(&b, prog, why, file, detail);
+	result.SetError(b.failed ? "out of memory" : text_of(b).c_str());
+	pyd_buf_free(&b);
+	return false;
+}
+
 bool usable(lldb::SBProcess &process, const char *name,
             lldb::SBCommandReturnObject &result)
 {
@@ -397,14 +416,10 @@ bool usable(lldb::SBProcess &process, const char *name,
 	if (st == lldb::eStateStopped || st == lldb::eStateCrashed ||
 	    st == lldb::eStateSuspended)
 		return true;
-	std::string msg = name;
-	if (st == lldb::eStateRunning || st == lldb::eStateStepping)
-		msg += ": the process is running; interrupt it first";
-	else
-		msg += ": no process or core; attach, launch or load a core "
-		       "first";
-	result.SetError(msg.c_str());
-	return false;
+	return refuse(result, name,
+	              st == lldb::eStateRunning || st == lldb::eStateStepping
+	                  ? PYD_SAY_NOT_STOPPED
+	                  : PYD_SAY_NO_TARGET);
 }
 
 /* The Python frame py-up and py-down selected, for the next command. */
@@ -466,7 +481,7 @@ class bt_command : public lldb::SBCommandPluginInterface
 		if (selection.native >= 0 &&
 		    (size_t)selection.native < index.size())
 			thread.SetSelectedFrame(index[(size_t)selection.native]);
-		bool ok = (e == PYD_OK || e == PYD_E_TORN) && !out.failed;
+		bool ok = !pyd_err_fatal(e) && !out.failed;
 		if (ok) {
 			result.Printf("%.*s", (int)out.len,
 			              out.data ? out.data : "");
@@ -570,9 +585,13 @@ bool write_file(const char *path, const pyd_buf &b, std::string &why)
 	bool ok = f && (!b.len || fwrite(b.data, 1, b.len, f) == b.len);
 	if (f)
 		ok &= fclose(f) == 0;
-	if (!ok)
-		why = std::string("py-sample: cannot write ") + path + ": " +
-		      strerror(errno);
+	if (!ok) {
+		pyd_buf b{};
+		pyd_explain_debugger_say(&b, "py-sample", PYD_SAY_CANNOT_WRITE,
+		                         path, strerror(errno));
+		why = b.failed ? "out of memory" : text_of(b);
+		pyd_buf_free(&b);
+	}
 	return ok;
 }
 
@@ -593,13 +612,10 @@ class sample_command : public lldb::SBCommandPluginInterface
 		lldb::SBProcess process = target.GetProcess();
 		if (!usable(process, "py-sample", result))
 			return false;
-		if (!is_local_live(target, process)) {
-			result.SetError(
-			    "py-sample needs a live process on this "
-			    "machine; this is a core or a remote "
-			    "target (py-bt and py-tasks work there)");
-			return false;
-		}
+		if (!is_local_live(target, process))
+			return refuse(result, "py-sample",
+			              is_core(process) ? PYD_SAY_SAMPLE_ON_CORE
+			                               : PYD_SAY_SAMPLE_REMOTE);
 		lldb_source s(target, process);
 		pyd_runtime rt;
 		if (!lldb_find_runtime(s, &rt)) {
@@ -614,21 +630,14 @@ class sample_command : public lldb::SBCommandPluginInterface
 		 * /proc and process_vm_readv, which work under its ptrace. */
 		int pid = (int)process.GetProcessID();
 		pyd_live *live = nullptr;
-		if (pyd_live_open(pid, &live)) {
-			result.SetError("py-sample: cannot read the process "
-			                "from outside the debugger");
-			return false;
-		}
+		if (pyd_live_open(pid, &live))
+			return refuse(result, "py-sample",
+			              PYD_SAY_SAMPLE_NO_PROC);
+		/* A remote target's pid that names a local process too. */
 		if (!same_process(s, rt, pyd_live_memsrc(live))) {
 			pyd_live_close(live);
-			std::string msg = "py-sample: the process lldb debugs "
-			                  "is not process " +
-			                  std::to_string(pid) +
-			                  " of this machine (a remote "
-			                  "target?); py-sample needs a local "
-			                  "one";
-			result.SetError(msg.c_str());
-			return false;
+			return refuse(result, "py-sample",
+			              PYD_SAY_SAMPLE_REMOTE);
 		}
 		pyd_cmd_target t{};
 		t.src = pyd_live_memsrc(live);

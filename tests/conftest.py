@@ -51,6 +51,8 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "job(name): one of the checks of a job that shares "
                             "one target process with the others of its name")
     config.addinivalue_line("markers", "xdist_group(name): run on one xdist worker")
+    config.addinivalue_line("markers", "rootfree: needs no root and no interpreter "
+                            "(meson test runs these too, tests/meson.build)")
     config.addinivalue_line("markers", "interps(pred): only the interpreters pred(interp) "
                             "is true of (the check means nothing on the others)")
     if not hasattr(config, "workerinput"):

@@ -99,6 +99,7 @@ def cut_copy(src, size, dst):
     return dst
 
 
+@pytest.mark.rootfree
 def test_core_not_elf(tool, scratch):
     txt = os.path.join(scratch, "notes.txt")
     with open(txt, "w") as f:
@@ -106,6 +107,7 @@ def test_core_not_elf(tool, scratch):
     assert not refused(tool, ["--core", txt, "--json"], 11, ["not an ELF"])
 
 
+@pytest.mark.rootfree
 def test_core_not_a_core(tool):
     """An ELF file that is not a core (/bin/true): exit 11."""
     assert not refused(tool, ["--core", os.path.realpath("/bin/true"), "--json"], 11,
@@ -199,6 +201,7 @@ def snapshot_bytes():
         return f.read()
 
 
+@pytest.mark.rootfree
 def test_snapshot_newer(tool, snapshot_bytes, scratch):
     """A snapshot of format version 99 (its header CRC right): exit 14."""
     b = bytearray(snapshot_bytes)
@@ -213,6 +216,7 @@ def test_snapshot_newer(tool, snapshot_bytes, scratch):
     assert not refused(tool, ["--snapshot", newer, "--json"], 14, ["newer"])
 
 
+@pytest.mark.rootfree
 def test_snapshot_corrupt(tool, snapshot_bytes, scratch):
     """One byte flipped in the middle: exit 14."""
     b = bytearray(snapshot_bytes)
@@ -223,6 +227,7 @@ def test_snapshot_corrupt(tool, snapshot_bytes, scratch):
     assert not refused(tool, ["--snapshot", bad, "--json"], 14, ["corrupt"])
 
 
+@pytest.mark.rootfree
 def test_not_regular_files(tool, scratch):
     """A FIFO, a device and a directory given as --core or --snapshot are
     refused at once (opening a FIFO for reading would wait for a writer
@@ -279,6 +284,7 @@ def test_core_names_fifos(tool, python_core, scratch):
         " ".join(argv), rc, took, short(err))
 
 
+@pytest.mark.rootfree
 def test_snapshot_huge_non_snapshot(tool, scratch):
     """A 4 GiB file that is no snapshot is refused from its header, without
     reading it: exit 14, little time and memory."""

@@ -343,7 +343,7 @@ def expect_error(plugin, commands, target, pattern):
 
 def test_lldb_no_process(lldb_plugin):
     expect_error(lldb_plugin, ["py-bt"], [],
-                 r"^error: py-bt: no process or core; attach, launch or load a core first")
+                 r"^error: py-bt: no process or core; run, attach or load a core first")
 
 
 @pytest.mark.parametrize("command", ["py-bt", "py-sample 10"])

@@ -2,6 +2,7 @@
 not ours."""
 
 import os
+import subprocess
 import sys
 
 import pytest
@@ -44,53 +45,82 @@ def _script_consumer(script, *extra):
     return check
 
 
-# format -> (options, output file suffix (None: stdout), check(path, gt) -> errors)
-SAMPLE_FORMATS = {
-    "table": (["-f", "table"], None, None),
-    "collapsed": ([], None, None),               # stdout is a pipe: collapsed
-    "json": ([], ".json", _json_consumer(
+def _table_check(text, gt, cmd):
+    if all(f["function"] in text for f in (gt["hot"], gt["cold"])):
+        return []
+    return ["%s: the table does not name %s and %s: %s"
+            % (cmd, gt["hot"]["function"], gt["cold"]["function"], short(text, 1500))]
+
+
+def _collapsed_check(text, gt, cmd):
+    e, _ = collapsed_errors(text, gt, True, SAMPLE_FORMAT_TICKS)
+    return ["%s: %s" % (cmd, x) for x in e]
+
+
+# What each format must hold.  A format on stdout (no -o suffix) is checked
+# on its text, check(text, gt, cmd); one written to a file, by a consumer
+# that is not ours, check(path, gt).  Which formats there are and their
+# suffixes come from the tool (formats()).
+CHECKS = {
+    "table": _table_check,
+    "collapsed": _collapsed_check,
+    "json": _json_consumer(
         lambda d: [] if d.get("format") == PROFILE_FORMAT else
-        ["format %r, expected %r" % (d.get("format"), PROFILE_FORMAT)])),
-    "speedscope": ([], ".speedscope.json", _json_consumer(
+        ["format %r, expected %r" % (d.get("format"), PROFILE_FORMAT)]),
+    "speedscope": _json_consumer(
         lambda d: [] if "speedscope" in str(d.get("$schema")) else
-        ["$schema %r does not name speedscope" % (d.get("$schema"),)])),
-    "gecko": ([], ".gecko.json", _json_consumer(
+        ["$schema %r does not name speedscope" % (d.get("$schema"),)]),
+    "gecko": _json_consumer(
         lambda d: [] if isinstance(d.get("meta"), dict) and isinstance(d.get("threads"), list)
-        else ["no meta object / threads list (Firefox Profiler's processed format)"])),
-    "pprof": ([], ".pb.gz", _script_consumer("check_pprof.py")),
-    "flamegraph": ([], ".html", _script_consumer("check_flamegraph.py", "--screenshot",
-                                                 FLAMEGRAPH_SCREENSHOT)),
+        else ["no meta object / threads list (Firefox Profiler's processed format)"]),
+    "pprof": _script_consumer("check_pprof.py"),
+    "flamegraph": _script_consumer("check_flamegraph.py", "--screenshot",
+                                   FLAMEGRAPH_SCREENSHOT),
 }
+
+PIPE_DEFAULT = "collapsed"  # what sample writes to a pipe without -f
+
+
+def formats(tool_path):
+    """{name: its -o suffixes}, from pystack-dump sample --list-formats
+    (name TAB suffixes TAB summary, a line each)."""
+    out = subprocess.run([tool_path, "sample", "--list-formats"], check=True,
+                         stdout=subprocess.PIPE).stdout.decode()
+    return {name: suffixes.split() for name, suffixes, _ in
+            (line.split("\t", 2) for line in out.splitlines())}
+
+
+def _options(fmt, suffixes):
+    """The options that pick fmt and the output file (None: stdout): its
+    first suffix if it has one, else -f (nothing for the pipe's default)."""
+    if suffixes:
+        return [], sample_out("fmt", suffixes[0])
+    return ([] if fmt == PIPE_DEFAULT else ["-f", fmt]), None
 
 
 def sample_formats(interp, tool, tg, gt, names):
     """Each format once, checked by a consumer that is not ours; the output
     file's extension picks the format."""
+    suffixes = formats(tool.path)
     res = []
     for n in names:
         fmt = n.split(":", 1)[1]
-        opts_, suffix, check = SAMPLE_FORMATS[fmt]
-        path = sample_out("fmt", suffix) if suffix else None
+        opts_, path = _options(fmt, suffixes[fmt])
         try:
             argv, rc, out, err, took = tool_run(
                 tool, ["sample", "-r", str(SAMPLE_RATE), "-n", str(SAMPLE_FORMAT_TICKS)] + opts_
                 + (["-o", path] if path else []) + [str(tg.pid)], timeout=SAMPLE_TIMEOUT)
             cmd = " ".join(argv)
-            if rc != 0:
-                res.append(result(n, ["%s: exited %s; stderr: %s" % (cmd, rc, short(err))]))
-                continue
-            text = out.decode("utf-8", "replace")
-            if fmt == "table":
-                errs = [] if all(f["function"] in text for f in (gt["hot"], gt["cold"])) else \
-                    ["%s: the table does not name %s and %s: %s"
-                     % (cmd, gt["hot"]["function"], gt["cold"]["function"], short(out, 1500))]
-            elif fmt == "collapsed":
-                e, _ = collapsed_errors(text, gt, True, SAMPLE_FORMAT_TICKS)
-                errs = ["%s: %s" % (cmd, x) for x in e]
+            if fmt not in CHECKS:
+                errs = ["no check for the format %s: add one to CHECKS" % fmt]
+            elif rc != 0:
+                errs = ["%s: exited %s; stderr: %s" % (cmd, rc, short(err))]
+            elif not path:
+                errs = CHECKS[fmt](out.decode("utf-8", "replace"), gt, cmd)
             elif not os.path.isfile(path):
                 errs = ["%s: exited 0 but wrote no %s" % (cmd, path)]
             else:
-                errs = ["%s: %s" % (cmd, x) for x in check(path, gt)]
+                errs = ["%s: %s" % (cmd, x) for x in CHECKS[fmt](path, gt)]
             info = ("screenshot " + FLAMEGRAPH_SCREENSHOT) if fmt == "flamegraph" and not errs \
                 else ("%d bytes" % os.path.getsize(path) if path and os.path.isfile(path) else "")
             res.append(result(n, errs, info=info))
@@ -100,21 +130,24 @@ def sample_formats(interp, tool, tg, gt, names):
     return res
 
 
-FORMATS = ["table", "collapsed", "json", "speedscope", "gecko", "pprof", "flamegraph"]
+def pytest_generate_tests(metafunc):
+    if "fmt" in metafunc.fixturenames:
+        tool = os.path.join(os.path.abspath(metafunc.config.getoption("build")), "cli",
+                            "pystack-dump")
+        metafunc.parametrize("fmt", list(formats(tool)))
 
 
 def formats_job(interp, tool):
     with Target(interp, "sample_split") as tg:
         gt = tg.wait_ground_truth()
         sanity = base_gt_sanity(gt, interp)
-        names = ["sample-format:" + f for f in FORMATS]
+        names = ["sample-format:" + f for f in formats(tool.path)]
         if sanity:
             return [Result(n, "FAIL", "ground truth: " + "; ".join(sanity)) for n in names]
         return sample_formats(interp, tool, tg, gt, names)
 
 
 @pytest.mark.job("sample-formats")
-@pytest.mark.parametrize("fmt", FORMATS)
 def test_sample_format(newest, fmt, tool, jobs, request):
     """Each output format, read by a consumer that is not ours (on one
     interpreter: sid's 3.15, else the newest there is)."""

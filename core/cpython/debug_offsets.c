@@ -168,24 +168,22 @@ static const struct member members[] = {
 };
 
 /*
- * Per minor version: the member list, and the facts the block does not
- * publish but the task decoder needs (see struct py_layout): enum
- * _framestate values and where a suspended frame keeps the object it
- * awaits.  Read from the DWARF of sid's python3.14d/3.15d (ptype enum
- * _framestate) and checked on live targets (stackpointer[-1] on 3.14,
- * [-2] on 3.15 is the coroutine's cr_await).
+ * Per minor version: the member list, and a fact the block does not
+ * publish but the task decoder needs (see struct py_layout): where a
+ * suspended frame keeps the object it awaits, checked on live targets
+ * (stackpointer[-1] on 3.14, [-2] on 3.15 is the coroutine's cr_await).
+ * The enum _framestate values, not published either, are the built-in
+ * table's (layouts.c), which the block's layout starts from.
  */
 struct block_format {
 	int minor;
-	bool has_frame_states;
-	int8_t created, yield_from, executing;
 	int awaited_slot;
 };
 
 static const struct block_format formats[] = {
-	{ 13, false, 0, 0, 0, 0 },
-	{ 14, true, -3, -1, 0, 1 },
-	{ 15, true, 0, 2, 4, 2 },
+	{ 13, 0 },
+	{ 14, 1 },
+	{ 15, 2 },
 };
 
 /*
@@ -259,7 +257,6 @@ static void unpublished_task_fields(struct py_layout *l)
 {
 	l->iframe.stackpointer = PYD_NO_FIELD;
 	l->llist.next = PYD_NO_FIELD;
-	l->frame_state.valid = false;
 	l->awaited_slot = 0;
 }
 
@@ -500,13 +497,7 @@ int py_layout_from_debug_offsets(const uint8_t *raw, size_t len,
 		return -1;
 	struct py_layout l = *base;
 	unpublished_task_fields(&l);
-	if (b.fmt->has_frame_states) {
-		l.frame_state.valid = true;
-		l.frame_state.created = b.fmt->created;
-		l.frame_state.yield_from = b.fmt->yield_from;
-		l.frame_state.executing = b.fmt->executing;
-		l.awaited_slot = b.fmt->awaited_slot;
-	}
+	l.awaited_slot = b.fmt->awaited_slot;
 	if (apply_published(&b, &l) || apply_gil(&b, &l) ||
 	    !get(&b, "pyobject.size", &head) || head > MAX_OFFSET ||
 	    !consistent(&l, (int32_t)head,

@@ -198,16 +198,20 @@ struct py_layout {
 	 * that the block publishes too).
 	 */
 
-	/* enum _framestate values, which are not published: 3.14 counts
-	 * from CREATED = -3 (SUSPENDED_YIELD_FROM = -1, EXECUTING = 0),
-	 * 3.15 from CREATED = 0 (YIELD_FROM = 2, YIELD_FROM_LOCKED = 3,
-	 * EXECUTING = 4).  In both: created <= state < yield_from is a
-	 * suspended (or not yet started) frame, yield_from <= state <
-	 * executing one suspended in `await`/`yield from`, state > executing
-	 * a finished one.  valid is false where we do not know them. */
+	/* enum _framestate values (3.10+; 3.10 in f_state), which are not
+	 * published (layouts.c has them): 3.10-3.12 count from CREATED =
+	 * -2, 3.13 and 3.14 from CREATED = -3 (SUSPENDED_YIELD_FROM = -1,
+	 * EXECUTING = 0), 3.15 from CREATED = 0 (YIELD_FROM = 2,
+	 * YIELD_FROM_LOCKED = 3, EXECUTING = 4).  From 3.13: created <=
+	 * state < yield_from is a suspended (or not yet started) frame,
+	 * yield_from <= state < executing one suspended in `await`/`yield
+	 * from`, state > executing a finished one.  yield_from is 0 where
+	 * there is no such state (3.10-3.12: the instruction after
+	 * prev_instr tells, resume_ops).  valid is false where we do not
+	 * know them (3.6-3.9). */
 	struct {
 		bool valid;
-		int8_t created, yield_from, executing;
+		int8_t created, suspended, yield_from, executing;
 	} frame_state;
 
 	/* A frame suspended in `await`/`yield from` keeps the object it
@@ -267,12 +271,9 @@ struct py_layout {
 		uint8_t yield_from_op; /* YIELD_FROM (<= 3.10) */
 		/* _PyInterpreterFrame (3.11-3.13): localsplus[stacktop-1] */
 		int32_t if_stacktop;
-		/* enum _framestate (3.10-3.13; 3.10 in f_state) */
-		int8_t fs_created, fs_suspended, fs_executing;
-		/* 3.13: SUSPENDED_YIELD_FROM; else 0 and, 3.11/3.12, the
-		 * instruction after prev_instr is a RESUME (one of resume_ops,
-		 * 0 = none) with oparg >= 2 while in `await`. */
-		int8_t fs_yield_from;
+		/* 3.11/3.12 (no frame state for it): the instruction after
+		 * prev_instr is a RESUME (one of resume_ops, 0 = none) with
+		 * oparg >= 2 while in `await`. */
 		uint8_t resume_ops[2];
 		/* _asyncio FutureObj / TaskObj */
 		int32_t fut_loop, fut_callback0, fut_callbacks, fut_state;

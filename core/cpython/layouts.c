@@ -73,49 +73,42 @@
 	.tstate_dict = 152, .ht_cached_keys = 856, \
 	.func_closure = 48, .func_name = 64, .f_stacktop = 72, \
 	.f_valuestack = 64, .f_stackdepth = NO, .f_state = NO, .co_code = 40, \
-	.fs_created = 0, .fs_suspended = 0, .fs_executing = 0, \
-	.fs_yield_from = 0, .fut_state = 72, .task_fut_waiter = 104, \
+	.fut_state = 72, .task_fut_waiter = 104, \
 	.task_coro = 112, .task_name = NO, .task_size = 136 }
 #define OBJECTS_38 { OBJECTS_COMMON, OBJECTS_310_DICT, .interp_modules = 56, \
 	.tstate_dict = 152, .ht_cached_keys = 872, \
 	.func_closure = 48, .func_name = 64, .f_stacktop = 72, \
 	.f_valuestack = 64, .f_stackdepth = NO, .f_state = NO, .co_code = 48, \
-	.fs_created = 0, .fs_suspended = 0, .fs_executing = 0, \
-	.fs_yield_from = 0, .fut_state = 72, .task_fut_waiter = 104, \
+	.fut_state = 72, .task_fut_waiter = 104, \
 	.task_coro = 112, .task_name = 120, .task_size = 144 }
 #define OBJECTS_39 { OBJECTS_COMMON, OBJECTS_310_DICT, .interp_modules = 856, \
 	.tstate_dict = 152, .ht_cached_keys = 864, \
 	.func_closure = 48, .func_name = 64, .f_stacktop = 72, \
 	.f_valuestack = 64, .f_stackdepth = NO, .f_state = NO, .co_code = 48, \
-	.fs_created = 0, .fs_suspended = 0, .fs_executing = 0, \
-	.fs_yield_from = 0, .fut_state = 80, .task_fut_waiter = 144, \
+	.fut_state = 80, .task_fut_waiter = 144, \
 	.task_coro = 152, .task_name = 160, .task_size = 184 }
 #define OBJECTS_310 { OBJECTS_COMMON, OBJECTS_310_DICT, .interp_modules = 856, \
 	.tstate_dict = 152, .ht_cached_keys = 872, \
 	.func_closure = 72, .func_name = 32, .f_stacktop = NO, \
 	.f_valuestack = 64, .f_stackdepth = 80, .f_state = 108, .co_code = 48, \
-	.fs_created = -2, .fs_suspended = -1, .fs_executing = 0, \
-	.fs_yield_from = 0, .fut_state = 88, .task_fut_waiter = 152, \
+	.fut_state = 88, .task_fut_waiter = 152, \
 	.task_coro = 160, .task_name = 168, .task_size = 192 }
 #define OBJECTS_311 { OBJECTS_COMMON, OBJECTS_311_DICT, .interp_modules = 888, \
 	.tstate_dict = 128, .dv_values = 0, .obj_dict = PY_DICT_MANAGED_311, \
 	.ht_cached_keys = 872, \
-	.fs_created = -2, .fs_suspended = -1, \
-	.fs_executing = 0, .fs_yield_from = 0, .resume_ops = {151, 150}, \
+	.resume_ops = {151, 150}, \
 	.fut_state = 88, .task_fut_waiter = 128, .task_coro = 136, \
 	.task_name = 144, .task_size = 176 }
 #define OBJECTS_312 { OBJECTS_COMMON, OBJECTS_311_DICT, .interp_modules = 944, \
 	.tstate_dict = 112, .dv_values = 0, .obj_dict = PY_DICT_MANAGED_312, \
 	.ht_cached_keys = 880, \
-	.fs_created = -2, .fs_suspended = -1, \
-	.fs_executing = 0, .fs_yield_from = 0, .resume_ops = {151, 240}, \
+	.resume_ops = {151, 240}, \
 	.fut_state = 88, .task_fut_waiter = 128, .task_coro = 136, \
 	.task_name = 144, .task_size = 176 }
 #define OBJECTS_313 { OBJECTS_COMMON, OBJECTS_311_DICT, .interp_modules = 7656, \
 	.tstate_dict = 128, .dv_values = 8, .obj_dict = PY_DICT_INLINE_313, \
 	.ht_cached_keys = 880, \
-	.fs_created = -3, .fs_suspended = -2, \
-	.fs_executing = 0, .fs_yield_from = -1, .resume_ops = {0, 0}, \
+	.resume_ops = {0, 0}, \
 	.fut_state = 96, .task_fut_waiter = 112, .task_coro = 120, \
 	.task_name = 128, .task_size = 144 }
 /* 3.14, 3.15: C tasks are in per-thread lists (tasks_native.c); the module
@@ -128,8 +121,7 @@
 	OBJECTS_GENERIC, OBJECTS_LOG2_DICT, .py_only = true, .tuple_items = 32, \
 	.dv_values = 8, .obj_dict = PY_DICT_INLINE_313, \
 	.if_stacktop = NO, \
-	.fs_created = 0, .fs_suspended = 0, \
-	.fs_executing = 0, .fs_yield_from = 0, .resume_ops = {0, 0}, \
+	.resume_ops = {0, 0}, \
 	.fut_state = 104, .task_fut_waiter = 120, .task_coro = 128, \
 	.task_name = 136, .task_size = 168
 #define OBJECTS_314 { OBJECTS_314_COMMON, .interp_modules = 7688, \
@@ -174,6 +166,20 @@
 	.co_cellvars = NO, .co_freevars = NO, .co_localsplusnames = 96, \
 	.co_localspluskinds = 104, .f_localsplus = NO, \
 	.f_globals = globals, .f_builtins = globals + 8, .ob_fval = 16 }
+
+/*
+ * enum _framestate (struct py_layout's frame_state), which no version
+ * publishes: from each version's DWARF (ptype enum _framestate), and for
+ * 3.14 and 3.15 checked on live targets.  3.10-3.12 have no
+ * SUSPENDED_YIELD_FROM (0: none); 3.6-3.9 keep no frame state.
+ */
+#define FRAME_STATE_310 { .valid = true, .created = -2, .suspended = -1, \
+	.yield_from = 0, .executing = 0 }
+#define FRAME_STATE_313 { .valid = true, .created = -3, .suspended = -2, \
+	.yield_from = -1, .executing = 0 }
+#define FRAME_STATE_314 FRAME_STATE_313
+#define FRAME_STATE_315 { .valid = true, .created = 0, .suspended = 1, \
+	.yield_from = 2, .executing = 4 }
 
 static const struct py_layout layouts[] = {
 	/* 3.6: pyenv 3.6.15 lib/libpython3.6m.so */
@@ -325,6 +331,7 @@ static const struct py_layout layouts[] = {
 		VARS_OBJECT(16, 24, 36, 28, 72, 352),
 		OBJECTS_GROUPS_310,
 		.objects = OBJECTS_310,
+		.frame_state = FRAME_STATE_310,
 	},
 	/* 3.11: pyenv 3.11.7 lib/libpython3.11.so */
 	{
@@ -355,6 +362,7 @@ static const struct py_layout layouts[] = {
 		VARS_IFRAME(56, 64, 8),
 		OBJECTS_GROUPS_311,
 		.objects = OBJECTS_311,
+		.frame_state = FRAME_STATE_310,
 	},
 	/* 3.11d: Debian /usr/bin/python3.11d (3.11.2-6+deb12u9) */
 	{
@@ -385,6 +393,7 @@ static const struct py_layout layouts[] = {
 		VARS_IFRAME(56, 64, 8),
 		OBJECTS_GROUPS_311,
 		.objects = OBJECTS_311,
+		.frame_state = FRAME_STATE_310,
 	},
 	/* 3.12: pyenv 3.12.1 lib/libpython3.12.so */
 	{
@@ -415,6 +424,7 @@ static const struct py_layout layouts[] = {
 		VARS_IFRAME(52, 60, 24),
 		OBJECTS_GROUPS_312,
 		.objects = OBJECTS_312,
+		.frame_state = FRAME_STATE_310,
 	},
 	/* 3.13: pyenv 3.13.0 libpython3.13.so; = sid 3.13.18-1 .debug */
 	{
@@ -445,6 +455,7 @@ static const struct py_layout layouts[] = {
 		VARS_IFRAME(52, 60, 24),
 		OBJECTS_GROUPS_312,
 		.objects = OBJECTS_313,
+		.frame_state = FRAME_STATE_313,
 	},
 	/* 3.13d: sid /usr/bin/python3.13d (python3.13-dbg 3.13.18-1) */
 	{
@@ -475,6 +486,7 @@ static const struct py_layout layouts[] = {
 		VARS_IFRAME(52, 60, 24),
 		OBJECTS_GROUPS_312,
 		.objects = OBJECTS_313,
+		.frame_state = FRAME_STATE_313,
 	},
 	/* 3.14: sid python3.14 3.14.10-1, its build-id .debug file */
 	{
@@ -505,6 +517,7 @@ static const struct py_layout layouts[] = {
 		VARS_IFRAME(52, 60, 24),
 		OBJECTS_GROUPS_312,
 		.objects = OBJECTS_314,
+		.frame_state = FRAME_STATE_314,
 	},
 	/* 3.14d: sid /usr/bin/python3.14d (python3.14-dbg 3.14.10-1) */
 	{
@@ -535,6 +548,7 @@ static const struct py_layout layouts[] = {
 		VARS_IFRAME(52, 60, 24),
 		OBJECTS_GROUPS_312,
 		.objects = OBJECTS_314,
+		.frame_state = FRAME_STATE_314,
 	},
 	/* 3.15: sid python3.15 3.15.2-1, its build-id .debug file */
 	{
@@ -565,6 +579,7 @@ static const struct py_layout layouts[] = {
 		VARS_IFRAME(52, 60, 24),
 		OBJECTS_GROUPS_312,
 		.objects = OBJECTS_315,
+		.frame_state = FRAME_STATE_315,
 	},
 	/* 3.15d: sid /usr/bin/python3.15d (python3.15-dbg 3.15.2-1) */
 	{
@@ -595,6 +610,7 @@ static const struct py_layout layouts[] = {
 		VARS_IFRAME(52, 60, 24),
 		OBJECTS_GROUPS_312,
 		.objects = OBJECTS_315,
+		.frame_state = FRAME_STATE_315,
 	},
 };
 

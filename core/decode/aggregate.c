@@ -158,14 +158,9 @@ static uint32_t frame_index(struct pyd_profile *p,
 	for (; q->frame_tab[j] != PYD_PROF_NONE; j = (j + 1) & mask)
 		if (same_frame(&p->frames[q->frame_tab[j]], f))
 			return q->frame_tab[j];
-	if (p->nframes == q->frames_cap) {
-		size_t ncap = q->frames_cap ? q->frames_cap * 2 : 256;
-		void *t = realloc(p->frames, ncap * sizeof *p->frames);
-		if (!t)
-			return PYD_PROF_NONE;
-		p->frames = t;
-		q->frames_cap = ncap;
-	}
+	if (!pyd_grow_from((void **)&p->frames, &q->frames_cap, p->nframes + 1,
+	                   sizeof *p->frames, 256))
+		return PYD_PROF_NONE;
 	p->frames[p->nframes] = *f;
 	q->frame_tab[j] = (uint32_t)p->nframes;
 	return (uint32_t)p->nframes++;
@@ -218,14 +213,9 @@ static uint64_t rehash_child(const struct pyd_profile *p, uint32_t i)
 static uint32_t new_node(struct pyd_profile *p, uint32_t parent, uint32_t frame)
 {
 	struct pyd_profile_priv *q = p->priv;
-	if (p->nnodes == q->nodes_cap) {
-		size_t ncap = q->nodes_cap ? q->nodes_cap * 2 : 1024;
-		void *t = realloc(p->nodes, ncap * sizeof *p->nodes);
-		if (!t)
-			return PYD_PROF_NONE;
-		p->nodes = t;
-		q->nodes_cap = ncap;
-	}
+	if (!pyd_grow_from((void **)&p->nodes, &q->nodes_cap, p->nnodes + 1,
+	                   sizeof *p->nodes, 1024))
+		return PYD_PROF_NONE;
 	uint32_t i = (uint32_t)p->nnodes++;
 	struct pyd_prof_node *n = &p->nodes[i];
 	*n = (struct pyd_prof_node){.frame = frame,
@@ -342,18 +332,12 @@ static uint64_t rehash_thread(const struct pyd_profile *p, uint32_t i)
 static bool grow_threads(struct pyd_profile *p)
 {
 	struct pyd_profile_priv *q = p->priv;
-	if (p->nthreads < q->threads_cap)
-		return true;
-	size_t ncap = q->threads_cap ? q->threads_cap * 2 : 8;
-	void *t = realloc(p->threads, ncap * sizeof *p->threads);
-	void *l = t ? realloc(q->last, ncap * sizeof *q->last) : NULL;
-	if (t)
-		p->threads = t;
-	if (!l)
-		return false;
-	q->last = l;
-	q->threads_cap = ncap;
-	return true;
+	/* Two arrays of one capacity, q->threads_cap: set once both grew. */
+	size_t cap = q->threads_cap;
+	return pyd_grow_from((void **)&p->threads, &cap, p->nthreads + 1,
+	                     sizeof *p->threads, 8) &&
+	       pyd_grow_from((void **)&q->last, &q->threads_cap, p->nthreads + 1,
+	                     sizeof *q->last, 8);
 }
 
 /* The thread's index, added (with its node) if new: past

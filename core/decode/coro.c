@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "code.h"
 #include "objects.h"
 #include "coro.h"
 #include "unicode.h"
@@ -255,7 +256,8 @@ static enum pyd_err frame_object(struct tctx *c, uint64_t f,
 		int8_t state = (int8_t)buf[o->f_state];
 		int32_t depth;
 		memcpy(&depth, buf + o->f_stackdepth, sizeof depth);
-		if (state != o->fs_suspended || depth < 1 || depth > (1 << 20))
+		if (state != L->frame_state.suspended || depth < 1 ||
+		    depth > (1 << 20))
 			return PYD_OK;
 		top = pyd_u64_at(buf, (uint64_t)o->f_valuestack) +
 		      8 * (uint64_t)(depth - 1);
@@ -332,17 +334,17 @@ static enum pyd_err step_stacktop(struct tctx *c, uint64_t *coro,
 	if (need > sizeof buf || tasks_rd(c, gen, buf, need))
 		return PYD_E_READ;
 	int8_t state = (int8_t)buf[L->gen.gi_frame_state];
-	if (state < o->fs_created || state > o->fs_executing)
+	if (state < L->frame_state.created || state > L->frame_state.executing)
 		return PYD_OK; /* finished: no frame */
 	const uint8_t *f = buf + L->gen.gi_iframe;
 	uint64_t code = pyd_u64_at(f, (uint64_t)L->iframe.code);
 	uint64_t instr = pyd_u64_at(f, (uint64_t)L->iframe.instr);
 	if (!push_at(out, c, code, pyd_iframe_offset(L, code, instr)))
 		return PYD_E_READ;
-	if (state == o->fs_created || state == o->fs_executing)
+	if (state == L->frame_state.created || state == L->frame_state.executing)
 		return PYD_OK;
-	if (o->fs_yield_from) {
-		if (state != o->fs_yield_from)
+	if (L->frame_state.yield_from) {
+		if (state != L->frame_state.yield_from)
 			return PYD_OK;
 	} else {
 		uint8_t unit[2];

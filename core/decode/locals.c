@@ -24,7 +24,9 @@
 #include <string.h>
 
 #include "../memsrc/budget.h"
+#include "../grow.h"
 #include "../memsrc/pagecache.h"
+#include "code.h"
 #include "objects.h"
 #include "repr.h"
 #include "session.h"
@@ -74,11 +76,10 @@ static void free_names(char **names, size_t n)
 static bool add_var(struct pyd_code *c, char *name, size_t slot,
 		    uint8_t flags)
 {
-	struct pyd_code_var *v = realloc(c->vars, (c->nvars + 1) * sizeof *v);
-	if (!v)
+	if (!pyd_grow_one((void **)&c->vars, c->nvars, sizeof *c->vars))
 		return false;
-	c->vars = v;
-	v[c->nvars++] = (struct pyd_code_var){name, (uint32_t)slot, flags};
+	c->vars[c->nvars++] =
+		(struct pyd_code_var){name, (uint32_t)slot, flags};
 	if (slot + 1 > c->nslots)
 		c->nslots = slot + 1;
 	return true;

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../grow.h"
 #include "../memsrc/regs.h"
 #include "session.h"
 
@@ -56,7 +57,7 @@ struct unwind {
 	bool interp_lines;  /* file:line of the interpreter's frames too */
 	/* The frames of the thread being walked. */
 	struct pyd_native_frame *v;
-	size_t n;
+	size_t n, cap;
 	Dwfl *dwfl;
 };
 
@@ -290,12 +291,10 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 	if (!dwfl_frame_pc(state, &pc, &activation) ||
 	    u->n >= PYD_MAX_NATIVE)
 		return DWARF_CB_ABORT;
-	struct pyd_native_frame *v =
-		realloc(u->v, (u->n + MAX_INLINE + 1) * sizeof *v);
-	if (!v)
+	if (!pyd_grow((void **)&u->v, &u->cap, u->n + MAX_INLINE + 1,
+		      sizeof *u->v))
 		return DWARF_CB_ABORT;
-	u->v = v;
-	u->n += name_pc(u, pc, activation, &v[u->n]);
+	u->n += name_pc(u, pc, activation, &u->v[u->n]);
 	return DWARF_CB_OK;
 }
 
@@ -353,12 +352,12 @@ static struct pyd_thread *thread_for(struct pyd_dump *d, int64_t tid,
 	for (size_t i = 0; i < d->nthreads; i++)
 		if (d->threads[i].tid == tid)
 			return &d->threads[i];
-	struct pyd_thread *t = realloc(d->threads,
-				       (d->nthreads + 1) * sizeof *t);
-	if (!t)
+	/* The dump keeps no capacity: take its threads as a full array. */
+	size_t cap = d->nthreads;
+	if (!pyd_grow_from((void **)&d->threads, &cap, d->nthreads + 1,
+			   sizeof *d->threads, 1))
 		return NULL;
-	d->threads = t;
-	t = &d->threads[d->nthreads++];
+	struct pyd_thread *t = &d->threads[d->nthreads++];
 	memset(t, 0, sizeof *t);
 	t->tid = tid;
 	t->run = os->run;
@@ -433,7 +432,7 @@ enum pyd_err pyd_dump_native(struct pyd_session *s, struct pyd_dump *d,
 			break;
 		}
 		u.v = NULL;
-		u.n = 0;
+		u.n = u.cap = 0;
 		int rc = dwfl_getthread_frames(u.dwfl, (pid_t)os[i].tid,
 					       frame_cb, &u);
 		t->native = u.v;

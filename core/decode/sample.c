@@ -22,6 +22,7 @@
 
 #include "../pyd_profile.h"
 #include "../grow.h"
+#include "code.h"
 #include "objects.h"
 #include "session.h"
 #include "thread_names.h"
@@ -87,9 +88,9 @@ struct pyd_sampler {
 	uint32_t process; /* the profile's index of our process */
 	enum pyd_sample_mode mode;
 	struct sthread *th;
-	size_t nth;
+	size_t nth, th_cap;
 	struct sinterp *in;
-	size_t nin;
+	size_t nin, in_cap;
 	bool stale;        /* thread list must be read again */
 	int64_t refreshed; /* CLOCK_MONOTONIC ns of the last refresh */
 	int64_t now;       /* ... and of this round's start */
@@ -186,12 +187,11 @@ static enum pyd_err add_interp(struct pyd_sampler *sp, uint64_t interp,
 	struct pyd_walk w;
 	uint64_t ts;
 	for (pyd_walk_threads(&w, sp->s, interp); pyd_walk_next(&w, &ts);) {
-		void *p = realloc(sp->th, (sp->nth + 1) * sizeof *sp->th);
-		if (!p) {
+		if (!pyd_grow_from((void **)&sp->th, &sp->th_cap, sp->nth + 1,
+		                   sizeof *sp->th, 8)) {
 			pyd_walk_end(&w);
 			return PYD_E_NOMEM;
 		}
-		sp->th = p;
 		struct sthread *t = &sp->th[sp->nth++];
 		memset(t, 0, sizeof *t);
 		t->tstate = ts;
@@ -214,17 +214,15 @@ static enum pyd_err refresh(struct pyd_sampler *sp, bool names)
 	struct sthread *old = sp->th;
 	size_t nold = sp->nth;
 	sp->th = NULL;
-	sp->nth = 0;
+	sp->nth = sp->th_cap = 0;
 	sp->nin = 0;
 	struct pyd_walk w;
 	uint64_t interp;
 	enum pyd_err err = PYD_OK;
 	for (pyd_walk_interps(&w, sp->s); pyd_walk_next(&w, &interp);) {
-		void *p = realloc(sp->in, (sp->nin + 1) * sizeof *sp->in);
-		if (!p)
+		if (!pyd_grow_from((void **)&sp->in, &sp->in_cap, sp->nin + 1,
+		                   sizeof *sp->in, 4))
 			err = PYD_E_NOMEM;
-		else
-			sp->in = p;
 		if (err || (err = add_interp(sp, interp, old, nold, names))) {
 			pyd_walk_end(&w);
 			break;
@@ -256,14 +254,9 @@ static int cmp_pred(const void *a, const void *b)
 static bool push_iov(struct pyd_sampler *sp, uint64_t addr, void *buf,
                      size_t len)
 {
-	if (sp->niov == sp->iov_cap) {
-		size_t cap = sp->iov_cap ? sp->iov_cap * 2 : 64;
-		void *p = realloc(sp->iov, cap * sizeof *sp->iov);
-		if (!p)
-			return false;
-		sp->iov = p;
-		sp->iov_cap = cap;
-	}
+	if (!pyd_grow((void **)&sp->iov, &sp->iov_cap, sp->niov + 1,
+	              sizeof *sp->iov))
+		return false;
 	sp->iov[sp->niov++] = (struct pyd_iov){addr, buf, len};
 	return true;
 }

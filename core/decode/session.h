@@ -1,7 +1,7 @@
 /*
- * Internals shared by the decoders: the session, the code objects it
- * caches and the lines it computes (the readers of other objects are
- * objects.h's).
+ * Internals shared by the decoders: the session and what it holds (the
+ * code objects code.c caches in it, the lines it computes, the names
+ * objects.c reads), frames and the walk of a thread's frames.
  */
 #ifndef PYD_SESSION_H
 #define PYD_SESSION_H
@@ -87,7 +87,6 @@ struct pyd_session {
 	struct pyd_type_slot types[PYD_TYPE_CACHE];
 };
 
-
 /* Note the first corruption met in the target's memory (printf-style):
  * what pyd_session_corruption reports. */
 void pyd_session_corrupt(struct pyd_session *s, const char *fmt, ...)
@@ -99,8 +98,8 @@ static inline void pyd_session_refill(struct pyd_session *s)
 	pyd_budget_refill(&s->budget);
 }
 
-/* The code object at addr, decoded and cached; NULL if it is not one. */
-const struct pyd_code *pyd_code_get(struct pyd_session *s, uint64_t addr);
+/* Free a code object's record and all it holds. */
+void pyd_code_free(struct pyd_code *c);
 
 /* A growable array of frames; the decoders' common output. */
 struct pyd_frame_buf {
@@ -108,50 +107,6 @@ struct pyd_frame_buf {
 	size_t n, cap;
 	uint64_t loop_at; /* the frame a walk met twice, else 0 */
 };
-
-/* Append the frame of code object c at line; false if out of memory. */
-bool pyd_frame_push(struct pyd_frame_buf *b, const struct pyd_code *c,
-		    int line);
-
-/* Byte offset of instruction pointer instr into the inline bytecode of
- * the code object at code (3.11+). */
-static inline int64_t pyd_iframe_offset(const struct py_layout *L,
-					uint64_t code, uint64_t instr)
-{
-	return (int64_t)(instr - (code + (uint64_t)L->code.code_adaptive));
-}
-
-/*
- * Append the frame running the code object at code, at bytecode offset
- * off (bytes); an offset outside the code gives line -1.  PYD_E_READ if
- * code is not a code object.
- */
-enum pyd_err pyd_frame_push_at(struct pyd_session *s, struct pyd_frame_buf *b,
-			       uint64_t code, int64_t off);
-
-/*
- * The same for an interpreter frame (3.11+) at instruction pointer
- * instr, strictly: PYD_E_READ if instr is not inside the code, which is
- * how a frame torn under a live read shows.
- */
-enum pyd_err pyd_frame_push_iframe(struct pyd_session *s,
-				   struct pyd_frame_buf *b, uint64_t code,
-				   uint64_t instr);
-
-/* Line of a code object at a bytecode offset (in bytes). */
-int pyd_code_line(const struct pyd_session *s, const struct pyd_code *c,
-		  int offset);
-/* The same through the session's line cache. */
-int pyd_code_line_cached(struct pyd_session *s, const struct pyd_code *c,
-			 int offset);
-
-/*
- * Re-read the header of every cached code object and retire those that
- * changed: CPython frees code objects (a reloaded module, an exec'd
- * string) and another may take the address.  A sampler calls this now
- * and then; a one-shot dump does not need it.  Returns how many changed.
- */
-size_t pyd_code_cache_revalidate(struct pyd_session *s);
 
 /*
  * Walking a thread's chain of nodes: the frame pointer of its thread

@@ -13,6 +13,7 @@
 
 #include "../memsrc/pagecache.h"
 #include "../grow.h"
+#include "code.h"
 #include "objects.h"
 #include "session.h"
 #include "thread_names.h"
@@ -475,14 +476,9 @@ static enum pyd_err add_thread(struct dump_ctx *c, uint64_t tstate,
 			       int64_t interp_id, uint64_t holder)
 {
 	struct pyd_dump *d = c->d;
-	if (d->nthreads == c->cap) {
-		size_t cap = c->cap ? c->cap * 2 : 16;
-		void *p = realloc(d->threads, cap * sizeof *d->threads);
-		if (!p)
-			return PYD_E_NOMEM;
-		d->threads = p;
-		c->cap = cap;
-	}
+	if (!pyd_grow_from((void **)&d->threads, &c->cap, d->nthreads + 1,
+	                   sizeof *d->threads, 16))
+		return PYD_E_NOMEM;
 	struct pyd_thread *t = &d->threads[d->nthreads++];
 	memset(t, 0, sizeof *t);
 	t->tid = pyd_thread_tid(c->s, tstate);

@@ -193,19 +193,11 @@ static enum pyd_err grow_tasks(struct tctx *c, struct pyd_task_graph *g)
 {
 	if (c->nraw <= c->abcap)
 		return PYD_OK;
-	size_t ncap = c->abcap ? c->abcap : 64;
-	while (ncap < c->nraw)
-		ncap *= 2;
-	void *t = realloc(g->tasks, ncap * sizeof *g->tasks);
-	if (t)
-		g->tasks = t;
-	uint32_t **a = realloc(c->ab, ncap * sizeof *c->ab);
-	if (a)
-		c->ab = a;
-	size_t *na = realloc(c->nab, ncap * sizeof *c->nab);
-	if (na)
-		c->nab = na;
-	if (!t || !a || !na)
+	/* Three arrays of one capacity, c->abcap: set once all three grew. */
+	size_t tcap = c->abcap, acap = c->abcap, ncap = c->abcap;
+	if (!pyd_grow((void **)&g->tasks, &tcap, c->nraw, sizeof *g->tasks) ||
+	    !pyd_grow((void **)&c->ab, &acap, c->nraw, sizeof *c->ab) ||
+	    !pyd_grow((void **)&c->nab, &ncap, c->nraw, sizeof *c->nab))
 		return PYD_E_NOMEM;
 	memset(c->ab + c->abcap, 0, (ncap - c->abcap) * sizeof *c->ab);
 	memset(c->nab + c->abcap, 0, (ncap - c->abcap) * sizeof *c->nab);
@@ -251,12 +243,8 @@ static enum pyd_err add_cycle(struct pyd_task_graph *g, const uint32_t *path,
 {
 	if (g->ncycles >= MAX_CYCLES)
 		return PYD_OK;
-	if (g->ncycles % 16 == 0) {
-		void *p = realloc(g->cycles, (g->ncycles + 16) * sizeof *g->cycles);
-		if (!p)
-			return PYD_E_NOMEM;
-		g->cycles = p;
-	}
+	if (!pyd_grow_one((void **)&g->cycles, g->ncycles, sizeof *g->cycles))
+		return PYD_E_NOMEM;
 	size_t n = to - from + 1;
 	uint64_t *ids = malloc(n * sizeof *ids);
 	if (!ids)

@@ -101,12 +101,8 @@ enum pyd_err tasks_edge(struct tctx *c, size_t i, size_t waiter)
 	for (size_t k = 0; k < c->nab[i]; k++)
 		if (c->ab[i][k] == waiter)
 			return PYD_OK;
-	if (c->nab[i] % 8 == 0) {
-		void *p = realloc(c->ab[i], (c->nab[i] + 8) * sizeof *c->ab[i]);
-		if (!p)
-			return PYD_E_NOMEM;
-		c->ab[i] = p;
-	}
+	if (!pyd_grow_one((void **)&c->ab[i], c->nab[i], sizeof *c->ab[i]))
+		return PYD_E_NOMEM;
 	c->ab[i][c->nab[i]++] = (uint32_t)waiter;
 	return PYD_OK;
 }

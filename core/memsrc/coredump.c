@@ -3,6 +3,7 @@
  */
 #define _GNU_SOURCE
 #include "coredump.h"
+#include "../grow.h"
 #include "regs.h"
 
 #include <elf.h>
@@ -209,19 +210,12 @@ static enum pyd_err core_regs(void *ctx, int64_t tid, uint64_t *regs)
 	return PYD_E_READ;
 }
 
-static uint64_t get_u64(const uint8_t *p)
-{
-	uint64_t v;
-	memcpy(&v, p, sizeof v);
-	return v;
-}
-
 /* NT_FILE: count, page size, count x (start, end, page offset), names. */
 static void parse_nt_file(struct pyd_core *c, const uint8_t *d, size_t len)
 {
 	if (len < 16 || c->maps)
 		return;
-	uint64_t count = get_u64(d), page = get_u64(d + 8);
+	uint64_t count = pyd_u64_at(d, 0), page = pyd_u64_at(d, 8);
 	if (count > MAX_FILE_ENTRIES || count * 24 > len - 16)
 		return;
 	c->maps = calloc(count ? count : 1, sizeof *c->maps);
@@ -233,9 +227,9 @@ static void parse_nt_file(struct pyd_core *c, const uint8_t *d, size_t len)
 		const uint8_t *e = d + 16 + i * 24;
 		size_t nlen = strnlen(name, (size_t)(end - name));
 		struct pyd_mapping *m = &c->maps[c->nmaps++];
-		m->start = get_u64(e);
-		m->end = get_u64(e + 8);
-		m->offset = get_u64(e + 16) * page;
+		m->start = pyd_u64_at(e, 0);
+		m->end = pyd_u64_at(e, 8);
+		m->offset = pyd_u64_at(e, 16) * page;
 		m->path = strndup(name, nlen);
 		name += nlen + 1;
 	}
@@ -245,17 +239,10 @@ static void add_thread(struct pyd_core *c, const uint8_t *d, size_t len)
 {
 	if (len < PRSTATUS_PID + 4 || c->nthreads >= MAX_THREADS)
 		return;
-	if ((c->nthreads & (c->nthreads - 1)) == 0) {
-		size_t cap = c->nthreads ? c->nthreads * 2 : 1;
-		void *p = realloc(c->threads, cap * sizeof *c->threads);
-		void *r = realloc(c->regs, cap * sizeof *c->regs);
-		if (p)
-			c->threads = p;
-		if (r)
-			c->regs = r;
-		if (!p || !r)
-			return;
-	}
+	if (!pyd_grow_one((void **)&c->threads, c->nthreads,
+			  sizeof *c->threads) ||
+	    !pyd_grow_one((void **)&c->regs, c->nthreads, sizeof *c->regs))
+		return;
 	int32_t tid;
 	memcpy(&tid, d + PRSTATUS_PID, sizeof tid);
 	struct thread_regs *tr = &c->regs[c->nthreads];

@@ -250,13 +250,9 @@ static enum pyd_err live_mappings(void *ctx, const struct pyd_mapping **maps,
 		char *line = NULL;
 		size_t cap = 0, alloc = 0;
 		while (getline(&line, &cap, f) > 0) {
-			if (l->nmaps == alloc) {
-				alloc = alloc ? alloc * 2 : 256;
-				void *p = realloc(l->maps, alloc * sizeof *l->maps);
-				if (!p)
-					break;
-				l->maps = p;
-			}
+			if (!pyd_grow_from((void **)&l->maps, &alloc,
+					   l->nmaps + 1, sizeof *l->maps, 256))
+				break;
 			if (parse_map_line(line, &l->maps[l->nmaps]))
 				l->nmaps++;
 		}

@@ -17,6 +17,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../grow.h"
+#include "../runtime/runtime.h" /* the runtime record a snapshot keeps */
+
 #ifndef PYD_VERSION
 #define PYD_VERSION "dev"
 #endif
@@ -168,14 +171,9 @@ static size_t first_touching(const struct pyd_recorder *r, uint64_t addr)
 static bool insert_range(struct pyd_recorder *r, size_t i, uint64_t addr,
 			 const void *buf, size_t len)
 {
-	if (r->nranges == r->rcap) {
-		size_t cap = r->rcap ? r->rcap * 2 : 64;
-		void *p = realloc(r->ranges, cap * sizeof *r->ranges);
-		if (!p)
-			return false;
-		r->ranges = p;
-		r->rcap = cap;
-	}
+	if (!pyd_grow((void **)&r->ranges, &r->rcap, r->nranges + 1,
+	              sizeof *r->ranges))
+		return false;
 	uint8_t *data = malloc(len);
 	if (!data)
 		return false;

@@ -19,8 +19,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../runtime/runtime.h"
 #include "memsrc.h"
+
+/* Where the interpreter is (runtime.h): a snapshot keeps it, so that
+ * replaying needs no binary; its callers only pass it through. */
+struct pyd_runtime;
 
 /* Recording: wrap any memory source; every successful read is remembered
  * (ranges merged). */

@@ -1,7 +1,8 @@
 /*
  * The table of profile formats: adding a format is a writer and a row
- * here; -f, -o, the help of pystack-dump sample and py-sample, and the
- * tests (pystack-dump sample --list-formats) all read it.
+ * here (and its check in tests/test_sample_formats.py); -f, -o suffix
+ * detection, the help of pystack-dump sample and py-sample, and the tests
+ * (pystack-dump sample --list-formats: names and suffixes) all read it.
  */
 #include <stdio.h>
 #include <string.h>

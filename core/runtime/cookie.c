@@ -30,11 +30,9 @@ static uint64_t find_cookie(const uint8_t *buf, size_t n, uint64_t addr,
 {
 	(void)ctx;
 	for (size_t off = 0; off + 16 <= n; off += 8) {
-		uint64_t hex;
 		if (memcmp(buf + off, "xdebugpy", 8) != 0)
 			continue;
-		memcpy(&hex, buf + off + 8, sizeof hex);
-		if (plausible_version(hex))
+		if (plausible_version(pyd_u64_at(buf, off + 8)))
 			return addr + off;
 	}
 	return 0;

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "../../core/memsrc/snapshot.h"
+#include "../../core/runtime/runtime.h"
 #include "check.h"
 
 #define CHECK_STR(got, want) CHECK_EQ(strcmp((got), (want)), 0)

@@ -1,0 +1,277 @@
+/*
+ * The code-object cache: what a frame's code object says (names, file,
+ * line table), read once per address and kept in the session; the lines
+ * it gives; and the frames the decoders push from it.  It reads objects
+ * through objects.c, above which it sits.
+ */
+#include "code.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "linetable.h"
+#include "objects.h"
+
+/* Line tables longer than this are not a real code object's. */
+#define MAX_LINETABLE (1u << 20)
+/* Far more distinct code objects than any program runs; past it we stop
+ * caching rather than grow without bound. */
+#define MAX_CACHED_CODES (1u << 20)
+
+/*
+ * Is type (an object's ob_type) PyCode_Type?  By address when the binary
+ * told us; else by name, which lives in .rodata -- a part of the binary a
+ * core leaves out.  With no binary at all (3.13+ found by its cookie) the
+ * type is recognised by its shape: a code object is variable-sized, with
+ * tp_basicsize = offsetof(co_code_adaptive) and tp_itemsize = 2 (one code
+ * unit).  tp_basicsize and tp_itemsize follow tp_name in every 3.x.
+ */
+static bool is_code_type(struct pyd_session *s, uint64_t type)
+{
+	const struct py_layout *L = &s->layout;
+	uint64_t name, size[2];
+	char tname[8] = {0};
+	if (s->rt.code_type_addr)
+		return type == s->rt.code_type_addr;
+	if (!type || pyd_read_ptr(s, type + (uint64_t)L->object.tp_name, &name))
+		return false;
+	if (pyd_read(s->src, name, tname, 5) == PYD_OK)
+		return strcmp(tname, "code") == 0;
+	return L->code.code_adaptive != PYD_NO_FIELD &&
+	       !pyd_read(s->src, type + (uint64_t)L->object.tp_name + 8, size,
+			 sizeof size) &&
+	       size[0] == (uint64_t)L->code.code_adaptive && size[1] == 2;
+}
+
+static bool is_code(struct pyd_session *s, uint64_t addr)
+{
+	uint64_t type;
+	if (pyd_read_ptr(s, addr + (uint64_t)s->layout.object.ob_type, &type))
+		return false;
+	if (type == s->code_type)
+		return true;
+	if (s->code_type || !is_code_type(s, type))
+		return false;
+	s->code_type = type;
+	return true;
+}
+
+static struct pyd_code *code_read(struct pyd_session *s, uint64_t addr)
+{
+	const struct py_layout *L = &s->layout;
+	int32_t offs[] = {L->code.filename,    L->code.name,
+			  L->code.qualname,    L->code.firstlineno,
+			  L->code.linetable,   L->datastack.framesize};
+	int32_t end = 0;
+	for (size_t i = 0; i < sizeof offs / sizeof *offs; i++)
+		if (offs[i] + 8 > end)
+			end = offs[i] + 8;
+	uint8_t buf[512];
+	if (end > (int32_t)sizeof buf || !is_code(s, addr) ||
+	    pyd_read(s->src, addr, buf, (size_t)end))
+		return NULL;
+	struct pyd_code *c = calloc(1, sizeof *c);
+	if (!c)
+		return NULL;
+	c->addr = addr;
+	int32_t first;
+	memcpy(&first, buf + L->code.firstlineno, sizeof first);
+	c->firstlineno = first;
+	if (L->datastack.framesize != PYD_NO_FIELD)
+		memcpy(&c->framesize, buf + L->datastack.framesize,
+		       sizeof c->framesize);
+	c->name_ptr = pyd_u64_at(buf, L->code.name);
+	c->file_ptr = pyd_u64_at(buf, L->code.filename);
+	c->name = pyd_read_str(s, c->name_ptr);
+	c->file = pyd_read_str(s, c->file_ptr);
+	if (L->code.qualname != PYD_NO_FIELD)
+		c->qualname = pyd_read_str(s, pyd_u64_at(buf, L->code.qualname));
+	c->linetable = pyd_read_bytes(s, pyd_u64_at(buf, L->code.linetable),
+				      MAX_LINETABLE, &c->linetable_len);
+	if (!c->name || !c->file) {
+		pyd_code_free(c);
+		return NULL;
+	}
+	return c;
+}
+
+static size_t code_slot(const struct pyd_session *s, uint64_t addr)
+{
+	size_t mask = s->codes_cap - 1;
+	size_t i = (size_t)((addr >> 4) * 0x9E3779B97F4A7C15ULL) & mask;
+	while (s->codes[i] && s->codes[i]->addr != addr)
+		i = (i + 1) & mask;
+	return i;
+}
+
+static bool codes_grow(struct pyd_session *s)
+{
+	size_t cap = s->codes_cap ? s->codes_cap * 2 : 1024;
+	struct pyd_code **old = s->codes;
+	size_t oldcap = s->codes_cap;
+	s->codes = calloc(cap, sizeof *s->codes);
+	if (!s->codes) {
+		s->codes = old;
+		return false;
+	}
+	s->codes_cap = cap;
+	for (size_t i = 0; i < oldcap; i++)
+		if (old[i])
+			s->codes[code_slot(s, old[i]->addr)] = old[i];
+	free(old);
+	return true;
+}
+
+const struct pyd_code *pyd_code_get(struct pyd_session *s, uint64_t addr)
+{
+	if (!addr)
+		return NULL;
+	if (s->codes_cap) {
+		struct pyd_code *hit = s->codes[code_slot(s, addr)];
+		if (hit)
+			return hit;
+	}
+	/* Frames point into cached entries, so a full cache cannot evict:
+	 * past the cap new code objects are simply not decoded. */
+	if (s->ncodes >= MAX_CACHED_CODES)
+		return NULL;
+	struct pyd_code *c = code_read(s, addr);
+	if (!c)
+		return NULL;
+	if ((s->ncodes + 1) * 2 > s->codes_cap && !codes_grow(s)) {
+		pyd_code_free(c);
+		return NULL;
+	}
+	s->codes[code_slot(s, addr)] = c;
+	s->ncodes++;
+	return c;
+}
+
+int pyd_code_line(const struct pyd_session *s, const struct pyd_code *c,
+		  int offset)
+{
+	const uint8_t *t = c->linetable;
+	size_t n = c->linetable_len;
+	switch (s->layout.line_model) {
+	case PY_LINES_LNOTAB:
+		return pyd_line_lnotab(t, n, c->firstlineno, offset);
+	case PY_LINES_310:
+		return pyd_line_310(t, n, c->firstlineno, offset);
+	case PY_LINES_LOCATIONS:
+		return pyd_line_locations(t, n, c->firstlineno, offset);
+	}
+	return -1;
+}
+
+int pyd_code_line_cached(struct pyd_session *s, const struct pyd_code *c,
+			 int offset)
+{
+	uint64_t h = ((c->addr >> 4) ^ ((uint64_t)offset << 32)) *
+		     0x9E3779B97F4A7C15ULL;
+	struct pyd_line_slot *e = &s->lines[h >> 52];
+	if (e->code != c->addr || e->off != offset) {
+		e->code = c->addr;
+		e->off = offset;
+		e->line = pyd_code_line(s, c, offset);
+	}
+	return e->line;
+}
+
+/* Does the code object at c->addr still hold what we decoded? */
+static bool code_unchanged(struct pyd_session *s, const struct pyd_code *c)
+{
+	const struct py_layout *L = &s->layout;
+	uint64_t type, name, file;
+	int32_t first;
+	return !pyd_read_ptr(s, c->addr + (uint64_t)L->object.ob_type, &type) &&
+	       type == s->code_type &&
+	       !pyd_read_ptr(s, c->addr + (uint64_t)L->code.name, &name) &&
+	       name == c->name_ptr &&
+	       !pyd_read_ptr(s, c->addr + (uint64_t)L->code.filename, &file) &&
+	       file == c->file_ptr &&
+	       !pyd_read_i32(s, c->addr + (uint64_t)L->code.firstlineno, &first) &&
+	       first == c->firstlineno;
+}
+
+static bool retire(struct pyd_session *s, struct pyd_code *c)
+{
+	void *p = realloc(s->retired, (s->nretired + 1) * sizeof *s->retired);
+	if (!p)
+		return false;
+	s->retired = p;
+	s->retired[s->nretired++] = c;
+	return true;
+}
+
+size_t pyd_code_cache_revalidate(struct pyd_session *s)
+{
+	size_t changed = 0;
+	struct pyd_code **keep = calloc(s->codes_cap ? s->codes_cap : 1,
+					sizeof *keep);
+	if (!keep)
+		return 0;
+	size_t nkeep = 0;
+	for (size_t i = 0; i < s->codes_cap; i++) {
+		struct pyd_code *c = s->codes[i];
+		if (!c)
+			continue;
+		if (code_unchanged(s, c) || !retire(s, c))
+			keep[nkeep++] = c;
+		else
+			changed++;
+	}
+	if (changed) {
+		/* Linear probing cannot delete in place: re-insert the rest. */
+		memset(s->codes, 0, s->codes_cap * sizeof *s->codes);
+		for (size_t i = 0; i < nkeep; i++)
+			s->codes[code_slot(s, keep[i]->addr)] = keep[i];
+		s->ncodes = nkeep;
+		memset(s->lines, 0, sizeof s->lines);
+	}
+	free(keep);
+	return changed;
+}
+
+bool pyd_frame_push(struct pyd_frame_buf *b, const struct pyd_code *c,
+		    int line)
+{
+	if (b->n == b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 64;
+		void *p = realloc(b->v, cap * sizeof *b->v);
+		if (!p)
+			return false;
+		b->v = p;
+		b->cap = cap;
+	}
+	b->v[b->n++] = (struct pyd_frame){
+		.code = c->addr,
+		.function = c->name,
+		.qualname = c->qualname,
+		.file = c->file,
+		.line = line,
+	};
+	return true;
+}
+
+enum pyd_err pyd_frame_push_at(struct pyd_session *s, struct pyd_frame_buf *b,
+			       uint64_t code, int64_t off)
+{
+	const struct pyd_code *c = pyd_code_get(s, code);
+	if (!c)
+		return PYD_E_READ;
+	/* -2 is "not started yet" (3.11's prev_instr before the code). */
+	int line = off >= -2 && off <= INT32_MAX
+			   ? pyd_code_line_cached(s, c, (int)off)
+			   : -1;
+	return pyd_frame_push(b, c, line) ? PYD_OK : PYD_E_NOMEM;
+}
+
+enum pyd_err pyd_frame_push_iframe(struct pyd_session *s,
+				   struct pyd_frame_buf *b, uint64_t code,
+				   uint64_t instr)
+{
+	int64_t off = pyd_iframe_offset(&s->layout, code, instr);
+	if (off > INT32_MAX || off < -2)
+		return PYD_E_READ;
+	return pyd_frame_push_at(s, b, code, off);
+}

@@ -1,0 +1,57 @@
+/*
+ * The code-object cache (code.c): code objects by address, their lines,
+ * and the frames pushed from them.
+ */
+#ifndef PYD_CODE_H
+#define PYD_CODE_H
+
+#include "session.h"
+
+/* The code object at addr, decoded and cached; NULL if it is not one. */
+const struct pyd_code *pyd_code_get(struct pyd_session *s, uint64_t addr);
+
+/* Append the frame of code object c at line; false if out of memory. */
+bool pyd_frame_push(struct pyd_frame_buf *b, const struct pyd_code *c,
+		    int line);
+
+/* Byte offset of instruction pointer instr into the inline bytecode of
+ * the code object at code (3.11+). */
+static inline int64_t pyd_iframe_offset(const struct py_layout *L,
+					uint64_t code, uint64_t instr)
+{
+	return (int64_t)(instr - (code + (uint64_t)L->code.code_adaptive));
+}
+
+/*
+ * Append the frame running the code object at code, at bytecode offset
+ * off (bytes); an offset outside the code gives line -1.  PYD_E_READ if
+ * code is not a code object.
+ */
+enum pyd_err pyd_frame_push_at(struct pyd_session *s, struct pyd_frame_buf *b,
+			       uint64_t code, int64_t off);
+
+/*
+ * The same for an interpreter frame (3.11+) at instruction pointer
+ * instr, strictly: PYD_E_READ if instr is not inside the code, which is
+ * how a frame torn under a live read shows.
+ */
+enum pyd_err pyd_frame_push_iframe(struct pyd_session *s,
+				   struct pyd_frame_buf *b, uint64_t code,
+				   uint64_t instr);
+
+/* Line of a code object at a bytecode offset (in bytes). */
+int pyd_code_line(const struct pyd_session *s, const struct pyd_code *c,
+		  int offset);
+/* The same through the session's line cache. */
+int pyd_code_line_cached(struct pyd_session *s, const struct pyd_code *c,
+			 int offset);
+
+/*
+ * Re-read the header of every cached code object and retire those that
+ * changed: CPython frees code objects (a reloaded module, an exec'd
+ * string) and another may take the address.  A sampler calls this now
+ * and then; a one-shot dump does not need it.  Returns how many changed.
+ */
+size_t pyd_code_cache_revalidate(struct pyd_session *s);
+
+#endif

@@ -28,6 +28,9 @@ struct pyd_frame {
 	 * called into the interpreter here (py-bt -n pairs each such run
 	 * with its _PyEval_EvalFrameDefault native frame). */
 	bool entry;
+	/* Stands for the outer frames a sampled stack deeper than
+	 * PYD_MAX_FRAMES left out: function is "<truncated N frames>". */
+	bool elided;
 	/* The frame object (<= 3.10) or interpreter frame (3.11+) and its
 	 * code object, in the target; 0 where a frame has none (a task's
 	 * name standing in for a frame). */

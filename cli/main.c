@@ -406,6 +406,24 @@ static enum pyd_err check_incomplete(const struct options *o,
 	return err;
 }
 
+/* --native: threads shown without their native stack are named (the exit
+ * status stays: their Python stacks are whole). */
+static void note_native(const struct options *o, const struct pyd_dump *d)
+{
+	size_t bad = 0;
+	enum pyd_err why = PYD_OK;
+	for (size_t i = 0; i < d->nthreads; i++)
+		if (d->threads[i].native_error) {
+			why = d->threads[i].native_error;
+			bad++;
+		}
+	if (!bad)
+		return;
+	struct pyd_explain e = cli_about(&o->spec);
+	e.count = bad;
+	cli_say(&e, PYD_SAY_NATIVE_UNREAD, why);
+}
+
 static enum pyd_err check_complete(const struct options *o,
 				   const struct target *t,
 				   const struct pyd_dump *dump)
@@ -471,6 +489,8 @@ static enum pyd_err show(const struct options *o, struct target *t,
 {
 	enum pyd_err err = o->opt.tasks ? print_tasks(o, t, sess, graph)
 				    : print_dump(o, t, sess, dump);
+	if (!err && dump->has_native)
+		note_native(o, dump);
 	if (!err && o->opt.save)
 		err = save_snapshot(o, t, rt);
 	if (!err)

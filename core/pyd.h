@@ -183,6 +183,8 @@ enum pyd_err pyd_dump_locals(struct pyd_session *s, struct pyd_dump *d,
  * that run no Python are added with their native stack only.
  * interp_lines: find the source lines of the interpreter's own frames
  * too (costly: its debug info is large), for a report that shows them.
+ * A thread whose native stack could not be unwound has native_error
+ * set (every thread, with the error returned, when none could be).
  */
 enum pyd_err pyd_dump_native(struct pyd_session *s, struct pyd_dump *d,
 			     bool interp_lines);

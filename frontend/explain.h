@@ -32,6 +32,7 @@ enum pyd_say {
 	PYD_SAY_SNAPSHOT_SAVE,     /* --save-snapshot failed */
 	PYD_SAY_CORRUPT,           /* memory found corrupt (detail: where) */
 	PYD_SAY_SAMPLE_CORRUPT,    /* ... while sampling */
+	PYD_SAY_NATIVE_UNREAD,     /* count threads' native stacks not read */
 };
 
 struct pyd_explain {

@@ -101,6 +101,7 @@ def native_job(interp, tool):
         ok = rc == 0 and "  File " in text and "  #0 " in text and "qsort" in text
         res.append(Result("text", "PASS" if ok else "FAIL",
                           "" if ok else "exit %s:\n%s" % (rc, text[-1500:])))
+        res += gcore_results(interp, tool, tg, gt)
         cerr = CORE_PATTERN.ensure()
         if cerr:
             res.append(Result("core", "SKIP", cerr))
@@ -122,8 +123,63 @@ def native_job(interp, tool):
     return res
 
 
+NO_UNWIND = "could not be unwound"
+
+
+def gcore_sysroot_errors(interp, tool, core, gt, pid, sysroot, found):
+    """--native --core CORE --sysroot DIR on a gcore core of a chroot's
+    process (gdb writes the host's paths): native frames where the
+    libraries are found (found), else each thread's native_error and a
+    note on stderr; the Python frames either way."""
+    argv, rc, out, err = tool_file_run(tool, ["--core", core, "--sysroot", sysroot,
+                                              "--native", "--json"])
+    if rc != 0:
+        return ["%s exited %s: %s" % (" ".join(argv), rc, short(err))]
+    doc, e = parse_json_out(out)
+    if e:
+        return [e]
+    errs = compare(gt, python_only(doc), interp, pid)
+    said = NO_UNWIND in err.decode("utf-8", "replace")
+    for t in doc["threads"]:
+        native = [f for f in t["frames"] if f["kind"] == "native"]
+        if found and (t["native_error"] or not native):
+            errs.append("thread %s: no native frames (native_error %r)"
+                        % (t["tid"], t["native_error"]))
+        if not found and (native or not t["native_error"]):
+            errs.append("thread %s: %d native frames, native_error %r without its "
+                        "libraries" % (t["tid"], len(native), t["native_error"]))
+    main = [t for t in doc["threads"] if t["tid"] == pid]
+    if found and not any("sleep" in (f.get("function") or "")
+                         for t in main for f in t["frames"] if f["kind"] == "native"):
+        errs.append("main thread: no sleep among its native frames")
+    if said != (not found):
+        errs.append("stderr %s the note %r: %s" % ("has" if said else "lacks", NO_UNWIND,
+                                                   short(err)))
+    return errs
+
+
+def gcore_results(interp, tool, tg, gt):
+    """The gcore cases of native_job (chroot interpreters only)."""
+    names = ("gcore --sysroot", "gcore --sysroot, no libraries")
+    if not interp.chroot:
+        return [Result(n, "SKIP", "a gcore core of a host process needs no --sysroot")
+                for n in names]
+    core = gcore(tg.pid, os.path.join(host_tmp(), "native-%s.core" % tg.run_id))
+    if core is None:
+        return [Result(n, "FAIL", "gcore wrote no core") for n in names]
+    try:
+        res = []
+        for name, sysroot, found in zip(names, (interp.chroot, "/nonexistent"), (True, False)):
+            errs = gcore_sysroot_errors(interp, tool, core, gt, tg.pid, sysroot, found)
+            res.append(Result(name, "FAIL" if errs else "PASS", "\n".join(errs)))
+        return res
+    finally:
+        remove(core)
+
+
 @pytest.mark.job("native")
-@pytest.mark.parametrize("kind", ["live", "live --native-all", "text", "core"])
+@pytest.mark.parametrize("kind", ["live", "live --native-all", "text", "core",
+                                  "gcore --sysroot", "gcore --sysroot, no libraries"])
 def test_native(interp, kind, tool, jobs, request):
     """The merged native and Python stacks of native.py."""
     settle(jobs.result(kind, native_job, interp, tool), request.node)

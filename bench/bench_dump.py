@@ -5,11 +5,13 @@ Both tools dump the same Python 3.15 target (Debian sid's, from the chroot
 tests/setup-sid.sh makes), interleaved in one run, so machine noise hits both
 alike.  Scenarios: a 200-frame stack, 20 and 100 threads, and a 200-frame
 stack whose frames hold six locals each (an int, a str, a list, a dict,
-an object, a bytes); each also dumped with --locals (goal: under 50 ms)
-and --native (libdwfl unwinding every thread, the target paused).
+an object, a bytes), and a parent with 4 forked children blocked 30
+frames deep; each also dumped with --locals (goal: under 50 ms),
+--native (libdwfl unwinding every thread, the target paused),
+--native-all (the interpreter's frames too, with their lines) and
+--subprocesses (every descendant: 1 + 4 processes in the last scenario).
 Reported: median wall time and peak RSS of each tool per scenario, the
-anchor/ours ratios, and what --locals and --native cost over the plain
-dump.
+anchor/ours ratios, and what each option costs over the plain dump.
 Usage: bench/bench_dump.py [--build build] [--runs 20]
 """
 import argparse
@@ -52,13 +54,18 @@ def main():
         ("pystack-dump --locals", lambda pid: [ours, "--locals", "--no-source", str(pid)]),
         ("pystack-dump --locals --json", lambda pid: [ours, "--locals", "--json", str(pid)]),
         ("pystack-dump --native", lambda pid: [ours, "--native", "--no-source", str(pid)]),
+        ("pystack-dump --native-all", lambda pid: [ours, "--native-all", "--no-source",
+                                                   str(pid)]),
+        ("pystack-dump --subprocesses", lambda pid: [ours, "--subprocesses", "--no-source",
+                                                     str(pid)]),
         ("profiling.sampling dump -a", lambda pid: ["chroot", SID, "/usr/bin/python3.15", "-m",
                                                     "profiling.sampling", "dump", "-a", str(pid)]),
     ]
     print("dump benchmark, target: Debian sid python3.15, %d interleaved runs each" % args.runs)
     print("%-22s %-28s %12s %12s" % ("scenario", "tool", "median ms", "peak RSS MB"))
     for name, kind, n in (("200-frame stack", "deep", 200), ("20 threads", "threads", 20),
-                          ("100 threads", "threads", 100), ("200 frames, 6 locals", "locals", 200)):
+                          ("100 threads", "threads", 100), ("200 frames, 6 locals", "locals", 200),
+                          ("4 child processes", "sleepers", 4)):
         target = start_target(kind, n)
         try:
             rows = bench(target, tools, args.runs)
@@ -70,7 +77,7 @@ def main():
         wall, rss = rows["pystack-dump"]
         print("%-22s %-28s %11.1fx %11.1fx" % (name, "anchor / pystack-dump", anchor_wall / wall,
                                              anchor_rss / rss))
-        for opt in ("--locals", "--native"):
+        for opt in ("--locals", "--native", "--native-all", "--subprocesses"):
             owall, orss = rows["pystack-dump " + opt]
             print("%-22s %-28s %11.2fx %11.2fx" % (name, opt + " / pystack-dump", owall / wall,
                                                  orss / rss))

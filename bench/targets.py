@@ -3,7 +3,8 @@ the same with six locals of different kinds in each frame, `threads N`
 blocks in N threads (each a few frames deep), `spin N` runs a busy loop at
 the bottom of an N-frame stack (<module> and N - 1 calls of spin_rec), for
 the sampling benchmark; `family N` forks N workers that each spin 31
-frames deep while the parent waits for them.  Prints "ready" when set up.  Runs on 3.6+."""
+frames deep while the parent waits for them; `sleepers N` forks N workers
+that each block 30 frames deep, for the dump benchmark.  Prints "ready" when set up.  Runs on 3.6+."""
 import os
 import sys
 import threading
@@ -55,6 +56,22 @@ def family(n):
     os.wait()
 
 
+def sleepers(n):
+    import ctypes
+    for _ in range(n):
+        if os.fork() == 0:
+            ctypes.CDLL(None).prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
+            deep_quiet(30)
+    print("ready", flush=True)
+    os.wait()
+
+
+def deep_quiet(n):
+    if n <= 1:
+        time.sleep(1e6)
+    deep_quiet(n - 1)
+
+
 def idle_thread(started):
     started.release()
     time.sleep(1e6)
@@ -76,4 +93,5 @@ if __name__ == "__main__":
     if kind == "spin":
         spin_rec(n - 1)
     else:
-        {"deep": deep, "locals": with_locals, "threads": threads, "family": family}[kind](n)
+        {"deep": deep, "locals": with_locals, "threads": threads, "family": family,
+         "sleepers": sleepers}[kind](n)

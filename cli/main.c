@@ -99,14 +99,16 @@ static const char usage_text[] =
 	"  {\"pid\": int, \"python_version\": \"3.12.1\", \"binary\": str,\n"
 	"   \"threads\": [{\"tid\": int, \"interpreter\": int, \"name\": str|null,\n"
 	"                \"holds_gil\": bool, \"state\": \"running\"|\"idle\"|\"unknown\",\n"
-	"                \"error\": str|null,\n"
+	"                \"error\": str|null, \"truncated\": bool,\n"
 	"                \"frames\": [{\"function\": str, \"qualname\": str|null,\n"
 	"                            \"file\": str, \"line\": int}]}]}\n"
 	"  frames[0] is the innermost (currently executing) frame; qualname is\n"
-	"  null before Python 3.11. With --locals each frame also has\n"
-	"  \"arguments\": {name: repr} and \"locals\": {name: repr} (code-object\n"
-	"  order; null if the frame's variables could not be read), and the\n"
-	"  document \"locals_budget_spent\": bool. With --native every frame\n"
+	"  null before Python 3.11; \"truncated\" is true for a stack deeper\n"
+	"  than 1,000,000 frames (frames holds its innermost 1,000,000). With\n"
+	"  --locals each frame also has \"arguments\": {name: repr} and\n"
+	"  \"locals\": {name: repr} (code-object order; null if the frame's\n"
+	"  variables could not be read), and the document\n"
+	"  \"locals_budget_spent\": bool. With --native every frame\n"
 	"  has \"kind\": \"python\" or \"native\"; native frames are\n"
 	"  {\"kind\", \"function\": str|null, \"library\": str|null, \"address\":\n"
 	"  int, \"file\": str|null, \"line\": int|null}, and each thread has\n"
@@ -404,6 +406,24 @@ static enum pyd_err check_incomplete(const struct options *o,
 	return err;
 }
 
+/* --native: threads shown without their native stack are named (the exit
+ * status stays: their Python stacks are whole). */
+static void note_native(const struct options *o, const struct pyd_dump *d)
+{
+	size_t bad = 0;
+	enum pyd_err why = PYD_OK;
+	for (size_t i = 0; i < d->nthreads; i++)
+		if (d->threads[i].native_error) {
+			why = d->threads[i].native_error;
+			bad++;
+		}
+	if (!bad)
+		return;
+	struct pyd_explain e = cli_about(&o->spec);
+	e.count = bad;
+	cli_say(&e, PYD_SAY_NATIVE_UNREAD, why);
+}
+
 static enum pyd_err check_complete(const struct options *o,
 				   const struct target *t,
 				   const struct pyd_dump *dump)
@@ -469,6 +489,8 @@ static enum pyd_err show(const struct options *o, struct target *t,
 {
 	enum pyd_err err = o->opt.tasks ? print_tasks(o, t, sess, graph)
 				    : print_dump(o, t, sess, dump);
+	if (!err && dump->has_native)
+		note_native(o, dump);
 	if (!err && o->opt.save)
 		err = save_snapshot(o, t, rt);
 	if (!err)

@@ -28,6 +28,9 @@ struct pyd_frame {
 	 * called into the interpreter here (py-bt -n pairs each such run
 	 * with its _PyEval_EvalFrameDefault native frame). */
 	bool entry;
+	/* Stands for the outer frames a sampled stack deeper than
+	 * PYD_MAX_FRAMES left out: function is "<truncated N frames>". */
+	bool elided;
 	/* The frame object (<= 3.10) or interpreter frame (3.11+) and its
 	 * code object, in the target; 0 where a frame has none (a task's
 	 * name standing in for a frame). */
@@ -180,6 +183,8 @@ enum pyd_err pyd_dump_locals(struct pyd_session *s, struct pyd_dump *d,
  * that run no Python are added with their native stack only.
  * interp_lines: find the source lines of the interpreter's own frames
  * too (costly: its debug info is large), for a report that shows them.
+ * A thread whose native stack could not be unwound has native_error
+ * set (every thread, with the error returned, when none could be).
  */
 enum pyd_err pyd_dump_native(struct pyd_session *s, struct pyd_dump *d,
 			     bool interp_lines);

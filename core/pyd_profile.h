@@ -33,12 +33,14 @@ bool pyd_sample_mode_named(const char *name, enum pyd_sample_mode *m);
 enum pyd_prof_frame_kind {
 	PYD_PF_PYTHON, /* a Python function */
 	PYD_PF_TASK,   /* an asyncio task boundary: function is its name */
+	PYD_PF_ELIDED, /* the outer frames a deep stack left out: function
+	                * is "<truncated N frames>" */
 };
 
 struct pyd_prof_frame {
 	const char *function;
 	const char *qualname; /* NULL where CPython has none (< 3.11) */
-	const char *file;     /* NULL for PYD_PF_TASK */
+	const char *file;     /* NULL for PYD_PF_TASK and _ELIDED */
 	int line;             /* -1 if unknown, 0 when lines are off */
 	enum pyd_prof_frame_kind kind;
 };

@@ -12,10 +12,13 @@
 #include "explain.h"
 
 static const char help_bt[] =
-    "py-bt [all] [-n] [-l] [-j]: the Python stack of the selected thread.\n"
+    "py-bt [all] [-n|-N] [-l] [-j]: the Python stack of the selected thread.\n"
     "  all  every thread of every interpreter\n"
-    "  -n   interleave the native frames the debugger knows: each group\n"
-    "       of Python frames under the evaluation-loop frame running it\n"
+    "  -n   interleave the native frames the debugger knows, each Python\n"
+    "       frame in place of the evaluation loop running it: as\n"
+    "       pystack-dump --native prints them\n"
+    "  -N   the same keeping the interpreter's own frames, as --native-all\n"
+    "       (also: --native-all)\n"
     "  -l   each frame's arguments and locals too (also: full, --locals)\n"
     "  -j   JSON, as pystack-dump --json\n"
     "Works on live processes, core files and remote targets; reads memory\n"
@@ -161,7 +164,7 @@ bool pyd_cmd_wants_native(const struct pyd_cmd *c)
 {
 	/* The frame commands keep the native frame selected too (gdb
 	 * forgets it when a command makes it unwind again). */
-	return (c->kind == PYD_CMD_BT && c->opt.native) ||
+	return (c->kind == PYD_CMD_BT && (c->opt.native || c->opt.native_all)) ||
 	       (c->kind != PYD_CMD_BT && c->kind != PYD_CMD_TASKS &&
 	        c->kind != PYD_CMD_SAMPLE);
 }
@@ -219,12 +222,13 @@ static bool select_thread(struct pyd_dump *d, int64_t tid)
 }
 
 /*
- * py-bt -n: the selected thread's native frames as the debugger unwound
- * them, named as pystack-dump --native-all names its own (so both print
- * the same stack); a thread that runs no Python is added with them.
+ * py-bt -n (-N): the selected thread's native frames as the debugger
+ * unwound them, named as pystack-dump --native (--native-all) names its
+ * own (so both print the same stack); a thread that runs no Python is
+ * added with them.  all: the interpreter's frames are shown, with lines.
  */
 static enum pyd_err with_native(struct pyd_session *s, struct pyd_dump *d,
-                                const struct pyd_cmd_target *t)
+                                const struct pyd_cmd_target *t, bool all)
 {
 	struct pyd_thread *th = NULL;
 	for (size_t i = 0; i < d->nthreads; i++)
@@ -241,7 +245,7 @@ static enum pyd_err with_native(struct pyd_session *s, struct pyd_dump *d,
 		                          .run = PYD_RUN_UNKNOWN};
 	}
 	d->has_native = true;
-	return pyd_native_name(s, t->native, t->nnative, true, th);
+	return pyd_native_name(s, t->native, t->nnative, all, th);
 }
 
 static enum pyd_err run_bt(const struct pyd_cmd *c,
@@ -257,8 +261,9 @@ static enum pyd_err run_bt(const struct pyd_cmd *c,
 	}
 	struct pyd_report_opts ro = report_opts(t, s);
 	const struct pyd_repr_limits lim = PYD_REPR_DEFAULTS;
-	bool native = c->opt.native && t->nnative && t->selected_tid;
-	if (native && (err = with_native(s, &d, t)))
+	bool native = (c->opt.native || c->opt.native_all) && t->nnative &&
+	              t->selected_tid;
+	if (native && (err = with_native(s, &d, t, c->opt.native_all)))
 		pyd_explain_debugger(out, "py-bt", err, "");
 	else if (!c->opt.all && t->selected_tid &&
 	         !select_thread(&d, t->selected_tid))
@@ -269,7 +274,7 @@ static enum pyd_err run_bt(const struct pyd_cmd *c,
 	else if (c->opt.locals && pyd_dump_locals(s, &d, &lim))
 		pyd_explain_debugger(out, "py-bt", PYD_E_NOMEM, "");
 	else {
-		ro.native_all = native;
+		ro.native_all = native && c->opt.native_all;
 		pyd_show_dump(out, &d, c->opt.json, &ro);
 		if (ro.corrupt) {
 			struct pyd_explain e = {.prog = "py-bt",

@@ -109,6 +109,11 @@ static const struct row rows[] = {
 	 "{prog}: the core file is truncated: {count} bytes of its memory are "
 	 "missing{partial|; stacks marked incomplete could not be read}. Copy "
 	 "the whole core again.\n"},
+	{PYD_SAY_NATIVE_UNREAD, ANY_ERR, ANYWHERE, false,
+	 "{prog}: the native stacks of {count} thread(s) could not be "
+	 "unwound ({error}); they show their Python frames only. The "
+	 "binaries and libraries the target maps must be readable: a core's "
+	 "where it says, or under --sysroot.\n"},
 	{PYD_SAY_INCOMPLETE, ANY_ERR, ANYWHERE, false,
 	 "{prog}: {count} {what} could not be read{live| consistently}; their "
 	 "stacks are marked incomplete.{live| Try --locked.}\n"},

@@ -43,6 +43,7 @@ enum pyd_say {
 	PYD_SAY_MODE_UNSUPPORTED,  /* a sampling mode this Python lacks */
 	PYD_SAY_SKIPPED,           /* why a child process is not read: a
 				    * reason, no prog, no newline */
+	PYD_SAY_NATIVE_UNREAD,     /* count threads' native stacks not read */
 };
 
 struct pyd_explain {

@@ -66,7 +66,7 @@ static const struct opt opts[] = {
     {"table", 0, "-t", FLAG, DUMP | PYD_IN_TASKS, AT(table)},
     {NULL, 0, "all", FLAG, PYD_IN_BT, AT(all)},
     {"native", 0, "-n", FLAG, DUMP | PYD_IN_BT, AT(native)},
-    {"native-all", 0, NULL, FLAG, DUMP, AT(native_all)},
+    {"native-all", 0, "-N --native-all", FLAG, DUMP | PYD_IN_BT, AT(native_all)},
     {"subprocesses", 0, NULL, FLAG, DUMP | PYD_IN_SAMPLE, AT(subprocesses)},
     {NULL, 0, OPERAND, COUNT, PYD_IN_MOVE, AT(levels)},
     {NULL, 0, OPERAND, STRING, PYD_IN_PRINT, AT(name)},
@@ -327,4 +327,13 @@ bool pyd_opts_words(unsigned in, const char *name, char **w, size_t n,
 		have_operand |= !p;
 	}
 	return true;
+}
+
+const char *pyd_opts_nth_words(unsigned in, size_t i)
+{
+	for (size_t k = 0; k < sizeof opts / sizeof *opts; k++)
+		if ((opts[k].in & in) && opts[k].words && *opts[k].words &&
+		    i-- == 0)
+			return opts[k].words;
+	return NULL;
 }

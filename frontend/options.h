@@ -70,4 +70,8 @@ bool pyd_opts_getopt(int argc, char **argv, unsigned in, struct pyd_opts *o,
 bool pyd_opts_words(unsigned in, const char *name, char **w, size_t n,
                     struct pyd_opts *o, char *err, size_t errsz);
 
+/* The debugger words (blank-separated) of the i-th option of the
+ * commands in, from 0; NULL past the last. */
+const char *pyd_opts_nth_words(unsigned in, size_t i);
+
 #endif

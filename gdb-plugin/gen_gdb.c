@@ -81,12 +81,34 @@ static void words(int from, int n)
 		printf(" $arg%d", i);
 }
 
+/* py-bt's words that make it want the native frames (-n, -N ...), each
+ * appended to the pattern at out + *len. */
+static void native_words(char *out, size_t size, size_t *len)
+{
+	const char *words;
+	for (size_t i = 0; (words = pyd_opts_nth_words(PYD_IN_BT, i)); i++)
+		for (const char *w = words; *w && *len < size;) {
+			size_t n = strcspn(w, " ");
+			char word[64];
+			struct pyd_cmd c;
+			char err[256];
+			snprintf(word, sizeof word, "%.*s", (int)n, w);
+			if (pyd_cmd_parse("py-bt", word, &c, err, sizeof err) &&
+			    pyd_cmd_wants_native(&c))
+				*len += (size_t)snprintf(out + *len, size - *len,
+				                         "%s%s", *len ? "|" : "",
+				                         word);
+			w += n + strspn(w + n, " ");
+		}
+}
+
 /* An extended regex of the request lines after which a command wants the
- * native frames (pyd_cmd_wants_native): "-n" for py-bt, the names of
- * those that always do. */
+ * native frames (pyd_cmd_wants_native): py-bt's words for them, the
+ * names of the commands that always do. */
 static void native_pattern(char *out, size_t size)
 {
-	size_t len = (size_t)snprintf(out, size, "-n");
+	size_t len = 0;
+	native_words(out, size, &len);
 	const char *n;
 	for (size_t i = 0; (n = pyd_cmd_nth(i)) && len < size; i++) {
 		struct pyd_cmd c;

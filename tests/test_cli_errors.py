@@ -9,7 +9,10 @@ import time
 
 import pytest
 
+from harness.dumps import gt_sanity
 from harness.procs import TOOL_TIMEOUT, kill, run, short, spawn, task_states, tracer_pid
+from harness.results import Result, settle
+from harness.target import Target, parse_json_out, tool_run
 
 
 def free_pid():
@@ -172,6 +175,35 @@ def test_root_advice(tool):
     assert rc in (0, 4, 5, 9), "unexpected exit %s: %s" % (rc, short(err, 300))
     if rc == 4:
         assert "even as root" in text, short(err, 400)
+
+
+def after_pid_errors(tool, tg, interp):
+    """sample PID -n 30 -f collapsed -q -o FILE and PID --tasks --json:
+    the options after the PID are taken."""
+    out = os.path.join(tg.out_host, "after.collapsed")
+    argv, rc, so, se, _ = tool_run(tool, ["sample", str(tg.pid), "-n", "30", "-f",
+                                          "collapsed", "-q", "-o", out])
+    errs = []
+    lines = open(out).read().splitlines() if rc == 0 and os.path.exists(out) else []
+    if rc != 0 or not lines or sum(int(line.rsplit(" ", 1)[1]) for line in lines) < 30:
+        errs.append("%s: exit %s, %d collapsed lines: %s"
+                    % (" ".join(argv), rc, len(lines), short(se)))
+    argv, rc, so, se, _ = tool_run(tool, [str(tg.pid), "--tasks", "--json"])
+    doc, e = parse_json_out(so) if rc == 0 else (None, "exit %s: %s" % (rc, short(se)))
+    if interp.minor >= (3, 7) and (e or "tasks" not in doc):
+        errs.append("%s: %s" % (" ".join(argv), e or "no tasks in %s" % short(so)))
+    if interp.minor < (3, 7) and rc == 2:
+        errs.append("%s: a usage error: %s" % (" ".join(argv), short(se)))
+    return errs
+
+
+def test_options_after_pid_python(interp, tool, request):
+    """`sample` and `--tasks` take their options after the PID too."""
+    with Target(interp, "threads") as tg:
+        tg.settled_truth(gt_sanity)
+        errs = after_pid_errors(tool, tg, interp)
+    settle(Result("options after the PID", "FAIL" if errs else "PASS", "\n".join(errs)),
+           request.node)
 
 
 def test_options_after_pid(tool):

@@ -88,13 +88,12 @@ def same(check, got, want):
     return verdict(check, False, "output differs:\n" + diff)
 
 
-def native_verdict(interp, got, main, main_native):
-    """py-bt -n: the main thread as pystack-dump --native-all prints it
-    (the same frames, names, libraries and lines); in a chroot, where gdb
-    unwinds with the host's libraries, the main thread's Python frames in
-    the same order, each run of them right under an evaluation-loop
-    frame."""
-    check = "py-bt -n (live)"
+def native_verdict(interp, check, got, main, main_native, all_frames):
+    """py-bt -n (-N): the main thread as pystack-dump --native
+    (--native-all) prints it (the same frames, names, libraries and
+    lines); in a chroot, where gdb unwinds with the host's libraries, the
+    main thread's Python frames in the same order, with -N each run of
+    them right under an evaluation-loop frame."""
     if not interp.chroot:
         return same(check, got, main_native or "(no main thread)")
     frames = [line for line in main.splitlines() if line.startswith("  File ")]
@@ -102,8 +101,10 @@ def native_verdict(interp, got, main, main_native):
     if [line for line in lines if line.startswith("  File ")] != frames:
         return verdict(check, False, "Python frames differ:\n" + got)
     for i, line in enumerate(lines):
-        if line.startswith("  File ") and i and not lines[i - 1].startswith("  "):
-            return verdict(check, False, "frame outside a traceback")
+        if line.startswith("  File ") and i and not lines[i - 1].startswith(("  ", "Traceback")):
+            return verdict(check, False, "frame outside a traceback:\n" + got)
+    if not all_frames:
+        return verdict(check, True)
     # gdb's own backtrace may stop short (a binary it cannot unwind):
     # the Python frames it showed no loop frame for come first, under a
     # note saying so.
@@ -162,16 +163,19 @@ def bt_job(interp, tool, plugin):
     with Target(interp, "threads") as t:
         t.wait_ground_truth()
         t.wait_settled()
-        rc, parts, raw = gdb(plugin, ["-p", str(t.pid)], ["py-bt", "py-bt all", "py-bt -n"])
+        rc, parts, raw = gdb(plugin, ["-p", str(t.pid)],
+                             ["py-bt", "py-bt all", "py-bt -n", "py-bt -N"])
         rc2, want, err = cli(tool, [str(t.pid)])
         if not want:
             raise TargetError("pystack-dump failed: " + err)
         res.append(same("py-bt all (live)", parts.get(1, ""), want))
         main = thread_block(want, t.gt["main_tid"])
         res.append(same("py-bt (live)", parts.get(0, ""), main or "(no main thread)"))
-        t.wait_settled()
-        native = thread_block(cli(tool, ["--native-all", str(t.pid)])[1], t.gt["main_tid"])
-        res.append(native_verdict(interp, parts.get(2, ""), main or "", native))
+        for i, flag in ((2, "--native"), (3, "--native-all")):
+            t.wait_settled()
+            native = thread_block(cli(tool, [flag, str(t.pid)])[1], t.gt["main_tid"])
+            res.append(native_verdict(interp, "py-bt %s (live)" % ("-n", "-N")[i - 2],
+                                      parts.get(i, ""), main or "", native, i == 3))
         core, exe = gcore(interp, t, "core")
         try:
             rc, parts, raw = gdb(plugin, ["-c", core, exe], ["py-bt all", "py-sample 10"])
@@ -309,7 +313,7 @@ def tasks_job(interp, tool, plugin):
 
 @pytest.mark.job("gdb-bt")
 @pytest.mark.parametrize("check", ["py-bt (live)", "py-bt all (live)", "py-bt -n (live)",
-                                   "py-bt all (core)", "py-sample (core)",
+                                   "py-bt -N (live)", "py-bt all (core)", "py-sample (core)",
                                    "py-bt all (gdbserver)"])
 def test_gdb_bt(interp, check, tool, gdb_plugin, jobs, request):
     """py-bt in gdb prints what pystack-dump prints: live, on a core, through
@@ -368,12 +372,12 @@ def test_gdb_loaded_twice(gdb_plugin, sleeper):
                          ["py-bt", "jit-reader-load " + reader, "py-bt", "help py-bt"])
     assert (rc == 0 and "already loaded" in raw
             and all(parts.get(i, "").count("not running CPython") == 1 for i in (0, 2))
-            and parts.get(3, "").startswith("py-bt [all] [-n] [-l] [-j]")), raw[-800:]
+            and parts.get(3, "").startswith("py-bt [all] [-n|-N] [-l] [-j]")), raw[-800:]
 
 
 # The first line of each command's help: its syntax and what it does.
 HELP_HEADS = {
-    "py-bt": "py-bt [all] [-n] [-l] [-j]: the Python stack of the selected thread.",
+    "py-bt": "py-bt [all] [-n|-N] [-l] [-j]: the Python stack of the selected thread.",
     "py-up": "py-up [N]: select the Python frame N levels outward (default 1).",
     "py-down": "py-down [N]: select the Python frame N levels inward (default 1).",
     "py-frame": "py-frame: show the selected Python frame.",

@@ -3,8 +3,8 @@ Python stack, live (which pauses the target) and from a kernel core: the
 Python frames exactly as the target saw them, native frames between them
 (ctypes -> qsort -> a Python callback), the innermost frames native, a
 thread that runs no Python, and --native-all keeping the interpreter's
-own frames; and py-bt -n in gdb and lldb printing what --native-all
-does."""
+own frames; and py-bt -n and -N in gdb and lldb printing what --native
+and --native-all do; a gcore core of a chroot's process with --sysroot."""
 
 import difflib
 import os
@@ -101,6 +101,7 @@ def native_job(interp, tool):
         ok = rc == 0 and "  File " in text and "  #0 " in text and "qsort" in text
         res.append(Result("text", "PASS" if ok else "FAIL",
                           "" if ok else "exit %s:\n%s" % (rc, text[-1500:])))
+        res += gcore_results(interp, tool, tg, gt)
         cerr = CORE_PATTERN.ensure()
         if cerr:
             res.append(Result("core", "SKIP", cerr))
@@ -122,8 +123,63 @@ def native_job(interp, tool):
     return res
 
 
+NO_UNWIND = "could not be unwound"
+
+
+def gcore_sysroot_errors(interp, tool, core, gt, pid, sysroot, found):
+    """--native --core CORE --sysroot DIR on a gcore core of a chroot's
+    process (gdb writes the host's paths): native frames where the
+    libraries are found (found), else each thread's native_error and a
+    note on stderr; the Python frames either way."""
+    argv, rc, out, err = tool_file_run(tool, ["--core", core, "--sysroot", sysroot,
+                                              "--native", "--json"])
+    if rc != 0:
+        return ["%s exited %s: %s" % (" ".join(argv), rc, short(err))]
+    doc, e = parse_json_out(out)
+    if e:
+        return [e]
+    errs = compare(gt, python_only(doc), interp, pid)
+    said = NO_UNWIND in err.decode("utf-8", "replace")
+    for t in doc["threads"]:
+        native = [f for f in t["frames"] if f["kind"] == "native"]
+        if found and (t["native_error"] or not native):
+            errs.append("thread %s: no native frames (native_error %r)"
+                        % (t["tid"], t["native_error"]))
+        if not found and (native or not t["native_error"]):
+            errs.append("thread %s: %d native frames, native_error %r without its "
+                        "libraries" % (t["tid"], len(native), t["native_error"]))
+    main = [t for t in doc["threads"] if t["tid"] == pid]
+    if found and not any("sleep" in (f.get("function") or "")
+                         for t in main for f in t["frames"] if f["kind"] == "native"):
+        errs.append("main thread: no sleep among its native frames")
+    if said != (not found):
+        errs.append("stderr %s the note %r: %s" % ("has" if said else "lacks", NO_UNWIND,
+                                                   short(err)))
+    return errs
+
+
+def gcore_results(interp, tool, tg, gt):
+    """The gcore cases of native_job (chroot interpreters only)."""
+    names = ("gcore --sysroot", "gcore --sysroot, no libraries")
+    if not interp.chroot:
+        return [Result(n, "SKIP", "a gcore core of a host process needs no --sysroot")
+                for n in names]
+    core = gcore(tg.pid, os.path.join(host_tmp(), "native-%s.core" % tg.run_id))
+    if core is None:
+        return [Result(n, "FAIL", "gcore wrote no core") for n in names]
+    try:
+        res = []
+        for name, sysroot, found in zip(names, (interp.chroot, "/nonexistent"), (True, False)):
+            errs = gcore_sysroot_errors(interp, tool, core, gt, tg.pid, sysroot, found)
+            res.append(Result(name, "FAIL" if errs else "PASS", "\n".join(errs)))
+        return res
+    finally:
+        remove(core)
+
+
 @pytest.mark.job("native")
-@pytest.mark.parametrize("kind", ["live", "live --native-all", "text", "core"])
+@pytest.mark.parametrize("kind", ["live", "live --native-all", "text", "core",
+                                  "gcore --sysroot", "gcore --sysroot, no libraries"])
 def test_native(interp, kind, tool, jobs, request):
     """The merged native and Python stacks of native.py."""
     settle(jobs.result(kind, native_job, interp, tool), request.node)
@@ -145,22 +201,22 @@ def thread_blocks(text):
     return out
 
 
-def debugger_native(debugger, build, target, ntasks):
-    """(text of py-bt -n on every thread, or None, why not); target: the
+def debugger_native(debugger, build, target, ntasks, flag):
+    """(text of py-bt FLAG on every thread, or None, why not); target: the
     debugger's arguments for a pid or a core."""
     if debugger == "gdb":
         cmds = os.path.join(build, "gdb-plugin", "pystack-dump.gdb")
         if not shutil.which("gdb") or not os.path.exists(cmds):
             return None, "no gdb or no gdb plugin in the build"
         argv = (["gdb", "-batch", "-nx", "-iex", "set auto-load off"] + target
-                + ["-x", cmds, "-ex", "thread apply all py-bt -n"])
+                + ["-x", cmds, "-ex", "thread apply all py-bt " + flag])
     else:
         so = os.path.join(build, "lldb-plugin", "pystack-dump-lldb.so")
         if not shutil.which(LLDB) or not os.path.exists(so):
             return None, "no %s or no lldb plugin in the build" % LLDB
         argv = [LLDB, "-b", "-o", "plugin load " + so] + target
         for i in range(1, ntasks + 1):
-            argv += ["-o", "thread select %d" % i, "-o", "py-bt -n"]
+            argv += ["-o", "thread select %d" % i, "-o", "py-bt " + flag]
     rc, out, err, _ = run(argv, DEBUGGER_TIMEOUT)
     return out.decode("utf-8", "replace"), "exit %s: %s" % (rc, short(err))
 
@@ -187,42 +243,60 @@ def gcore(pid, path):
     return path if os.path.exists(path) else None
 
 
+# py-bt's flag for each of pystack-dump's views
+VIEWS = (("-n", "--native"), ("-N", "--native-all"))
+
+
+def views_differ(debugger, build, tool, target, cli_target, ntasks, where, settled):
+    """Errors where py-bt -n (-N) in the debugger differs from
+    pystack-dump --native (--native-all), every thread; None, why if the
+    debugger cannot run.  settled() waits for a live target's threads to
+    sleep again after pystack-dump paused them."""
+    errs = []
+    for flag, view in VIEWS:
+        rc, out, err, _ = run([tool.path, view] + cli_target, TOOL_TIMEOUT)
+        settled()
+        got, why = debugger_native(debugger, build, target, ntasks, flag)
+        if got is None:
+            return None, why
+        errs += ["%s py-bt %s vs %s: %s" % (where, flag, view, e)
+                 for e in same_threads(out.decode("utf-8", "replace"), got, debugger)]
+        if errs:
+            errs.append("%s said: %s" % (debugger, why))
+    return errs, None
+
+
 @pytest.mark.parametrize("debugger", ["gdb", "lldb"])
 def test_native_debuggers(interp, debugger, tool, build, request):
-    """py-bt -n in gdb and lldb prints every thread of native.py (the
-    ctypes callback, the thread that runs no Python, those blocked in
-    sleep, a lock and select) as pystack-dump --native-all does: the same
-    frames, names, libraries and lines; live, then on a gcore core."""
+    """py-bt -n and py-bt -N in gdb and lldb print every thread of
+    native.py (the ctypes callback, the thread that runs no Python, those
+    blocked in sleep, a lock and select) as pystack-dump --native and
+    --native-all do: the same frames, names, libraries and lines; live,
+    then on a gcore core."""
+    name = "py-bt -n/-N = --native/--native-all"
     if interp.chroot:
-        settle(Result("py-bt -n = --native-all", "SKIP",
+        settle(Result(name, "SKIP",
                       "%s loads the host's libraries for a chroot's process: its native "
                       "frames are unreliable (README)" % debugger), request.node)
         return
     with Target(interp, "native") as tg:
         tg.settled_truth(gt_sanity)
         rc, out, err, _ = run([tool.path, "--native-all", str(tg.pid)], TOOL_TIMEOUT)
-        want = out.decode("utf-8", "replace")
-        tg.wait_settled()
-        ntasks = len(thread_blocks(want))
-        got, why = debugger_native(debugger, build, ["-p", str(tg.pid)], ntasks)
-        if got is None:
-            settle(Result("py-bt -n = --native-all", "SKIP", why), request.node)
+        ntasks = len(thread_blocks(out.decode("utf-8", "replace")))
+        errs, why = views_differ(debugger, build, tool, ["-p", str(tg.pid)], [str(tg.pid)],
+                                 ntasks, "live", tg.wait_settled)
+        if errs is None:
+            settle(Result(name, "SKIP", why), request.node)
             return
-        errs = ["live: " + e for e in same_threads(want, got, debugger)]
         core = gcore(tg.pid, os.path.join(host_tmp(), "native-%s.core" % tg.run_id))
     if core is None:
         errs.append("gcore wrote no core")
     else:
         try:
             exe = os.path.realpath(interp.host_path(interp.exe))
-            rc, out, err, _ = run([tool.path, "--core", core, "--native-all"], TOOL_TIMEOUT)
             target = ["-c", core, exe] if debugger == "gdb" else [exe, "-c", core]
-            got, why = debugger_native(debugger, build, target, ntasks)
-            errs += ["core: " + e for e in same_threads(out.decode("utf-8", "replace"), got,
-                                                        debugger)]
+            errs += views_differ(debugger, build, tool, target, ["--core", core], ntasks,
+                                 "core", lambda: None)[0] or []
         finally:
             remove(core)
-    if errs:
-        errs.append("%s said: %s" % (debugger, why))
-    settle(Result("py-bt -n = --native-all", "FAIL" if errs else "PASS", "\n".join(errs)),
-           request.node)
+    settle(Result(name, "FAIL" if errs else "PASS", "\n".join(errs)), request.node)

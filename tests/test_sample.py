@@ -458,3 +458,62 @@ def test_sample_very_deep(interp, tool, request):
                 errs.append("no sample has the %d frames of the deep thread; deepest %s"
                             % (want, max(depths) if depths else None))
     settle(Result("very deep", "FAIL" if errs else "PASS", "\n".join(errs)), request.node)
+
+
+CUT_DEPTH = 1000050                    # dive() calls, 50 past PYD_MAX_FRAMES
+CUT_MIN = (3, 11)                      # older versions recurse in C: too slow, too big
+MAX_FRAMES = 1000000                   # PYD_MAX_FRAMES
+
+
+def _cut_dump_errors(tool, pid):
+    """The dump of the deep thread: its innermost MAX_FRAMES, "truncated"."""
+    argv, rc, so, se, secs = tool_run(tool, ["--json", str(pid)], timeout=60)
+    if rc != 0:
+        return ["%s exited %s: %s" % (" ".join(argv), rc, short(se))]
+    threads = json.loads(so)["threads"]
+    deep = [t for t in threads if t["name"] == "very_deep"]
+    if not deep or len(deep[0]["frames"]) != MAX_FRAMES or deep[0]["truncated"] is not True:
+        return ["deep thread: %s frames, truncated %s; want %d, true"
+                % (len(deep[0]["frames"]) if deep else None,
+                   deep[0].get("truncated") if deep else None, MAX_FRAMES)]
+    if any(t["truncated"] is not False for t in threads if t is not deep[0]):
+        return ["a shallow thread says truncated"]
+    return []
+
+
+def _cut_sample_errors(tool, tg, interp):
+    """Samples of the deep thread are kept, cut under one marker frame."""
+    out = os.path.join(tg.out_host, "cut.collapsed")
+    argv, rc, so, se, secs = tool_run(tool, ["sample", "-n", "3", "-q", "-f", "collapsed",
+                                             "-o", out, str(tg.pid)], timeout=120)
+    if rc != 0:
+        return ["%s exited %s: %s" % (" ".join(argv), rc, short(se))]
+    with open(out) as f:
+        stacks = [line.rsplit(" ", 1)[0].split(";") for line in f if line.strip()]
+    deep = [s for s in stacks if len(s) > MAX_FRAMES]
+    if not deep:
+        return ["no sample of the deep thread; deepest %s"
+                % max((len(s) for s in stacks), default=None)]
+    # the marker, then the innermost MAX_FRAMES frames; it counts the
+    # frames left out: dive()'s and threading's 4 below them
+    want = ("<truncated %d frames>" % (CUT_DEPTH + 1 - MAX_FRAMES + 4)
+            if interp.minor >= (3, 12) else "<truncated frames>")
+    if deep[0][0] != want or len(deep[0]) != MAX_FRAMES + 1:
+        return ["deep sample: %d frames, the outermost %r; want %d, %r"
+                % (len(deep[0]), deep[0][0], MAX_FRAMES + 1, want)]
+    return []
+
+
+def test_deeper_than_cap(interp, tool, request):
+    """A stack deeper than PYD_MAX_FRAMES: the dump shows its innermost
+    frames and says "truncated"; sample keeps its samples, cut under one
+    outermost <truncated N frames> frame (N from the 3.12+ recursion
+    counter)."""
+    if interp.minor < CUT_MIN:
+        settle(Result("deeper than the cap", "SKIP", "a million frames recurse in C "
+                      "before 3.11: the target alone would take minutes"), request.node)
+    with Target(interp, "very_deep", args=[str(CUT_DEPTH)]) as tg:
+        tg.settled_truth(lambda gt, interp: [])
+        errs = _cut_dump_errors(tool, tg.pid) + _cut_sample_errors(tool, tg, interp)
+    settle(Result("deeper than the cap", "FAIL" if errs else "PASS", "\n".join(errs)),
+           request.node)

@@ -1,9 +1,11 @@
 """pystack-dump --subprocesses: a process and every descendant
-(multiprocessing fork, spawn and forkserver workers, a subprocess Python
-child, a child that is not Python), as text and JSON; and
-`sample --subprocesses`, on that family and on children that start and
-exit while it samples."""
+(multiprocessing fork, spawn and forkserver workers, a Pool(2)'s workers,
+a pre-fork master and its os.fork() workers, a subprocess Python child, a
+child that is not Python), as text and JSON; and `sample
+--subprocesses`, on that family in every output format and on children
+that start and exit while it samples."""
 
+import gzip
 import json
 import os
 import signal
@@ -58,6 +60,7 @@ def family_errors(gt, doc, fam, interp, pid):
         funcs = [f["function"] for t in p.get("threads", []) for f in t["frames"]]
         if "worker" not in funcs:
             errs.append("pool worker %d: no worker() frame (%s)" % (w, p.get("skipped") or funcs[:8]))
+    errs += tree_errors(fam, got, want)
     p = got.get(fam["python_child"], {})
     if not p.get("threads"):
         errs.append("python child %d not dumped: %r" % (fam["python_child"], p)[:300])
@@ -65,6 +68,30 @@ def family_errors(gt, doc, fam, interp, pid):
     if p.get("skipped") != "not a Python process":
         errs.append("sleep child %d: %r, expected skipped as not Python"
                     % (fam["other_child"], p))
+    return errs
+
+
+def functions(proc):
+    return [f["function"] for t in proc.get("threads", []) for f in t["frames"]]
+
+
+def tree_errors(fam, got, want):
+    """The Pool's workers in pool_task(), the pre-fork master in arbiter()
+    and its workers, its children, in accept_loop()."""
+    errs = []
+    if len(fam["pool_workers"]) != 2 or len(fam["prefork_workers"]) != 2 or not fam["master"]:
+        return ["the target did not start its pool and pre-fork tree: %r" % (fam,)]
+    for pids, func in ((fam["pool_workers"], "pool_task"), ([fam["master"]], "arbiter"),
+                       (fam["prefork_workers"], "accept_loop")):
+        for pid in pids:
+            if func not in functions(got.get(pid, {})):
+                errs.append("process %d: no %s() frame (%s)"
+                            % (pid, func, got.get(pid, {}).get("skipped")
+                               or functions(got.get(pid, {}))[:8]))
+    for pid in fam["prefork_workers"]:
+        if want.get(pid) != fam["master"]:
+            errs.append("pre-fork worker %d: parent %r, not the master %d"
+                        % (pid, want.get(pid), fam["master"]))
     return errs
 
 
@@ -83,7 +110,7 @@ def test_subprocesses(interp, tool, request):
                                  TOOL_TIMEOUT)
         text = out.decode("utf-8", "replace")
         heads = [line for line in text.splitlines() if line.startswith("Process ")]
-        if rc != 0 or len(heads) < 1 + len(fam["workers"]) + 2:
+        if rc != 0 or len(heads) < 1 + len(fam["workers"]) + 7:
             errs.append("text: exit %s, %d process headers:\n%s" % (rc, len(heads), text[-1500:]))
         if "(parent %d: " % tg.pid not in text or "skipped, not a Python process" not in text:
             errs.append("text lacks a parent line or the skipped child:\n" + text[-1500:])
@@ -129,10 +156,46 @@ def stacks_by_pid(doc):
     return out
 
 
+def list_formats(tool):
+    """The format names `sample --list-formats` prints, one a line."""
+    argv, rc, so, se, _ = tool_run(tool, ["sample", "--list-formats"])
+    return [line.split()[0] for line in so.decode().splitlines() if line.strip()]
+
+
+def process_marks(text, pid):
+    """How a format names process pid: the label (collapsed, table,
+    flamegraph, speedscope, gecko, pprof's label), or a "pid" field."""
+    return ("process %d" % pid in text or '"pid": %d' % pid in text
+            or '"pid":%d' % pid in text)
+
+
+def formats_errors(tool, tg, pids):
+    """sample --subprocesses -f F for every format: each process of pids
+    named apart in the output."""
+    errs = []
+    for fmt in list_formats(tool):
+        out = os.path.join(tg.out_host, "family." + fmt)
+        argv, rc, so, se, _ = tool_run(tool, ["sample", "--subprocesses", "-n", "30", "-q",
+                                              "-f", fmt, "-o", out, str(tg.pid)])
+        if rc != 0:
+            errs.append("%s exited %s: %s" % (" ".join(argv), rc, short(se)))
+            continue
+        with open(out, "rb") as f:
+            data = f.read()
+        if data[:2] == b"\x1f\x8b":
+            data = gzip.decompress(data)
+        text = data.decode("utf-8", "replace")
+        missing = [p for p in pids if not process_marks(text, p)]
+        if missing:
+            errs.append("-f %s: processes %s not named apart" % (fmt, missing))
+    return errs
+
+
 def test_sample_subprocesses(interp, tool, request):
     """sample --subprocesses on the family: every Python descendant sampled
     apart (the workers in worker()), the sleep child skipped and said so;
-    the collapsed format roots each stack at its process."""
+    the collapsed format roots each stack at its process, and every format
+    (sample --list-formats) names each process apart."""
     with Target(interp, "family", extra=["family.json"]) as tg:
         gt = tg.settled_truth(gt_sanity)
         with open(tg.host_extra(0)) as f:
@@ -175,6 +238,8 @@ def test_sample_subprocesses(interp, tool, request):
         if rc != 0 or not want_roots <= got_roots:
             errs.append("%s: exit %s, roots %s, expected at least %s; %s"
                         % (" ".join(argv), rc, sorted(got_roots), sorted(want_roots), short(se)))
+        errs += formats_errors(tool, tg, [tg.pid] + fam["workers"] + fam["pool_workers"]
+                               + fam["prefork_workers"])
     settle(Result("sample subprocesses", "FAIL" if errs else "PASS", "\n".join(errs)),
            request.node)
 

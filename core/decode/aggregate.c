@@ -188,7 +188,9 @@ static uint32_t frame_of(struct pyd_profile *p, const struct pyd_frame *fr)
 	    .qualname = intern(q, fr->qualname),
 	    .file = intern(q, fr->file),
 	    .line = fr->file ? line : 0,
-	    .kind = fr->file ? PYD_PF_PYTHON : PYD_PF_TASK,
+	    .kind = fr->elided ? PYD_PF_ELIDED
+	            : fr->file ? PYD_PF_PYTHON
+	                       : PYD_PF_TASK,
 	};
 	if (!f.function || (fr->qualname && !f.qualname) ||
 	    (fr->file && !f.file))

@@ -407,6 +407,14 @@ static void unwind_end(struct unwind *u)
 	free(u->described);
 }
 
+/* No thread's native stack could be unwound: each says so. */
+static enum pyd_err none_unwound(struct pyd_dump *d, enum pyd_err err)
+{
+	for (size_t i = 0; i < d->nthreads; i++)
+		d->threads[i].native_error = err;
+	return err;
+}
+
 enum pyd_err pyd_dump_native(struct pyd_session *s, struct pyd_dump *d,
 			     bool interp_lines)
 {
@@ -415,16 +423,18 @@ enum pyd_err pyd_dump_native(struct pyd_session *s, struct pyd_dump *d,
 	size_t nos;
 	d->has_native = true;
 	if (!src->threads || src->threads(src->ctx, &os, &nos) || !nos)
-		return PYD_E_READ;
+		return none_unwound(d, PYD_E_READ);
 	struct unwind u;
 	enum pyd_err err = unwind_begin(&u, s, interp_lines, nos);
 	if (err)
-		return err;
+		return none_unwound(d, err);
 	for (size_t i = 0; i < nos; i++)
 		u.threads[i] = (struct thread_ref){&u, os[i].tid};
+	/* It fails when no mapped file could be opened (libdwfl learns the
+	 * machine from them). */
 	if (!dwfl_attach_state(u.dwfl, NULL, (pid_t)os[0].tid,
 			       &thread_callbacks, &u))
-		err = PYD_E_UNSUPPORTED;
+		err = none_unwound(d, PYD_E_READ);
 	for (size_t i = 0; !err && i < nos; i++) {
 		struct pyd_thread *t = thread_for(d, os[i].tid, &os[i]);
 		if (!t) {

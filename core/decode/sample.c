@@ -105,6 +105,7 @@ struct pyd_sampler {
 	uint8_t *buf;
 	size_t buf_cap;
 	struct pyd_frame_buf fb;
+	char cut[48]; /* the function of the frame ending a cut stack */
 	uint64_t last_holder; /* gil mode: the predicted holder */
 };
 
@@ -502,11 +503,37 @@ static enum pyd_err walk(struct pyd_sampler *sp, struct sthread *t)
 	return err;
 }
 
+static bool push_frame(struct pyd_frame_buf *b, struct pyd_frame f)
+{
+	if (b->n == b->cap &&
+	    !pyd_grow((void **)&b->v, &b->cap, b->n + 1, sizeof *b->v))
+		return false;
+	b->v[b->n++] = f;
+	return true;
+}
+
+/* A stack the walk cut at PYD_MAX_FRAMES is kept, its outer frames
+ * standing as one: how many where the recursion counter tells (3.12+; it
+ * counts generators run from C too), else just that some are left out. */
+static bool mark_cut(struct pyd_sampler *sp, const struct sthread *t)
+{
+	int64_t running = pyd_running_frames(sp->s, t->tstate);
+	if (running > (int64_t)sp->fb.n)
+		snprintf(sp->cut, sizeof sp->cut, "<truncated %lld frames>",
+		         (long long)(running - (int64_t)sp->fb.n));
+	else
+		snprintf(sp->cut, sizeof sp->cut, "<truncated frames>");
+	return push_frame(&sp->fb,
+	                  (struct pyd_frame){.function = sp->cut, .elided = true});
+}
+
 static enum pyd_err record(struct pyd_sampler *sp, const struct sthread *t,
                            unsigned *nstacks)
 {
 	if (!sp->fb.n)
 		return PYD_OK;
+	if (sp->fb.more && !mark_cut(sp, t))
+		return PYD_E_NOMEM;
 	(*nstacks)++;
 	return pyd_profile_add(sp->prof, sp->process, t->tid, t->name,
 	                       sp->fb.v, sp->fb.n, false);
@@ -583,15 +610,6 @@ static const struct pyd_task *find_task(const struct pyd_task_graph *g,
 		if (g->tasks[i].id == id)
 			return &g->tasks[i];
 	return NULL;
-}
-
-static bool push_frame(struct pyd_frame_buf *b, struct pyd_frame f)
-{
-	if (b->n == b->cap &&
-	    !pyd_grow((void **)&b->v, &b->cap, b->n + 1, sizeof *b->v))
-		return false;
-	b->v[b->n++] = f;
-	return true;
 }
 
 /* The task's coroutine chain, a boundary frame naming it, then the same

@@ -106,6 +106,7 @@ struct pyd_frame_buf {
 	struct pyd_frame *v;
 	size_t n, cap;
 	uint64_t loop_at; /* the frame a walk met twice, else 0 */
+	bool more; /* the walk stopped at PYD_MAX_FRAMES: frames are left */
 };
 
 /*
@@ -132,6 +133,12 @@ enum pyd_err pyd_walk_thread(struct pyd_session *s, uint64_t tstate,
 
 /* OS thread id of a thread state, 0 if unknown. */
 int64_t pyd_thread_tid(struct pyd_session *s, uint64_t tstate);
+
+/* Python frames running on the thread (3.12+): its recursion counter,
+ * limit - left, counts each frame as the loop enters it -- generators'
+ * (which are not on the data stack) and __init__ trampolines included;
+ * -1 if unknown. */
+int64_t pyd_running_frames(struct pyd_session *s, uint64_t tstate);
 
 /* Where interp's GIL holder can be read in one go (len bytes at addr;
  * stable while the interpreter lives), and its decoding: the thread state

@@ -118,6 +118,7 @@ enum pyd_err pyd_walk_thread(struct pyd_session *s, uint64_t tstate,
 	uint64_t mark = 0;
 	size_t power = 1, steps = 0;
 	out->loop_at = 0;
+	out->more = false;
 	while (f && out->n < PYD_MAX_FRAMES) {
 		if (f == mark) {
 			out->loop_at = f;
@@ -144,6 +145,7 @@ enum pyd_err pyd_walk_thread(struct pyd_session *s, uint64_t tstate,
 		if (out->n > had)
 			out->v[had].addr = at;
 	}
+	out->more = f != 0;
 	return PYD_OK;
 }
 
@@ -306,11 +308,7 @@ fail:
 	return 0;
 }
 
-/* Python frames running on the thread (3.12+): its recursion counter,
- * limit - left, counts each frame as the loop enters it -- generators'
- * (which are not on the data stack) and __init__ trampolines included;
- * -1 if unknown. */
-static int64_t running_frames(struct pyd_session *s, uint64_t tstate)
+int64_t pyd_running_frames(struct pyd_session *s, uint64_t tstate)
 {
 	const struct py_layout *L = &s->layout;
 	int32_t left, limit;
@@ -347,7 +345,7 @@ static bool recover_outer(struct pyd_session *s, uint64_t tstate,
 		for (size_t i = 0; i < n && k == n; i++)
 			if (v[i] == out->v[j].addr)
 				k = i;
-	int64_t running = running_frames(s, tstate);
+	int64_t running = pyd_running_frames(s, tstate);
 	bool stopped_on_stack = !out->n || (k < n && v[k] == out->v[out->n - 1].addr);
 	bool ok = n > 0 && (running >= 0 || stopped_on_stack);
 	uint8_t buf[256];
@@ -501,7 +499,7 @@ static enum pyd_err add_thread(struct dump_ctx *c, uint64_t tstate,
 	t->frames = fb.v;
 	t->nframes = fb.n;
 	c->nframes += fb.n;
-	t->truncated = fb.n >= PYD_MAX_FRAMES;
+	t->truncated = fb.more;
 	return t->error == PYD_E_EXITED || t->error == PYD_E_NOMEM ? t->error
 								   : PYD_OK;
 }

@@ -100,6 +100,8 @@ static void thread_json(struct pyd_buf *b, const struct pyd_thread *t,
 	pyd_buf_printf(b, ", \"holds_gil\": %s, \"state\": \"%s\", \"error\": ",
 		       t->holds_gil ? "true" : "false", pyd_run_state_name(t->run));
 	pyd_buf_json_str(b, t->error ? pyd_strerror(t->error) : NULL);
+	pyd_buf_printf(b, ", \"truncated\": %s",
+		       t->truncated ? "true" : "false");
 	if (t->recovered)
 		pyd_buf_put(b, ", \"recovered\": true", 19);
 	if (native) {

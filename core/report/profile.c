@@ -438,7 +438,9 @@ void pyd_report_prof_json(struct pyd_buf *b, const struct pyd_profile *p,
 		pyd_buf_put(b, ", \"file\": ", 10);
 		pyd_buf_json_str(b, f->file);
 		pyd_buf_printf(b, ", \"line\": %d, \"kind\": \"%s\"}", f->line,
-		               f->kind == PYD_PF_TASK ? "task" : "python");
+		               f->kind == PYD_PF_TASK     ? "task"
+		               : f->kind == PYD_PF_ELIDED ? "truncated"
+		                                          : "python");
 	}
 	pyd_buf_put(b, "],\n\"threads\": [", 15);
 	for (size_t i = 0; i < p->nthreads; i++) {

@@ -117,20 +117,20 @@ static struct pyd_profile *make_profile(void)
 {
 	struct pyd_profile *p = pyd_profile_new(true, 0);
 	const struct pyd_frame main_stack[] = {
-	    {"leaf", "Outer.leaf", "/app/x.py", 30, false, 0, 0},
-	    {"mid", "mid", "/app/x.py", 20, false, 0, 0},
-	    {"main", "main", "/app/main.py", 10, false, 0, 0},
+	    {"leaf", "Outer.leaf", "/app/x.py", 30, false, false, 0, 0},
+	    {"mid", "mid", "/app/x.py", 20, false, false, 0, 0},
+	    {"main", "main", "/app/main.py", 10, false, false, 0, 0},
 	};
 	const struct pyd_frame evil_stack[] = {
-	    {EVIL, NULL, "/app/\xc3\xa9t\xc3\xa9.py", 5, false, 0, 0},
-	    {"mid", "mid", "/app/x.py", 21, false, 0, 0},
-	    {"main", "main", "/app/main.py", 10, false, 0, 0},
+	    {EVIL, NULL, "/app/\xc3\xa9t\xc3\xa9.py", 5, false, false, 0, 0},
+	    {"mid", "mid", "/app/x.py", 21, false, false, 0, 0},
+	    {"main", "main", "/app/main.py", 10, false, false, 0, 0},
 	};
 	/* A task awaiting, below the task boundary (file NULL). */
 	const struct pyd_frame task_stack[] = {
-	    {"sleep", "sleep", "/usr/lib/asyncio/tasks.py", 600, false, 0, 0},
-	    {"worker", "worker", "/app/x.py", 40, false, 0, 0},
-	    {"Task-2", NULL, NULL, 0, false, 0, 0},
+	    {"sleep", "sleep", "/usr/lib/asyncio/tasks.py", 600, false, false, 0, 0},
+	    {"worker", "worker", "/app/x.py", 40, false, false, 0, 0},
+	    {"Task-2", NULL, NULL, 0, false, false, 0, 0},
 	};
 	if (!p || pyd_profile_process(p, 4242, 1, "python3 main.py", "3.12.1"))
 		return NULL;
@@ -227,7 +227,7 @@ static void test_gecko(const struct pyd_profile *p, const char *dir)
 static void test_by_process(void)
 {
 	struct pyd_profile *p = make_profile();
-	const struct pyd_frame job[] = {{"job", "job", "/app/w.py", 3, false, 0, 0}};
+	const struct pyd_frame job[] = {{"job", "job", "/app/w.py", 3, false, false, 0, 0}};
 	CHECK_EQ(pyd_profile_process(p, 77, 4242, "python3 worker.py", "3.12.1"), 1);
 	pyd_profile_add(p, 1, 100, "MainThread", job, 1, false);
 	pyd_profile_finish(p);

@@ -17,8 +17,20 @@ TARGETS_DIR = os.path.join(REPO, "tests", "targets")
 FIXTURES_DIR = os.path.join(REPO, "tests", "fixtures")
 SID_DIR_DEFAULT = "/var/cache/pystack-dump/sid"
 SID_MARKER = ".pyd-sid-ready"          # written by tests/setup-sid.sh on success
-CHROOT_TARGETS = "/tmp/pyd-targets"    # in-chroot path of the copied targets
-CHROOT_OUT = "/tmp/pyd-out"            # in-chroot dir for ground-truth files
+# In-chroot directories of the copied targets and of their ground-truth
+# files, one pair per test session: sessions running side by side (two
+# checkouts, a CI run beside a developer's) must not replace each other's
+# targets or remove each other's files.
+CHROOT_TARGETS_PREFIX = "/tmp/pyd-targets-"
+CHROOT_OUT_PREFIX = "/tmp/pyd-out-"
+
+
+def chroot_targets():
+    return CHROOT_TARGETS_PREFIX + session_id()
+
+
+def chroot_out():
+    return CHROOT_OUT_PREFIX + session_id()
 
 # --------------------------------------------------------------------------
 # interpreters
@@ -41,7 +53,7 @@ class Interp:
         return os.path.join(self.chroot, path.lstrip("/")) if self.chroot else path
 
     def script(self, name):
-        base = CHROOT_TARGETS if self.chroot else TARGETS_DIR
+        base = chroot_targets() if self.chroot else TARGETS_DIR
         return os.path.join(base, name + ".py")
 
     def argv(self, args):
@@ -101,15 +113,28 @@ def discover(sid_dir):
     return found
 
 
+def remove_stale_sessions(sid_dir):
+    """The chroot directories of test sessions whose process is gone."""
+    tmp = os.path.join(sid_dir, "tmp")
+    for name in os.listdir(tmp):
+        for prefix in (CHROOT_TARGETS_PREFIX, CHROOT_OUT_PREFIX):
+            base = os.path.basename(prefix)
+            pid = name[len(base):].split("-")[0] if name.startswith(base) else ""
+            if pid.isdigit() and not os.path.exists("/proc/" + pid):
+                shutil.rmtree(os.path.join(tmp, name), ignore_errors=True)
+
+
 def prepare_chroot(sid_dir):
-    """Copy the targets into the chroot and make sure /proc is mounted there
-    (profiling.sampling needs it). Returns an error string or None."""
-    dst = os.path.join(sid_dir, CHROOT_TARGETS.lstrip("/"))
+    """Copy the targets into the chroot (this session's directory) and make
+    sure /proc is mounted there (profiling.sampling needs it). Returns an
+    error string or None."""
+    remove_stale_sessions(sid_dir)
+    dst = os.path.join(sid_dir, chroot_targets().lstrip("/"))
     if os.path.isdir(dst):
         shutil.rmtree(dst)
     shutil.copytree(TARGETS_DIR, dst, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    out = os.path.join(sid_dir, CHROOT_OUT.lstrip("/"))
-    shutil.rmtree(out, ignore_errors=True)          # leftovers of a killed run
+    out = os.path.join(sid_dir, chroot_out().lstrip("/"))
+    shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
     proc = os.path.join(sid_dir, "proc")
     if subprocess.run(["mountpoint", "-q", proc]).returncode != 0:
@@ -134,7 +159,7 @@ def chroot_ready(sid_dir):
     fixtures-only run may go on beside a full one."""
     if sid_dir not in _chroot_done:
         session = session_id()
-        stamp = os.path.join(sid_dir, CHROOT_TARGETS.lstrip("/"), ".session")
+        stamp = os.path.join(sid_dir, chroot_targets().lstrip("/"), ".session")
         with open(os.path.join(sid_dir, "tmp", ".pyd-chroot.lock"), "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             try:

@@ -8,7 +8,7 @@ import subprocess
 import time
 import uuid
 
-from .interps import CHROOT_OUT
+from .interps import chroot_out
 from .procs import (GT_TIMEOUT, PY_FLAGS, STOP, TARGET_ENV, TOOL_TIMEOUT, host_tmp, kill,
                     parent_pid, run, short, spawn, task_states, vlog)
 
@@ -40,7 +40,7 @@ class Target:
         self._pid = None
         self.run_id = "%s-%s-%s" % (interp.label, name, uuid.uuid4().hex[:8])
         if interp.chroot:
-            self.out_in = os.path.join(CHROOT_OUT, self.run_id)
+            self.out_in = os.path.join(chroot_out(), self.run_id)
             self.out_host = interp.host_path(self.out_in)
         else:
             self.out_host = self.out_in = os.path.join(host_tmp(), self.run_id)

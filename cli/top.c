@@ -111,6 +111,7 @@ struct top {
 	int64_t *running; /* per profile thread: last seen on a CPU */
 	size_t nrunning;
 	uint64_t *counts; /* per node, scratch */
+	bool *kept;       /* per node, scratch: in view */
 	int64_t start, keys_at, idle_at;
 	/* what the user chose */
 	enum column sort;
@@ -205,25 +206,24 @@ static void note_running(struct top *t, int64_t now)
 /*
  * Per node, the samples since base (NULL: since the start) of the
  * threads in view into t->counts; their sum.  A child comes after its
- * parent, so a node's thread is its parent's.
+ * parent, so a node is in view if its parent is (its thread's node, a
+ * child of the root, if that thread is).
  */
 static uint64_t count_nodes(struct top *t, const struct snapshot *base,
                             int64_t now)
 {
 	const struct pyd_profile *p = t->prof;
 	uint64_t *c = t->counts, sum = 0;
-	memset(c, 0, p->nnodes * sizeof *c);
+	memset(t->kept, 0, p->nnodes * sizeof *t->kept);
 	for (size_t i = 0; i < p->nthreads; i++)
-		c[p->threads[i].node] = in_view(t, i, now);
+		t->kept[p->threads[i].node] = in_view(t, i, now);
+	c[0] = 0;
 	for (size_t i = 1; i < p->nnodes; i++) {
 		const struct pyd_prof_node *n = &p->nodes[i];
-		bool keep = n->parent ? c[n->parent] != 0 : c[i] != 0;
 		uint64_t before = base && i < base->n ? base->self[i] : 0;
-		/* 1 marks a kept node until its own count is in */
-		c[i] = keep ? n->self - before + 1 : 0;
-	}
-	for (size_t i = 1; i < p->nnodes; i++) {
-		c[i] -= c[i] != 0;
+		if (n->parent)
+			t->kept[i] = t->kept[n->parent];
+		c[i] = t->kept[i] ? n->self - before : 0;
 		sum += c[i];
 	}
 	return sum;
@@ -258,10 +258,14 @@ static bool count_rows(struct top *t, int64_t now)
 /* What the screen shows, as of now. */
 static void compute(struct top *t, const struct pyd_prof_meta *m, int64_t now)
 {
-	uint64_t *c = realloc(t->counts, (t->prof->nnodes + 1) * sizeof *c);
-	if (!c)
+	size_t n = t->prof->nnodes + 1;
+	uint64_t *c = realloc(t->counts, n * sizeof *c);
+	if (c)
+		t->counts = c;
+	bool *kept = c ? realloc(t->kept, n * sizeof *kept) : NULL;
+	if (!kept)
 		return;
-	t->counts = c;
+	t->kept = kept;
 	pyd_profile_finish(t->prof);
 	if (!count_rows(t, now))
 		return;
@@ -371,9 +375,13 @@ static const char *thread_text(const struct top *t, char *buf, size_t size)
 			             : "no name");
 			return buf;
 		}
-	snprintf(buf, size, "all threads: %zu shown, %zu idle %s", v->shown_threads,
-	         t->show_idle ? (size_t)0 : v->idle_hidden,
-	         t->show_idle ? "hidden (idle shown)" : "hidden (i shows)");
+	if (t->show_idle)
+		snprintf(buf, size, "all threads: %zu shown, idle ones too",
+		         v->shown_threads);
+	else
+		snprintf(buf, size, "all threads: %zu shown, %zu idle hidden "
+		                    "(i shows)",
+		         v->shown_threads, v->idle_hidden);
 	return buf;
 }
 
@@ -608,6 +616,7 @@ static void top_free(struct top *t)
 		free(t->ring[i].self);
 	free(t->running);
 	free(t->counts);
+	free(t->kept);
 	free(t->v.rows);
 	procset_close(&t->ps);
 	pyd_profile_free(t->prof);

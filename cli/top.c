@@ -29,9 +29,9 @@
 #define RING          (WINDOW_S + 1)
 #define TOP_MAX_NODES (1u << 16)
 #define SEC           1000000000LL
-#define KEYS_EVERY    (SEC / 50)  /* how often keys are read */
-#define IDLE_EVERY    (SEC / 5)   /* how often threads' states are */
-#define HEAD_LINES    5           /* above the rows; the keys below */
+#define KEYS_EVERY    (SEC / 50) /* how often keys are read */
+#define IDLE_EVERY    (SEC / 5)  /* how often threads' states are */
+#define HEAD_LINES    5          /* above the rows; the keys below */
 
 static const char usage_text[] =
     "Usage: pystack-dump top [OPTIONS] PID\n"
@@ -272,9 +272,9 @@ static void compute(struct top *t, const struct pyd_prof_meta *m, int64_t now)
 	struct view *v = &t->v;
 	const struct snapshot *old = t->ring_n ? &t->ring[0] : NULL;
 	v->window_s = old ? (double)(now - old->at) / 1e9 : 0;
-	v->rate = old && now > old->at ? (double)(m->ticks - old->ticks) /
-	                                     v->window_s
-	                               : 0;
+	v->rate = old && now > old->at
+	              ? (double)(m->ticks - old->ticks) / v->window_s
+	              : 0;
 	v->elapsed_s = (double)(now - t->start) / 1e9;
 	v->interval_s = m->ticks ? v->elapsed_s / (double)m->ticks : 0;
 	v->samples = m->samples;
@@ -284,7 +284,8 @@ static void compute(struct top *t, const struct pyd_prof_meta *m, int64_t now)
 	v->shown_threads = v->idle_hidden = 0;
 	for (size_t i = 0; i < t->prof->nthreads; i++) {
 		v->shown_threads += in_view(t, i, now);
-		v->idle_hidden += t->thread < 0 && !t->show_idle && idle(t, i, now);
+		v->idle_hidden +=
+		    t->thread < 0 && !t->show_idle && idle(t, i, now);
 	}
 }
 
@@ -311,8 +312,10 @@ static int cmp_rows(const void *a, const void *b)
 {
 	const struct row *x = a, *y = b;
 	if (sorting == NAME) {
-		const struct pyd_prof_frame *f = &sorting_prof->frames[x->frame];
-		const struct pyd_prof_frame *g = &sorting_prof->frames[y->frame];
+		const struct pyd_prof_frame *f =
+		    &sorting_prof->frames[x->frame];
+		const struct pyd_prof_frame *g =
+		    &sorting_prof->frames[y->frame];
 		int d = strcmp(f->qualname ? f->qualname : f->function,
 		               g->qualname ? g->qualname : g->function);
 		return d ? d : (x->frame > y->frame) - (x->frame < y->frame);
@@ -324,8 +327,7 @@ static int cmp_rows(const void *a, const void *b)
 }
 
 /* "spend_hot (sample_split.py)": the file's name alone fits 80 columns. */
-static const char *label(const struct pyd_prof_frame *f, char *buf,
-                         size_t size)
+static const char *label(const struct pyd_prof_frame *f, char *buf, size_t size)
 {
 	if (f->kind != PYD_PF_PYTHON)
 		return pyd_prof_frame_label(f, buf, size);
@@ -379,8 +381,9 @@ static const char *thread_text(const struct top *t, char *buf, size_t size)
 		snprintf(buf, size, "all threads: %zu shown, idle ones too",
 		         v->shown_threads);
 	else
-		snprintf(buf, size, "all threads: %zu shown, %zu idle hidden "
-		                    "(i shows)",
+		snprintf(buf, size,
+		         "all threads: %zu shown, %zu idle hidden "
+		         "(i shows)",
 		         v->shown_threads, v->idle_hidden);
 	return buf;
 }
@@ -400,8 +403,9 @@ static void draw_header(const struct top *t)
 	     p->nprocesses ? p->processes[0].python_version : "?",
 	     pyd_sample_mode_name(t->opt->mode), rate,
 	     t->paused ? "  [PAUSED]" : "");
-	line(1, "Rate %.0f/s, %llu samples in %.0f s, %llu errors (%.1f%%), "
-	        "%llu missed",
+	line(1,
+	     "Rate %.0f/s, %llu samples in %.0f s, %llu errors (%.1f%%), "
+	     "%llu missed",
 	     v->rate, (unsigned long long)v->samples, v->elapsed_s,
 	     (unsigned long long)v->errors, pct(v->errors, v->ticks),
 	     (unsigned long long)v->missed);
@@ -415,8 +419,8 @@ static void draw_titles(const struct top *t)
 	char buf[160] = "", title[32];
 	size_t len = 0;
 	for (int c = 0; c < NCOLUMNS; c++) {
-		snprintf(title, sizeof title, t->sort == (enum column)c ? "[%s]" : "%s",
-		         titles[c]);
+		snprintf(title, sizeof title,
+		         t->sort == (enum column)c ? "[%s]" : "%s", titles[c]);
 		len += (size_t)snprintf(buf + len, sizeof buf - len, "%*s%s",
 		                        c == NAME ? 2 : widths[c],
 		                        c == NAME ? "" : title,
@@ -467,7 +471,8 @@ static void next_thread(struct top *t, int64_t now)
 		while (i < p->nthreads && p->threads[i++].tid != t->thread)
 			;
 	for (; i < p->nthreads; i++)
-		if ((t->show_idle || !idle(t, i, now)) && p->threads[i].tid > 0) {
+		if ((t->show_idle || !idle(t, i, now)) &&
+		    p->threads[i].tid > 0) {
 			t->thread = p->threads[i].tid;
 			return;
 		}
@@ -627,9 +632,10 @@ static bool on_terminal(void)
 {
 	if (isatty(STDIN_FILENO) && isatty(STDOUT_FILENO))
 		return true;
-	fprintf(stderr, "pystack-dump top: %s is not a terminal: top is a "
-	                "full-screen view (for a report, use pystack-dump "
-	                "sample)\nTry 'pystack-dump top --help'.\n",
+	fprintf(stderr,
+	        "pystack-dump top: %s is not a terminal: top is a "
+	        "full-screen view (for a report, use pystack-dump "
+	        "sample)\nTry 'pystack-dump top --help'.\n",
 	        isatty(STDIN_FILENO) ? "standard output" : "standard input");
 	return false;
 }
@@ -644,9 +650,9 @@ int top_run(int pid, const struct pyd_opts *opt)
 		return PYD_E_NOMEM;
 	catch_signals();
 	char detail[512] = "";
-	enum pyd_err err = procset_open(&t.ps, pid, t.prof, opt->mode,
-	                                opt->subprocesses, detail,
-	                                sizeof detail);
+	enum pyd_err err =
+	    procset_open(&t.ps, pid, t.prof, opt->mode, opt->subprocesses,
+	                 detail, sizeof detail);
 	int rc;
 	if (err == PYD_E_UNSUPPORTED && t.ps.mode_unsupported) {
 		struct pyd_explain e = {.prog = "pystack-dump top",

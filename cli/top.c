@@ -675,6 +675,7 @@ int top_main(int argc, char **argv)
 	struct pyd_opts opt;
 	char err[512];
 	int pid, rc;
+	opterr = 0; /* our message only */
 	if (!pyd_opts_getopt(argc, argv, PYD_IN_TOP, &opt, err, sizeof err))
 		return top_usage_error("%s", err);
 	if (opt.help) {

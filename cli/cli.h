@@ -28,5 +28,11 @@ struct pyd_explain cli_about(const struct target_spec *spec);
 void cli_say(const struct pyd_explain *e, enum pyd_say say, enum pyd_err err);
 /* pystack-dump sample ... (argv[0] is "sample") */
 int sample_main(int argc, char **argv);
+/* pystack-dump top ... (argv[0] is "top") */
+int top_main(int argc, char **argv);
+struct pyd_opts;
+/* The top view of process pid with opt's rate, mode, duration and
+ * subprocesses (top, sample --live); the exit status. */
+int top_run(int pid, const struct pyd_opts *opt);
 
 #endif

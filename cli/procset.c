@@ -335,6 +335,21 @@ uint64_t procset_reads(const struct procset *ps)
 	return n;
 }
 
+bool procset_thread_running(const struct procset *ps, uint32_t proc,
+                            int64_t tid)
+{
+	for (size_t i = 0; i < ps->n; i++) {
+		const struct sampled *e = ps->v[i];
+		const struct pyd_memsrc *in = e->counted.in;
+		enum pyd_thread_run run = PYD_RUN_UNKNOWN;
+		if (e->sampling && e->index == proc && in->thread_run)
+			in->thread_run(in->ctx, tid, &run);
+		if (run == PYD_RUN_RUNNING)
+			return true;
+	}
+	return false;
+}
+
 size_t procset_sampling(const struct procset *ps)
 {
 	size_t n = 0;

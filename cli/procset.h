@@ -67,6 +67,10 @@ struct pyd_session *procset_root_session(const struct procset *ps);
 enum pyd_err procset_round(void *ctx, unsigned *nstacks);
 /* Memory-source calls of every process so far. */
 uint64_t procset_reads(const struct procset *ps);
+/* Whether thread tid of the profile's process proc is on a CPU now, as
+ * its memory source tells (false if unknown or gone); not a read. */
+bool procset_thread_running(const struct procset *ps, uint32_t proc,
+                            int64_t tid);
 /* Processes sampling now. */
 size_t procset_sampling(const struct procset *ps);
 void procset_close(struct procset *ps);

@@ -59,6 +59,8 @@ static const char usage_tail[] =
     "      --threads       one tree per thread (default: threads merged)\n"
     "      --limit N       table rows (default 40; 0: all)\n"
     "  -q, --quiet         no status line and no summary on stderr\n"
+    "      --live          the live top view instead of a report (see\n"
+    "                      pystack-dump top --help)\n"
     "  -h, --help          show this help\n"
     "\n"
     "On a terminal a status line shows the rate achieved, samples, errors\n"
@@ -180,6 +182,9 @@ static int parse_sample_args(int argc, char **argv, struct sample_opts *o)
 	} else if ((rc = cli_parse_pid(argv[optind], &o->pid))) {
 		return rc;
 	}
+	if (o->opt.live && (o->command || o->opt.format || o->opt.output))
+		return bad_usage("%s", "--live shows a PID's top view: not with "
+		                       "-- PROGRAM, -f or -o");
 	o->opt.format = format_for(&o->opt);
 	return 0;
 }
@@ -474,6 +479,8 @@ int sample_main(int argc, char **argv)
 	int rc = parse_sample_args(argc, argv, &o);
 	if (rc)
 		return rc;
+	if (o.opt.live)
+		return top_run(o.pid, &o.opt);
 	struct run r = {.o = &o};
 	catch_signals();
 	r.prof = pyd_profile_new(!o.opt.no_lines, 0);

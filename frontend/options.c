@@ -42,6 +42,7 @@ struct opt {
 #define AT(field) offsetof(struct pyd_opts, field)
 #define DUMP      PYD_IN_DUMP
 #define SAMPLING  (PYD_IN_SAMPLE | PYD_IN_PYSAMPLE)
+#define LIVE      (PYD_IN_SAMPLE | PYD_IN_TOP)
 
 /*
  * A new option is a row here and a field in struct pyd_opts, then the
@@ -67,20 +68,21 @@ static const struct opt opts[] = {
     {NULL, 0, "all", FLAG, PYD_IN_BT, AT(all)},
     {"native", 0, "-n", FLAG, DUMP | PYD_IN_BT, AT(native)},
     {"native-all", 0, "-N --native-all", FLAG, DUMP | PYD_IN_BT, AT(native_all)},
-    {"subprocesses", 0, NULL, FLAG, DUMP | PYD_IN_SAMPLE, AT(subprocesses)},
+    {"subprocesses", 0, NULL, FLAG, DUMP | LIVE, AT(subprocesses)},
     {NULL, 0, OPERAND, COUNT, PYD_IN_MOVE, AT(levels)},
     {NULL, 0, OPERAND, STRING, PYD_IN_PRINT, AT(name)},
-    {"rate", 'r', "-r --rate", RATE, SAMPLING, AT(rate)},
-    {"duration", 'd', NULL, SECONDS, PYD_IN_SAMPLE, AT(duration)},
+    {"rate", 'r', "-r --rate", RATE, SAMPLING | PYD_IN_TOP, AT(rate)},
+    {"duration", 'd', NULL, SECONDS, LIVE, AT(duration)},
     {"samples", 'n', OPERAND, COUNT, SAMPLING, AT(samples)},
-    {"mode", 'm', "-m --mode", MODE, SAMPLING, AT(mode)},
+    {"mode", 'm', "-m --mode", MODE, SAMPLING | PYD_IN_TOP, AT(mode)},
     {"format", 'f', "-f --format", FORMAT, SAMPLING, AT(format)},
     {"output", 'o', "-o --output", STRING, SAMPLING, AT(output)},
     {"no-lines", 0, NULL, FLAG, PYD_IN_SAMPLE, AT(no_lines)},
     {"threads", 0, NULL, FLAG, PYD_IN_SAMPLE, AT(threads)},
     {"limit", 0, NULL, LIMIT, PYD_IN_SAMPLE, AT(limit)},
     {"quiet", 'q', NULL, FLAG, PYD_IN_SAMPLE, AT(quiet)},
-    {"help", 'h', NULL, ACTION, DUMP | PYD_IN_SAMPLE, AT(help)},
+    {"live", 0, NULL, FLAG, PYD_IN_SAMPLE, AT(live)},
+    {"help", 'h', NULL, ACTION, DUMP | LIVE, AT(help)},
     {"version", 'V', NULL, ACTION, DUMP, AT(version)},
     {"list-formats", 0, NULL, ACTION, PYD_IN_SAMPLE, AT(list_formats)},
 };

@@ -24,6 +24,7 @@
 #define PYD_IN_PYSAMPLE 16u /* py-sample */
 #define PYD_IN_MOVE     32u /* py-up, py-down */
 #define PYD_IN_PRINT    64u /* py-print */
+#define PYD_IN_TOP      128u /* pystack-dump top PID */
 
 /* Every option's value, whatever the command: what it was not given
  * stays as pyd_opts_* set it (rate 1000, mode wall, limit 40, repr
@@ -49,14 +50,15 @@ struct pyd_opts {
 	const struct pyd_prof_format *format; /* NULL: not chosen */
 	const char *output;
 	bool no_lines, threads, quiet;
+	bool live; /* sample --live: the top view */
 	size_t limit;
 	/* met one of these: the CLI parsed no further */
 	bool help, version, list_formats;
 };
 
 /*
- * argv's options for the CLI command `in` (PYD_IN_DUMP or
- * PYD_IN_SAMPLE), with getopt_long: true with optind at the first
+ * argv's options for the CLI command `in` (PYD_IN_DUMP,
+ * PYD_IN_SAMPLE or PYD_IN_TOP), with getopt_long: true with optind at the first
  * operand (or at help, version or list_formats, set in o); false with
  * the message (without the program's name) in err.
  */

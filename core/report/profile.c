@@ -18,22 +18,18 @@ static uint64_t total_samples(const struct pyd_profile *p)
 
 /* ---- table ---- */
 
-struct func_row {
-	uint32_t frame; /* a frame of the function, for its name and file */
-	uint64_t self, self_await, cum;
-	unsigned onpath;
-};
-
 struct table_ctx {
 	const struct pyd_profile *p;
-	uint32_t *func_of; /* frame index -> row */
-	struct func_row *rows;
+	const uint64_t *self, *total; /* per node */
+	uint32_t *func_of;            /* frame index -> row */
+	struct pyd_prof_func *rows;
+	unsigned *onpath;             /* per row: on the current path */
 };
 
 /* Rows are per function: frames that differ only in their line share
  * one.  Interned strings compare by address. */
 static size_t group_functions(const struct pyd_profile *p, uint32_t *func_of,
-                              struct func_row *rows)
+                              struct pyd_prof_func *rows)
 {
 	size_t cap = 16, nrows = 0;
 	while (cap < p->nframes * 2)
@@ -59,7 +55,7 @@ static size_t group_functions(const struct pyd_profile *p, uint32_t *func_of,
 		}
 		if (tab[j] == PYD_PROF_NONE) {
 			tab[j] = (uint32_t)nrows;
-			rows[nrows++] = (struct func_row){.frame = (uint32_t)i};
+			rows[nrows++] = (struct pyd_prof_func){.frame = (uint32_t)i};
 		}
 		func_of[i] = tab[j];
 	}
@@ -69,14 +65,14 @@ static size_t group_functions(const struct pyd_profile *p, uint32_t *func_of,
 
 /* A function's cumulative count takes each sample once, however often
  * it recurses: rows on the current path have onpath > 0. */
-static void table_enter(struct table_ctx *c, uint32_t row,
-                        const struct pyd_prof_node *node)
+static void table_enter(struct table_ctx *c, uint32_t row, uint32_t n)
 {
-	struct func_row *r = &c->rows[row];
-	r->self += node->self;
-	r->self_await += node->self_await;
-	if (r->onpath++ == 0)
-		r->cum += node->total;
+	struct pyd_prof_func *r = &c->rows[row];
+	r->self += c->self ? c->self[n] : c->p->nodes[n].self;
+	if (!c->self)
+		r->self_await += c->p->nodes[n].self_await;
+	if (c->onpath[row]++ == 0)
+		r->cum += c->total ? c->total[n] : c->p->nodes[n].total;
 }
 
 static bool table_count(struct table_ctx *c)
@@ -90,7 +86,7 @@ static bool table_count(struct table_ctx *c)
 	for (pyd_prof_walk_start(&w, p, 0); pyd_prof_walk_next(&w, &n);) {
 		for (; len >= w.depth; len--)
 			if (path[len - 1] != PYD_PROF_NONE)
-				c->rows[path[len - 1]].onpath--;
+				c->onpath[path[len - 1]]--;
 		if (!pyd_grow((void **)&path, &cap, len + 1, sizeof *path)) {
 			free(path);
 			return false;
@@ -98,15 +94,52 @@ static bool table_count(struct table_ctx *c)
 		uint32_t f = p->nodes[n].frame;
 		path[len++] = f == PYD_PROF_NONE ? PYD_PROF_NONE : c->func_of[f];
 		if (f != PYD_PROF_NONE)
-			table_enter(c, path[len - 1], &p->nodes[n]);
+			table_enter(c, path[len - 1], n);
 	}
 	free(path);
 	return true;
 }
 
+/* Totals of the counts self: a child always comes after its parent. */
+static uint64_t *totals_of(const struct pyd_profile *p, const uint64_t *self)
+{
+	uint64_t *t = malloc((p->nnodes ? p->nnodes : 1) * sizeof *t);
+	if (!t)
+		return NULL;
+	if (p->nnodes)
+		memcpy(t, self, p->nnodes * sizeof *t);
+	for (size_t i = p->nnodes; i-- > 1;)
+		t[p->nodes[i].parent] += t[i];
+	return t;
+}
+
+size_t pyd_prof_functions(const struct pyd_profile *p, const uint64_t *self,
+                          struct pyd_prof_func **rows)
+{
+	size_t nf = p->nframes ? p->nframes : 1, nrows = SIZE_MAX;
+	struct table_ctx c = {.p = p, .self = self};
+	c.func_of = malloc(nf * sizeof *c.func_of);
+	c.rows = malloc(nf * sizeof *c.rows);
+	c.onpath = calloc(nf, sizeof *c.onpath);
+	c.total = self ? totals_of(p, self) : NULL;
+	if (c.func_of && c.rows && c.onpath && (!self || c.total))
+		nrows = group_functions(p, c.func_of, c.rows);
+	if (nrows != SIZE_MAX && !table_count(&c))
+		nrows = SIZE_MAX;
+	free(c.func_of);
+	free(c.onpath);
+	free((void *)c.total);
+	if (nrows == SIZE_MAX) {
+		free(c.rows);
+		c.rows = NULL;
+	}
+	*rows = c.rows;
+	return nrows;
+}
+
 static int cmp_rows(const void *a, const void *b)
 {
-	const struct func_row *x = a, *y = b;
+	const struct pyd_prof_func *x = a, *y = b;
 	if (x->self != y->self)
 		return x->self < y->self ? 1 : -1;
 	if (x->cum != y->cum)
@@ -180,7 +213,7 @@ static void table_header(struct pyd_buf *b, const struct pyd_profile *p)
 }
 
 static void table_row(struct pyd_buf *b, const struct pyd_profile *p,
-                      const struct func_row *r)
+                      const struct pyd_prof_func *r)
 {
 	uint64_t all = total_samples(p);
 	double iv = p->meta.interval_s;
@@ -248,29 +281,20 @@ out:
 static void table_of(struct pyd_buf *b, const struct pyd_profile *p,
                      size_t limit)
 {
-	struct table_ctx c = {.p = p};
-	size_t nf = p->nframes ? p->nframes : 1;
-	c.func_of = malloc(nf * sizeof *c.func_of);
-	c.rows = malloc(nf * sizeof *c.rows);
-	size_t nrows = c.func_of && c.rows
-	                   ? group_functions(p, c.func_of, c.rows)
-	                   : SIZE_MAX;
+	struct pyd_prof_func *rows;
+	size_t nrows = pyd_prof_functions(p, NULL, &rows);
 	if (nrows == SIZE_MAX) {
 		b->failed = true;
-		goto out;
+		return;
 	}
-	if (!table_count(&c)) {
-		b->failed = true;
-		goto out;
-	}
-	qsort(c.rows, nrows, sizeof *c.rows, cmp_rows);
+	qsort(rows, nrows, sizeof *rows, cmp_rows);
 	/* Functions of other processes' trees (one process's table) last. */
-	while (nrows && !c.rows[nrows - 1].cum)
+	while (nrows && !rows[nrows - 1].cum)
 		nrows--;
 	table_header(b, p);
 	size_t shown = limit && limit < nrows ? limit : nrows;
 	for (size_t i = 0; i < shown; i++)
-		table_row(b, p, &c.rows[i]);
+		table_row(b, p, &rows[i]);
 	if (shown < nrows)
 		pyd_buf_printf(b,
 		               "... %zu more functions (--limit 0 shows "
@@ -278,9 +302,7 @@ static void table_of(struct pyd_buf *b, const struct pyd_profile *p,
 		               nrows - shown);
 	if (p->meta.mode == PYD_SAMPLE_ASYNC)
 		await_sites(b, p, limit ? limit : SIZE_MAX);
-out:
-	free(c.func_of);
-	free(c.rows);
+	free(rows);
 }
 
 /* With processes kept apart, one table each. */

@@ -143,6 +143,24 @@ void pyd_prof_walk_start(struct pyd_prof_walk *w, const struct pyd_profile *p,
                          uint32_t top);
 bool pyd_prof_walk_next(struct pyd_prof_walk *w, uint32_t *node);
 
+/* A function's samples: frames that differ only in their line are one
+ * function, named by the frame of index frame. */
+struct pyd_prof_func {
+	uint32_t frame;
+	uint64_t self;       /* samples with the function innermost */
+	uint64_t self_await; /* of those, of tasks in await */
+	uint64_t cum; /* samples with it anywhere on the stack, once each */
+};
+
+/*
+ * Every function of a finished profile, unsorted, into *rows (free it);
+ * their number, or SIZE_MAX if out of memory.  self: per node, the
+ * samples to count instead of the nodes' own (a time window's, threads
+ * left out as 0s), self_await then staying 0; NULL: the nodes'.
+ */
+size_t pyd_prof_functions(const struct pyd_profile *p, const uint64_t *self,
+                          struct pyd_prof_func **rows);
+
 /*
  * The writers of the formats (formats.c lists them): each writes the
  * whole profile into b.  limit: most rows a format with rows shows

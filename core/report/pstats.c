@@ -6,7 +6,9 @@
  * samples in the function itself, nc those with it anywhere on the
  * stack, once per sample however deep the recursion; tt and ct are those
  * times the interval.  A caller's entry is the same split of the samples
- * where it called the function directly.
+ * where it called the function directly.  With processes kept apart
+ * (--subprocesses), each process is a function that calls its threads'
+ * outermost ones, as collapsed stacks start at the process.
  *
  * marshal is written by hand with the types every 3.6+ reads: '{' ... '0',
  * '(' with a 32-bit count, 'i' (or 'l' past 32 bits), 'g' (a binary
@@ -40,8 +42,8 @@ struct pstats {
 	const struct pyd_profile *p;
 	uint32_t *func_of; /* frame -> function id */
 	uint32_t *frame_of_func; /* function id -> one of its frames */
-	struct tally *funcs;
-	size_t nfuncs;
+	struct tally *funcs; /* the functions' ids, then the processes' */
+	size_t nfuncs, nprocs;
 	struct edge *edges;
 	size_t nedges;
 	uint32_t *edge_tab; /* open addressing over edges; UINT32_MAX empty */
@@ -121,17 +123,23 @@ static void leave(struct pstats *s, size_t depth)
 		s->edges[s->path[depth].edge].t.on_path--;
 }
 
-/* One thread's tree, keeping the path of functions from its node. */
-static void tally_thread(struct pstats *s, uint32_t top)
+/* One thread's tree, keeping the path of functions from its node (from
+ * its process, when processes are functions). */
+static void tally_thread(struct pstats *s, const struct pyd_prof_thread *t)
 {
 	struct pyd_prof_walk w;
-	size_t len = 0;
+	size_t base = s->nprocs ? 1 : 0, len = 0;
 	uint32_t n;
 
-	for (pyd_prof_walk_start(&w, s->p, top); pyd_prof_walk_next(&w, &n);) {
+	if (base) {
+		s->path[len].func = (uint32_t)(s->nfuncs + t->process);
+		s->path[len++].edge = UINT32_MAX;
+		count(&s->funcs[s->path[0].func], &s->p->nodes[t->node]);
+	}
+	for (pyd_prof_walk_start(&w, s->p, t->node); pyd_prof_walk_next(&w, &n);) {
 		const struct pyd_prof_node *node = &s->p->nodes[n];
 		uint32_t f = s->func_of[node->frame], e = UINT32_MAX;
-		for (; len >= w.depth; len--)
+		for (; len >= w.depth + base; len--)
 			leave(s, len - 1);
 		count(&s->funcs[f], node);
 		if (len) {
@@ -193,16 +201,16 @@ static void put_tuple(struct pyd_buf *b, uint32_t n)
 	put_u32(b, n);
 }
 
-/* (file, first line, name); a task boundary or the frames a deep stack
- * left out are named like a built-in, ('~', 0, "<task NAME>"). */
-static void put_func(struct pyd_buf *b, const struct pyd_profile *p,
-                     uint32_t frame)
+/* (file, first line, name); a process, a task boundary or the frames a
+ * deep stack left out are named like a built-in, ('~', 0, "<task NAME>"). */
+static void put_func(struct pyd_buf *b, const struct pstats *s, uint32_t id)
 {
-	const struct pyd_prof_frame *f = &p->frames[frame];
-	char label[512];
+	const struct pyd_prof_frame *f =
+	    id < s->nfuncs ? &s->p->frames[s->frame_of_func[id]] : NULL;
+	char label[512] = "<";
 
 	put_tuple(b, 3);
-	if (f->kind == PYD_PF_PYTHON) {
+	if (f && f->kind == PYD_PF_PYTHON) {
 		put_str(b, f->file);
 		put_int(b, f->firstline > 0 ? (uint64_t)f->firstline : 0);
 		put_str(b, f->qualname ? f->qualname : f->function);
@@ -210,7 +218,14 @@ static void put_func(struct pyd_buf *b, const struct pyd_profile *p,
 	}
 	put_str(b, "~");
 	put_int(b, 0);
-	put_str(b, pyd_prof_frame_label(f, label, sizeof label));
+	if (f) {
+		put_str(b, pyd_prof_frame_label(f, label, sizeof label));
+		return;
+	}
+	pyd_prof_process_label(s->p, (uint32_t)(id - s->nfuncs), label + 1,
+	                       sizeof label - 2);
+	strcat(label, ">");
+	put_str(b, label);
 }
 
 static void put_counts(struct pyd_buf *b, uint64_t first, uint64_t second,
@@ -229,17 +244,17 @@ static void put_stats(struct pyd_buf *b, const struct pstats *s,
 	double iv = s->p->meta.interval_s > 0 ? s->p->meta.interval_s : 0;
 
 	pyd_buf_put(b, "{", 1);
-	for (size_t f = 0; f < s->nfuncs; f++) {
+	for (size_t f = 0; f < s->nfuncs + s->nprocs; f++) {
 		const struct tally *t = &s->funcs[f];
 		if (!t->cumul)
 			continue;
-		put_func(b, s->p, s->frame_of_func[f]);
+		put_func(b, s, (uint32_t)f);
 		put_tuple(b, 5);
 		put_counts(b, t->direct, t->cumul, t, iv);
 		pyd_buf_put(b, "{", 1);
 		for (size_t i = start[f]; i < start[f + 1]; i++) {
 			const struct edge *e = &s->edges[by_callee[i]];
-			put_func(b, s->p, s->frame_of_func[e->caller]);
+			put_func(b, s, e->caller);
 			put_tuple(b, 4);
 			put_counts(b, e->t.cumul, e->t.direct, &e->t, iv);
 		}
@@ -252,12 +267,13 @@ static void put_stats(struct pyd_buf *b, const struct pstats *s,
 static bool write_stats(struct pyd_buf *b, const struct pstats *s)
 {
 	uint32_t *by_callee = malloc((s->nedges + 1) * sizeof *by_callee);
-	size_t *start = calloc(s->nfuncs + 2, sizeof *start);
+	size_t nids = s->nfuncs + s->nprocs;
+	size_t *start = calloc(nids + 2, sizeof *start);
 	bool ok = by_callee && start;
 
 	for (size_t i = 0; ok && i < s->nedges; i++)
 		start[s->edges[i].callee + 2]++;
-	for (size_t f = 2; ok && f < s->nfuncs + 2; f++)
+	for (size_t f = 2; ok && f < nids + 2; f++)
 		start[f] += start[f - 1];
 	for (size_t i = 0; ok && i < s->nedges; i++)
 		by_callee[start[s->edges[i].callee + 1]++] = (uint32_t)i;
@@ -279,7 +295,8 @@ void pyd_report_prof_pstats(struct pyd_buf *b, const struct pyd_profile *p,
 	    .p = p,
 	    .func_of = malloc((p->nframes + 1) * sizeof *s.func_of),
 	    .frame_of_func = malloc((p->nframes + 1) * sizeof *s.frame_of_func),
-	    .funcs = calloc(p->nframes + 1, sizeof *s.funcs),
+	    .funcs = calloc(p->nframes + p->nprocesses + 1, sizeof *s.funcs),
+	    .nprocs = p->by_process ? p->nprocesses : 0,
 	    .edges = malloc(n * sizeof *s.edges),
 	    .edge_tab = malloc(cap * sizeof *s.edge_tab),
 	    .edge_mask = cap - 1,
@@ -290,7 +307,7 @@ void pyd_report_prof_pstats(struct pyd_buf *b, const struct pyd_profile *p,
 	if (ok) {
 		memset(s.edge_tab, 0xff, cap * sizeof *s.edge_tab);
 		for (size_t i = 0; i < p->nthreads; i++)
-			tally_thread(&s, p->threads[i].node);
+			tally_thread(&s, &p->threads[i]);
 		ok = write_stats(b, &s);
 	}
 	if (!ok)

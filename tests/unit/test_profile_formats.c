@@ -253,7 +253,7 @@ static void test_pstats(const struct pyd_profile *p, const char *dir)
 
 /* With processes kept apart (sample --subprocesses), each viewer shows
  * which process a thread is of. */
-static void test_by_process(void)
+static void test_by_process(const char *dir)
 {
 	struct pyd_profile *p = make_profile();
 	const struct pyd_frame job[] = {{"job", "job", "/app/w.py", 3, false, false, 0, 0, 1}};
@@ -294,6 +294,14 @@ static void test_by_process(void)
 	CHECK_EQ(count(b.data, "Profile of process "), 2);
 	CHECK_EQ(count(b.data, "Command: python3 worker.py\nParent: 4242\n"), 1);
 	pyd_buf_free(&b);
+	/* Each process a function calling its outermost ones. */
+	pyd_report_prof_pstats(&b, m, 0);
+	CHECK_EQ(HAS_BYTES(&b, "u\x01\0\0\0~i\0\0\0\0u\x20\0\0\0"
+	                       "<process 77 (python3 worker.py)>"),
+	         1);
+	if (dir)
+		check_save(dir, "processes.pstats", b.data, b.len);
+	pyd_buf_free(&b);
 	pyd_profile_free(m);
 	pyd_profile_free(p);
 }
@@ -308,7 +316,7 @@ int main(int argc, char **argv)
 		test_speedscope(p, dir);
 		test_gecko(p, dir);
 		test_pstats(p, dir);
-		test_by_process();
+		test_by_process(dir);
 	}
 	if (p && dir) {
 		struct pyd_buf b = {0};

@@ -93,6 +93,8 @@ static bool number_funcs(struct pstats *s)
 	return true;
 }
 
+/* The edge caller -> callee, added if new.  A node adds at most one edge
+ * and the table has twice as many slots as nodes: it never fills. */
 static uint32_t edge_id(struct pstats *s, uint32_t caller, uint32_t callee)
 {
 	size_t j = (((uint64_t)caller << 32 | callee) * 0x9E3779B97F4A7C15ULL >>

@@ -35,6 +35,7 @@ struct pyd_frame {
 	 * code object, in the target; 0 where a frame has none (a task's
 	 * name standing in for a frame). */
 	uint64_t addr, code;
+	int firstline; /* co_firstlineno: where the function starts */
 };
 
 /* One variable of a frame, as pyd_dump_locals renders it. */

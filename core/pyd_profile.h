@@ -7,7 +7,7 @@
  * thread running asyncio tasks, in async mode); under each, the frames
  * outermost first.  Every thread belongs to a process: one for the
  * process sampled, more with sample --subprocesses (by_process).  Frames are interned by content: two code objects
- * with the same names, file and line are one frame.  The reports in
+ * with the same names, file, first line and line are one frame.  The reports in
  * core/report/profile*.c read these structs directly.
  */
 #ifndef PYD_PROFILE_H
@@ -42,6 +42,8 @@ struct pyd_prof_frame {
 	const char *qualname; /* NULL where CPython has none (< 3.11) */
 	const char *file;     /* NULL for PYD_PF_TASK and _ELIDED */
 	int line;             /* -1 if unknown, 0 when lines are off */
+	int firstline;        /* the function's first line (pstats); 0 if
+	                       * unknown */
 	enum pyd_prof_frame_kind kind;
 };
 

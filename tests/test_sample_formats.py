@@ -1,6 +1,7 @@
 """pystack-dump sample's output formats, each read by a consumer that is
 not ours."""
 
+import json
 import os
 import subprocess
 import sys
@@ -45,6 +46,29 @@ def _script_consumer(script, *extra):
     return check
 
 
+# python -m pstats, driven as a user would: what it prints for the top ten.
+PSTATS_BROWSE = "sort cumtime\nstats 10\nquit\n"
+
+
+def _pstats_browser(path, gt):
+    """`python3 -m pstats FILE`, sorted by cumulative time: the two busy
+    functions are among the first ten."""
+    argv = [sys.executable, "-m", "pstats", path]
+    try:
+        p = subprocess.run(argv, input=PSTATS_BROWSE.encode(), stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, timeout=60)
+    except subprocess.TimeoutExpired:
+        return ["%s timed out" % " ".join(argv)]
+    out = p.stdout.decode("utf-8", "replace")
+    want = ["%s:%d(%s)" % (os.path.basename(f["file"]), f["firstline"], f["function"])
+            for f in (gt["hot"], gt["cold"])]
+    missing = [w for w in want if w not in out]
+    if p.returncode != 0 or missing:
+        return ["%s (stdin %r) exited %s, %s missing: %s"
+                % (" ".join(argv), PSTATS_BROWSE, p.returncode, missing, short(out, 1500))]
+    return []
+
+
 def _table_check(text, gt, cmd):
     if all(f["function"] in text for f in (gt["hot"], gt["cold"])):
         return []
@@ -74,6 +98,7 @@ CHECKS = {
         lambda d: [] if isinstance(d.get("meta"), dict) and isinstance(d.get("threads"), list)
         else ["no meta object / threads list (Firefox Profiler's processed format)"]),
     "pprof": _script_consumer("check_pprof.py"),
+    "pstats": _pstats_browser,
     "flamegraph": _script_consumer("check_flamegraph.py", "--screenshot",
                                    FLAMEGRAPH_SCREENSHOT),
 }
@@ -152,3 +177,73 @@ def test_sample_format(newest, fmt, tool, jobs, request):
     """Each output format, read by a consumer that is not ours (on one
     interpreter: sid's 3.15, else the newest there is)."""
     settle(jobs.result("sample-format:" + fmt, formats_job, newest, tool), request.node)
+
+
+# Run by the target's own interpreter (3.6+, so no newer syntax) on the
+# file it was profiled into: what pstats.Stats makes of it, as JSON.
+PSTATS_READ = r"""
+import json, pstats, sys
+s = pstats.Stats(sys.argv[1]).sort_stats("cumulative")
+top = [list(f) + list(s.stats[f][:4]) for f in s.fcn_list[:6]]
+callers = dict((f, [list(c) + list(v) for c, v in s.stats[f][4].items()])
+               for f in s.fcn_list[:6])
+print(json.dumps({"total_tt": s.total_tt, "top": top,
+                  "callers": [[list(f), v] for f, v in callers.items()]}))
+"""
+PSTATS_SECS = 2                # -d of the run
+PSTATS_TT_SHARE = (0.85, 1.05)  # sum of tottime / PSTATS_SECS (one thread)
+PSTATS_HOT_SHARE = (0.55, 0.95)  # spend_hot's cumtime / the sum (75%)
+
+
+def _pstats_errors(stats, gt):
+    """The loop of sample_split: <module> and main() on every sample, then
+    spend_hot (75%), spend_cold (25%); spend_hot called by main."""
+    hot, cold = gt["hot"], gt["cold"]
+    key = lambda f: [f["file"], f["firstline"], f["qualname"] or f["function"]]
+    top, total = stats["top"], stats["total_tt"]
+    errs = []
+    lo, hi = PSTATS_TT_SHARE
+    if not lo * PSTATS_SECS <= total <= hi * PSTATS_SECS:
+        errs.append("tottime sums to %.3fs for a %ds run of one thread" % (total, PSTATS_SECS))
+    names = [t[2] for t in top]
+    if len(top) < 4 or set(names[:2]) != {"<module>", "main"} or \
+            [t[:3] for t in top[2:4]] != [key(hot), key(cold)]:
+        errs.append("by cumulative time: %s; want <module>, main, %s, %s"
+                    % (top, key(hot), key(cold)))
+        return errs
+    main = top[names.index("main")]
+    if main[6] < 0.95 * total:
+        errs.append("main's cumtime %.3fs, not about all of %.3fs" % (main[6], total))
+    lo, hi = PSTATS_HOT_SHARE
+    if not lo * total <= top[2][6] <= hi * total:
+        errs.append("%s's cumtime %.3fs of %.3fs" % (hot["function"], top[2][6], total))
+    callers = dict((tuple(f), v) for f, v in stats["callers"])
+    of_hot = [c for c in callers.get(tuple(key(hot)), []) if c[:3] == main[:3]]
+    if not of_hot or of_hot[0][3] != top[2][4]:
+        errs.append("callers of %s: %s; want main with all its %s samples"
+                    % (hot["function"], callers.get(tuple(key(hot))), top[2][4]))
+    return errs
+
+
+def test_sample_pstats(interp, tool, request):
+    """-o NAME.prof writes pstats that the target's own interpreter loads:
+    the busy functions first by cumulative time, tottime adding up to the
+    time sampled, the hot function's caller."""
+    with Target(interp, "sample_split") as tg:
+        gt = tg.wait_ground_truth()
+        errs = ["ground truth: " + e for e in base_gt_sanity(gt, interp)]
+        name = "profile.prof"
+        argv, rc, out, err, secs = tool_run(
+            tool, ["sample", "-q", "-r", str(SAMPLE_RATE), "-d", str(PSTATS_SECS),
+                   "-o", os.path.join(tg.out_host, name), str(tg.pid)], timeout=SAMPLE_TIMEOUT)
+        if not errs and rc != 0:
+            errs.append("%s exited %s: %s" % (" ".join(argv), rc, short(err)))
+        if not errs:
+            rd = interp.argv(["-c", PSTATS_READ, os.path.join(tg.out_in, name)])
+            rrc, rout, rerr, _ = run(rd, 60)
+            if rrc != 0:
+                errs.append("pstats.Stats under %s: exit %s: %s"
+                            % (interp.label, rrc, short(rout + rerr, 1500)))
+            else:
+                errs = _pstats_errors(json.loads(rout.decode()), gt)
+    settle(Result("pstats", "FAIL" if errs else "PASS", "\n".join(errs)), request.node)

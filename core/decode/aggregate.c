@@ -21,7 +21,7 @@
 
 struct pcache_entry {
 	const char *function, *qualname, *file;
-	int line;
+	int line, firstline;
 	uint32_t frame; /* PYD_PROF_NONE: empty */
 };
 
@@ -131,6 +131,7 @@ static uint64_t hash_frame(const struct pyd_prof_frame *f)
 	uint64_t h = mix(0, (uintptr_t)f->function);
 	h = mix(h, (uintptr_t)f->qualname);
 	h = mix(h, (uintptr_t)f->file);
+	h = mix(h, (uint64_t)(int64_t)f->firstline);
 	return mix(h, (uint64_t)(int64_t)f->line * 2 + f->kind);
 }
 
@@ -143,7 +144,8 @@ static bool same_frame(const struct pyd_prof_frame *a,
                        const struct pyd_prof_frame *b)
 {
 	return a->function == b->function && a->qualname == b->qualname &&
-	       a->file == b->file && a->line == b->line && a->kind == b->kind;
+	       a->file == b->file && a->line == b->line &&
+	       a->firstline == b->firstline && a->kind == b->kind;
 }
 
 /* The index of frame f (strings already interned), added if new. */
@@ -181,13 +183,14 @@ static uint32_t frame_of(struct pyd_profile *p, const struct pyd_frame *fr)
 	none.frame = PYD_PROF_NONE;
 	if (e->frame != PYD_PROF_NONE && e->function == fr->function &&
 	    e->qualname == fr->qualname && e->file == fr->file &&
-	    e->line == line)
+	    e->line == line && e->firstline == fr->firstline)
 		return e->frame;
 	struct pyd_prof_frame f = {
 	    .function = intern(q, fr->function ? fr->function : "???"),
 	    .qualname = intern(q, fr->qualname),
 	    .file = intern(q, fr->file),
 	    .line = fr->file ? line : 0,
+	    .firstline = fr->file ? fr->firstline : 0,
 	    .kind = fr->elided ? PYD_PF_ELIDED
 	            : fr->file ? PYD_PF_PYTHON
 	                       : PYD_PF_TASK,
@@ -198,7 +201,7 @@ static uint32_t frame_of(struct pyd_profile *p, const struct pyd_frame *fr)
 	uint32_t idx = frame_index(p, &f);
 	if (idx != PYD_PROF_NONE)
 		*e = (struct pcache_entry){fr->function, fr->qualname, fr->file,
-		                           line, idx};
+		                           line, fr->firstline, idx};
 	return idx;
 }
 

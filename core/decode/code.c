@@ -249,6 +249,7 @@ bool pyd_frame_push(struct pyd_frame_buf *b, const struct pyd_code *c,
 		.qualname = c->qualname,
 		.file = c->file,
 		.line = line,
+		.firstline = c->firstlineno,
 	};
 	return true;
 }

@@ -189,5 +189,8 @@ void pyd_report_prof_gecko(struct pyd_buf *b, const struct pyd_profile *p,
 /* pprof's profile.proto, gzipped: binary, b->len bytes. */
 void pyd_report_prof_pprof(struct pyd_buf *b, const struct pyd_profile *p,
 			size_t limit);
+/* The marshal'd stats pstats.Stats loads: binary, b->len bytes. */
+void pyd_report_prof_pstats(struct pyd_buf *b, const struct pyd_profile *p,
+			size_t limit);
 
 #endif

@@ -1,9 +1,9 @@
 /*
- * The flame graph, speedscope and Gecko writers on a small profile with
- * awkward names: their JSON must parse, and nothing in a name may end the
+ * The flame graph, speedscope, Gecko and pstats writers on a small profile
+ * with awkward names: their JSON must parse, and nothing in a name may end the
  * flame graph's script element.
  *
- * test_profile_formats [DIR]: also write the three files into DIR, with
+ * test_profile_formats [DIR]: also write the four files into DIR, with
  * the tree as profile.json to compare them with, for
  * tests/check_flamegraph.py and the viewers.
  */
@@ -117,20 +117,20 @@ static struct pyd_profile *make_profile(void)
 {
 	struct pyd_profile *p = pyd_profile_new(true, 0);
 	const struct pyd_frame main_stack[] = {
-	    {"leaf", "Outer.leaf", "/app/x.py", 30, false, false, 0, 0},
-	    {"mid", "mid", "/app/x.py", 20, false, false, 0, 0},
-	    {"main", "main", "/app/main.py", 10, false, false, 0, 0},
+	    {"leaf", "Outer.leaf", "/app/x.py", 30, false, false, 0, 0, 28},
+	    {"mid", "mid", "/app/x.py", 20, false, false, 0, 0, 18},
+	    {"main", "main", "/app/main.py", 10, false, false, 0, 0, 1},
 	};
 	const struct pyd_frame evil_stack[] = {
-	    {EVIL, NULL, "/app/\xc3\xa9t\xc3\xa9.py", 5, false, false, 0, 0},
-	    {"mid", "mid", "/app/x.py", 21, false, false, 0, 0},
-	    {"main", "main", "/app/main.py", 10, false, false, 0, 0},
+	    {EVIL, NULL, "/app/\xc3\xa9t\xc3\xa9.py", 5, false, false, 0, 0, 3},
+	    {"mid", "mid", "/app/x.py", 21, false, false, 0, 0, 18},
+	    {"main", "main", "/app/main.py", 10, false, false, 0, 0, 1},
 	};
 	/* A task awaiting, below the task boundary (file NULL). */
 	const struct pyd_frame task_stack[] = {
-	    {"sleep", "sleep", "/usr/lib/asyncio/tasks.py", 600, false, false, 0, 0},
-	    {"worker", "worker", "/app/x.py", 40, false, false, 0, 0},
-	    {"Task-2", NULL, NULL, 0, false, false, 0, 0},
+	    {"sleep", "sleep", "/usr/lib/asyncio/tasks.py", 600, false, false, 0, 0, 590},
+	    {"worker", "worker", "/app/x.py", 40, false, false, 0, 0, 38},
+	    {"Task-2", NULL, NULL, 0, false, false, 0, 0, 0},
 	};
 	if (!p || pyd_profile_process(p, 4242, 1, "python3 main.py", "3.12.1"))
 		return NULL;
@@ -222,12 +222,41 @@ static void test_gecko(const struct pyd_profile *p, const char *dir)
 	pyd_buf_free(&b);
 }
 
+/* The bytes of literal s (NULs included) are somewhere in b. */
+#define HAS_BYTES(b, s) has_bytes((b), (s), sizeof(s) - 1)
+
+static bool has_bytes(const struct pyd_buf *b, const char *s, size_t n)
+{
+	for (size_t i = 0; i + n <= b->len; i++)
+		if (!memcmp(b->data + i, s, n))
+			return true;
+	return false;
+}
+
+/* marshal's dict of functions: each key a tuple (file, first line,
+ * name); the task is named like a built-in. */
+static void test_pstats(const struct pyd_profile *p, const char *dir)
+{
+	struct pyd_buf b = {0};
+	pyd_report_prof_pstats(&b, p, 0);
+	CHECK_EQ(b.failed, 0);
+	CHECK_EQ(b.len > 2 && b.data[0] == '{' && b.data[b.len - 1] == '0', 1);
+	/* leaf, by its first line, not the line sampled (30). */
+	CHECK_EQ(HAS_BYTES(&b, "u\x09\0\0\0/app/x.pyi\x1c\0\0\0"
+	                       "u\x0a\0\0\0Outer.leaf"),
+	         1);
+	CHECK_EQ(HAS_BYTES(&b, "u\x01\0\0\0~i\0\0\0\0u\x0d\0\0\0<task Task-2>"), 1);
+	if (dir)
+		check_save(dir, "profile.pstats", b.data, b.len);
+	pyd_buf_free(&b);
+}
+
 /* With processes kept apart (sample --subprocesses), each viewer shows
  * which process a thread is of. */
-static void test_by_process(void)
+static void test_by_process(const char *dir)
 {
 	struct pyd_profile *p = make_profile();
-	const struct pyd_frame job[] = {{"job", "job", "/app/w.py", 3, false, false, 0, 0}};
+	const struct pyd_frame job[] = {{"job", "job", "/app/w.py", 3, false, false, 0, 0, 1}};
 	CHECK_EQ(pyd_profile_process(p, 77, 4242, "python3 worker.py", "3.12.1"), 1);
 	pyd_profile_add(p, 1, 100, "MainThread", job, 1, false);
 	pyd_profile_finish(p);
@@ -265,6 +294,14 @@ static void test_by_process(void)
 	CHECK_EQ(count(b.data, "Profile of process "), 2);
 	CHECK_EQ(count(b.data, "Command: python3 worker.py\nParent: 4242\n"), 1);
 	pyd_buf_free(&b);
+	/* Each process a function calling its outermost ones. */
+	pyd_report_prof_pstats(&b, m, 0);
+	CHECK_EQ(HAS_BYTES(&b, "u\x01\0\0\0~i\0\0\0\0u\x20\0\0\0"
+	                       "<process 77 (python3 worker.py)>"),
+	         1);
+	if (dir)
+		check_save(dir, "processes.pstats", b.data, b.len);
+	pyd_buf_free(&b);
 	pyd_profile_free(m);
 	pyd_profile_free(p);
 }
@@ -278,7 +315,8 @@ int main(int argc, char **argv)
 		test_flamegraph(p, dir);
 		test_speedscope(p, dir);
 		test_gecko(p, dir);
-		test_by_process();
+		test_pstats(p, dir);
+		test_by_process(dir);
 	}
 	if (p && dir) {
 		struct pyd_buf b = {0};

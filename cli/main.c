@@ -182,7 +182,12 @@ static int check_sources(int argc, char **argv, struct options *o)
 		return cli_usage_error("%s", "--locals shows the thread stacks' "
 					     "variables: not with --tasks");
 	const struct pyd_repr_limits dflt = PYD_REPR_DEFAULTS;
-	if (!o->opt.locals && memcmp(&o->opt.repr, &dflt, sizeof dflt))
+	const struct pyd_repr_limits *r = &o->opt.repr;
+	/* Field by field: memcmp would compare the structs' padding too. */
+	if (!o->opt.locals &&
+	    (r->string != dflt.string || r->items != dflt.items ||
+	     r->depth != dflt.depth || r->digits != dflt.digits ||
+	     r->attrs != dflt.attrs))
 		return cli_usage_error("%s", "--locals-string, --locals-items "
 					     "and --locals-depth go with --locals");
 	return files ? 0 : cli_parse_pid(argv[optind], &t->pid);

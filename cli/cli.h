@@ -30,6 +30,8 @@ void cli_say(const struct pyd_explain *e, enum pyd_say say, enum pyd_err err);
 int sample_main(int argc, char **argv);
 /* pystack-dump top ... (argv[0] is "top") */
 int top_main(int argc, char **argv);
+/* pystack-dump diff ... (argv[0] is "diff") */
+int diff_main(int argc, char **argv);
 struct pyd_opts;
 /* The top view of process pid with opt's rate, mode, duration and
  * subprocesses (top, sample --live); the exit status. */

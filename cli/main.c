@@ -28,6 +28,8 @@ static const char usage_text[] =
 	"                                          pystack-dump sample --help)\n"
 	"       pystack-dump top [OPTIONS] PID      (live view, like top: see\n"
 	"                                          pystack-dump top --help)\n"
+	"       pystack-dump diff [OPTIONS] BASE NEW  (compare two profiles:\n"
+	"                                          pystack-dump diff --help)\n"
 	"       pystack-dump [OPTIONS] --core CORE [--exe EXE] [--sysroot DIR]\n"
 	"       pystack-dump [OPTIONS] --snapshot FILE\n"
 	"\n"
@@ -619,6 +621,8 @@ int main(int argc, char **argv)
 		return sample_main(argc - 1, argv + 1);
 	if (argc > 1 && !strcmp(argv[1], "top"))
 		return top_main(argc - 1, argv + 1);
+	if (argc > 1 && !strcmp(argv[1], "diff"))
+		return diff_main(argc - 1, argv + 1);
 	struct options o = {0};
 	int rc = parse_args(argc, argv, &o);
 	if (rc)

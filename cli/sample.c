@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 #include "../core/pyd_profile.h"
 #include "../core/report/report.h"
 #include "../frontend/options.h"
+#include "../frontend/source.h"
 #include "cli.h"
 #include "procset.h"
 
@@ -198,6 +200,9 @@ struct run {
 	pid_t child; /* launched program, or 0 */
 	int child_status;
 	bool child_reaped;
+	/* The target's root directory (/proc/PID/root), held open so that
+	 * its source files can be read once it has exited; -1 if not. */
+	int root_fd;
 	const char *why;      /* why sampling stopped */
 	bool target_exited;   /* ... because the target is gone */
 	int64_t start, shown; /* when sampling began, the status line shown */
@@ -212,13 +217,32 @@ static int64_t now_ns(void)
 
 static enum pyd_err attach(struct run *r, char *detail, size_t detailsz)
 {
-	return procset_open(&r->ps, r->o->pid, r->prof, r->o->opt.mode,
-	                    r->o->opt.subprocesses, detail, detailsz);
+	enum pyd_err err = procset_open(&r->ps, r->o->pid, r->prof,
+	                                r->o->opt.mode, r->o->opt.subprocesses,
+	                                detail, detailsz);
+	char root[64];
+	snprintf(root, sizeof root, "/proc/%d/root", r->o->pid);
+	if (!err)
+		r->root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	return err;
 }
 
 static void detach(struct run *r)
 {
 	procset_close(&r->ps);
+	if (r->root_fd >= 0)
+		close(r->root_fd);
+	r->root_fd = -1;
+}
+
+/* Source lines as the dump reads them, through the target's root (the
+ * held one: the target may be gone); the heat map shows them. */
+static struct source_cache *source_of(const struct run *r)
+{
+	char root[64] = "";
+	if (r->root_fd >= 0)
+		snprintf(root, sizeof root, "/proc/self/fd/%d", r->root_fd);
+	return source_cache_new(root);
 }
 
 static bool child_gone(struct run *r)
@@ -330,8 +354,14 @@ static int output(struct run *r)
 {
 	pyd_profile_finish(r->prof);
 	struct pyd_buf b = {0};
-	if (pyd_report_prof(&b, r->prof, r->o->opt.format, r->o->opt.threads,
-	                    r->o->opt.limit)) {
+	struct source_cache *sc = source_of(r);
+	struct pyd_prof_opts po = {.per_thread = r->o->opt.threads,
+	                           .limit = r->o->opt.limit,
+	                           .source_line = source_cache_line,
+	                           .source_ctx = sc};
+	enum pyd_err err = pyd_report_prof(&b, r->prof, r->o->opt.format, &po);
+	source_cache_free(sc);
+	if (err) {
 		pyd_buf_free(&b);
 		fprintf(stderr, "pystack-dump sample: out of memory\n");
 		return PYD_E_NOMEM;
@@ -481,7 +511,7 @@ int sample_main(int argc, char **argv)
 		return rc;
 	if (o.opt.live)
 		return top_run(o.pid, &o.opt);
-	struct run r = {.o = &o};
+	struct run r = {.o = &o, .root_fd = -1};
 	catch_signals();
 	r.prof = pyd_profile_new(!o.opt.no_lines, 0);
 	if (!r.prof)

@@ -77,6 +77,10 @@ static const struct row rows[] = {
 	{PYD_SAY_ERROR, PYD_E_EXEMISMATCH, FILES, false,
 	 "{prog}: {detail}. Pass the executable the process ran (same "
 	 "build).\n"},
+	{PYD_SAY_ERROR, PYD_E_PROFILE, FILES, false,
+	 "{prog}: cannot read {file} as a profile: {detail}. Give it collapsed "
+	 "stacks or pystack-dump's JSON profile (sample -f collapsed, "
+	 "-f json).\n"},
 	{PYD_SAY_ERROR, ANY_ERR, FILES, false,
 	 "{prog}: {file}: {error}{: detail}\n"},
 	{PYD_SAY_ERROR, ANY_ERR, PROCESS, false,

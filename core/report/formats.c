@@ -13,25 +13,28 @@
 const struct pyd_prof_format pyd_prof_formats[] = {
 	{"table", {NULL},
 	 "functions by direct and cumulative\nsamples (default on a terminal)",
-	 false, pyd_report_prof_table},
+	 false, pyd_report_prof_table, NULL},
 	{"collapsed", {NULL},
 	 "flamegraph.pl/inferno/speedscope\ninput (default otherwise)", false,
-	 pyd_report_prof_collapsed},
+	 pyd_report_prof_collapsed, NULL},
 	{"flamegraph", {".html", ".htm"}, "one interactive HTML page", false,
-	 pyd_report_prof_flamegraph},
+	 pyd_report_prof_flamegraph, NULL},
 	{"speedscope", {".speedscope.json"}, "speedscope.app JSON", true,
-	 pyd_report_prof_speedscope},
+	 pyd_report_prof_speedscope, NULL},
 	{"gecko", {".gecko.json"}, "Firefox Profiler JSON", true,
-	 pyd_report_prof_gecko},
+	 pyd_report_prof_gecko, NULL},
 	{"pprof", {".pb.gz", ".pprof"},
 	 "gzipped profile.proto (pprof, go\ntool pprof)", true,
-	 pyd_report_prof_pprof},
+	 pyd_report_prof_pprof, NULL},
 	{"pstats", {".pstats", ".prof"},
 	 "Python's pstats/cProfile file\n(python -m pstats, snakeviz)", false,
-	 pyd_report_prof_pstats},
+	 pyd_report_prof_pstats, NULL},
 	{"json", {".json"}, "the call tree (docs/profile-formats.md)", false,
-	 pyd_report_prof_json},
-	{NULL, {NULL}, NULL, false, NULL},
+	 pyd_report_prof_json, NULL},
+	{"heatmap", {".heat.html"},
+	 "source files with samples per line,\none HTML page", false, NULL,
+	 pyd_report_prof_heatmap},
+	{NULL, {NULL}, NULL, false, NULL, NULL},
 };
 
 const struct pyd_prof_format *pyd_prof_format_named(const char *name)
@@ -76,14 +79,17 @@ void pyd_prof_format_list(char *out, size_t size)
 }
 
 enum pyd_err pyd_report_prof(struct pyd_buf *b, const struct pyd_profile *p,
-			     const struct pyd_prof_format *f, bool per_thread,
-			     size_t limit)
+			     const struct pyd_prof_format *f,
+			     const struct pyd_prof_opts *o)
 {
-	per_thread |= f->per_thread;
+	bool per_thread = o->per_thread || f->per_thread;
 	struct pyd_profile *merged = per_thread ? NULL : pyd_profile_merged(p);
 	if (!per_thread && !merged)
 		return PYD_E_NOMEM;
-	f->write(b, merged ? merged : p, limit);
+	if (f->write_opts)
+		f->write_opts(b, merged ? merged : p, o);
+	else
+		f->write(b, merged ? merged : p, o->limit);
 	pyd_profile_free(merged);
 	return b->failed ? PYD_E_NOMEM : PYD_OK;
 }

@@ -77,11 +77,9 @@ static void close_sources(struct sampled *e)
 {
 	pyd_sampler_close(e->sp);
 	pyd_session_close(e->sess);
-	if (e->t.src)
-		target_close(&e->t);
+	target_close(&e->t);
 	e->sp = NULL;
 	e->sess = NULL;
-	e->t.src = NULL;
 	e->sampling = false;
 }
 
@@ -91,9 +89,11 @@ static enum pyd_err open_sources(struct procset *ps, struct sampled *e,
 {
 	struct target_spec spec = {.pid = e->pid};
 	struct pyd_runtime rt;
+	/* A target that failed to open may hold what it opened so far (a
+	 * live source refused its maps): target_close frees it. */
 	enum pyd_err err = target_open(&spec, &e->t, detail, detailsz);
 	if (err) {
-		e->t.src = NULL;
+		target_close(&e->t);
 		return err;
 	}
 	err = target_runtime(&e->t, &rt, detail, detailsz);

@@ -462,6 +462,7 @@ void pyd_report_prof_json(struct pyd_buf *b, const struct pyd_profile *p,
 		pyd_buf_printf(b, ", \"line\": %d, \"kind\": \"%s\"}", f->line,
 		               f->kind == PYD_PF_TASK     ? "task"
 		               : f->kind == PYD_PF_ELIDED ? "truncated"
+		               : f->kind == PYD_PF_GC     ? "gc"
 		                                          : "python");
 	}
 	pyd_buf_put(b, "],\n\"threads\": [", 15);

@@ -78,6 +78,8 @@ static const struct opt opts[] = {
     {"format", 'f', "-f --format", FORMAT, SAMPLING, AT(format)},
     {"output", 'o', "-o --output", STRING, SAMPLING, AT(output)},
     {"no-lines", 0, NULL, FLAG, PYD_IN_SAMPLE, AT(no_lines)},
+    {"no-gc", 0, "--no-gc", FLAG, SAMPLING | PYD_IN_TOP, AT(no_gc)},
+    {"idle", 0, NULL, FLAG, PYD_IN_SAMPLE, AT(idle)},
     {"threads", 0, NULL, FLAG, PYD_IN_SAMPLE, AT(threads)},
     {"limit", 0, NULL, LIMIT, PYD_IN_SAMPLE, AT(limit)},
     {"quiet", 'q', NULL, FLAG, PYD_IN_SAMPLE, AT(quiet)},
@@ -157,7 +159,7 @@ static bool parse(enum kind k, const char *s, enum shell sh, void *to)
 static void mode_names(char *out, size_t size)
 {
 	size_t len = 0;
-	for (int m = PYD_SAMPLE_WALL; m <= PYD_SAMPLE_ASYNC && len < size; m++)
+	for (int m = PYD_SAMPLE_WALL; m <= PYD_SAMPLE_EXCEPTION && len < size; m++)
 		len += (size_t)snprintf(out + len, size - len, "%s%s",
 		                        m ? ", " : "", pyd_sample_mode_name(m));
 }

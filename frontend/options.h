@@ -50,6 +50,8 @@ struct pyd_opts {
 	const struct pyd_prof_format *format; /* NULL: not chosen */
 	const char *output;
 	bool no_lines, threads, quiet;
+	bool no_gc; /* no <GC> frames */
+	bool idle;  /* the table keeps idle threads */
 	bool live; /* sample --live: the top view */
 	size_t limit;
 	/* met one of these: the CLI parsed no further */

@@ -122,6 +122,8 @@ struct pyd_sampler {
 	char cut[48]; /* the function of the frame ending a cut stack */
 	char gc[8];   /* "<GC>": a frame's function outlives the round */
 	uint64_t last_holder; /* gil mode: the predicted holder */
+	/* exception mode: None, once met, and the last value that was not */
+	uint64_t none, not_none;
 };
 
 static int64_t now_ns(void)
@@ -677,6 +679,29 @@ static void find_collectors(struct pyd_sampler *sp, uint64_t holder)
 	}
 }
 
+/* Is v an exception, not NULL or None (3.7-3.12 leave None in an item
+ * whose handler ended)?  None is told by its type's name, once; the
+ * last value that was not is remembered, so a steady one costs nothing. */
+static bool exception_value(struct pyd_sampler *sp, uint64_t v)
+{
+	const struct py_layout *L = &sp->s->layout;
+	if (!v || v == sp->none)
+		return false;
+	if (v == sp->not_none)
+		return true;
+	uint64_t type = 0;
+	char name[16];
+	if (pyd_read_ptr(sp->s, v + (uint64_t)L->object.ob_type, &type))
+		return false;
+	pyd_type_name(sp->s, type, name, sizeof name);
+	if (!strcmp(name, "NoneType")) {
+		sp->none = v;
+		return false;
+	}
+	sp->not_none = v;
+	return true;
+}
+
 /*
  * Exception mode: is thread t raising or handling an exception?  As
  * CPython 3.15's profiler: an exception being raised, or one handled in
@@ -687,14 +712,15 @@ static void find_collectors(struct pyd_sampler *sp, uint64_t holder)
 static bool in_exception(struct pyd_sampler *sp, const struct sthread *t)
 {
 	const struct py_layout *L = &sp->s->layout;
-	if (pyd_u64_at(t->exc[0], 0) || pyd_u64_at(t->exc[1], 0))
+	if (pyd_u64_at(t->exc[0], 0) ||
+	    exception_value(sp, pyd_u64_at(t->exc[1], 0)))
 		return true;
 	uint64_t info = pyd_u64_at(t->exc[2], 0), v = 0;
 	uint64_t own = t->tstate + (uint64_t)(L->exc.handled -
 	                                      L->exc.item_value);
 	return L->exc.info != PYD_NO_FIELD && info && info != own &&
 	       !pyd_read_ptr(sp->s, info + (uint64_t)L->exc.item_value, &v) &&
-	       v;
+	       exception_value(sp, v);
 }
 
 static enum pyd_err sample_threads(struct pyd_sampler *sp, unsigned *nstacks)

@@ -15,9 +15,12 @@
  * pointer.  Cached code objects are re-checked once a second, since
  * their addresses can be reused.
  *
- * The fields a mode or marker decides on come first in the batch: the
- * GIL (gil mode), each interpreter's gc.collecting (<GC> frames: 4 bytes
- * of one more range a round), each thread's exceptions (exception mode).
+ * The fields a mode decides on come first in the batch: the GIL (gil
+ * mode), each thread's exceptions (exception mode).  Each interpreter's
+ * gc.collecting (<GC> frames) is read with the list heads: one more
+ * range every round costs some 16% of a round's time at -r max, so at
+ * that rate a round up to a millisecond after a collection started or
+ * ended is marked as the round before it; at 1 kHz every round reads it.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -340,20 +343,16 @@ static size_t plan_ranges(struct pyd_sampler *sp, size_t n, uint8_t *buf,
 	return base + (end - start);
 }
 
-/* The fields the round decides on: the GIL (gil mode), gc.collecting
- * (<GC> frames), each sampled thread's exceptions (exception mode). */
+/* The fields the round decides on: the GIL (gil mode), each sampled
+ * thread's exceptions (exception mode). */
 static bool plan_fields(struct pyd_sampler *sp)
 {
 	const struct py_layout *L = &sp->s->layout;
 	bool ok = true;
-	for (size_t i = 0; i < sp->nin; i++) {
-		struct sinterp *in = &sp->in[i];
-		if (sp->mode == PYD_SAMPLE_GIL && in->gil_addr)
-			ok &= push_iov(sp, in->gil_addr, in->gil_buf,
-			               in->gil_len);
-		if (in->gc_addr)
-			ok &= push_iov(sp, in->gc_addr, in->gc_buf, 4);
-	}
+	for (size_t i = 0; sp->mode == PYD_SAMPLE_GIL && i < sp->nin; i++)
+		if (sp->in[i].gil_addr)
+			ok &= push_iov(sp, sp->in[i].gil_addr,
+			               sp->in[i].gil_buf, sp->in[i].gil_len);
 	const int32_t exc[3] = {L->exc.raised, L->exc.handled, L->exc.info};
 	for (size_t i = 0; sp->mode == PYD_SAMPLE_EXCEPTION && i < sp->nth;
 	     i++)
@@ -369,8 +368,8 @@ static bool plan_fields(struct pyd_sampler *sp)
 
 /*
  * Lay out the batch: the fields the round decides on, the ranges, then
- * the list heads, which only some rounds read (a failed range stops a
- * readv, and must not cost the fields).
+ * gc.collecting and the list heads, which only some rounds read (a
+ * failed range stops a readv, and must not cost the fields).
  */
 static enum pyd_err plan_batch(struct pyd_sampler *sp)
 {
@@ -386,6 +385,10 @@ static enum pyd_err plan_batch(struct pyd_sampler *sp)
 	sp->nsorted = n;
 	plan_ranges(sp, n, sp->buf, &ok);
 	sp->nranges = sp->niov;
+	for (size_t i = 0; i < sp->nin; i++)
+		if (sp->in[i].gc_addr)
+			ok &= push_iov(sp, sp->in[i].gc_addr, sp->in[i].gc_buf,
+			               4);
 	for (size_t i = 0; i < sp->nin; i++)
 		ok &= push_iov(sp,
 		               sp->in[i].addr + (uint64_t)L->interp.tstate_head,
@@ -420,8 +423,8 @@ static bool heads_changed(const struct pyd_sampler *sp)
 
 /*
  * One read of the fields the round decides on, every predicted node of
- * the threads marked in_batch and, once a millisecond, the thread-list
- * heads.
+ * the threads marked in_batch and, once a millisecond, gc.collecting and
+ * the thread-list heads.
  * The plan is kept while the predictions hold: a steady stack only reads.
  */
 static enum pyd_err read_batch(struct pyd_sampler *sp)
@@ -659,8 +662,8 @@ static enum pyd_err select_threads(struct pyd_sampler *sp)
 }
 
 /* Which thread runs each interpreter's collector this round: the one
- * holding the GIL while gc.collecting is set (the GIL is read then, but
- * for gil mode, where the batch has it). */
+ * holding the GIL while gc.collecting (as last read) is set (the GIL is
+ * read then, but for gil mode, where the batch has it). */
 static void find_collectors(struct pyd_sampler *sp, uint64_t holder)
 {
 	for (size_t i = 0; i < sp->nin; i++) {

@@ -116,8 +116,12 @@ static enum pyd_err open_sources(struct procset *ps, struct sampled *e,
 	if (err == PYD_E_UNSUPPORTED && e->sess) {
 		ps->mode_unsupported = true;
 		snprintf(detail, detailsz,
-		         "-m async is not supported on Python %s: it needs "
-		         "asyncio task graphs (CPython 3.7 and later)",
+		         ps->mode == PYD_SAMPLE_ASYNC
+		             ? "-m async is not supported on Python %s: it "
+		               "needs asyncio task graphs (CPython 3.7 and "
+		               "later)"
+		             : "-m exception is not supported on Python %s: "
+		               "its layout has no thread exception state",
 		         pyd_session_version(e->sess));
 	}
 	if (err) {

@@ -43,6 +43,13 @@ static const char usage_head[] =
     "                      async every asyncio task: running ones at their\n"
     "                            code, waiting ones at the await they sit\n"
     "                            in, joined to the tasks awaiting them\n"
+    "                      exception  only threads raising an exception\n"
+    "                            or in an except/finally handling one\n"
+    "      --no-gc         no <GC> frame: by default a thread running the\n"
+    "                      garbage collector has one on top of its stack\n"
+    "                      (CPython 3.7 and later; 3.6 has no marker)\n"
+    "      --idle          keep idle threads (never seen on a CPU) in the\n"
+    "                      table; by default it leaves them out\n"
     "      --subprocesses  also every process descended from PID (or\n"
     "                      PROGRAM) that runs CPython: multiprocessing\n"
     "                      workers, pre-fork servers' workers, subprocess\n"
@@ -350,18 +357,31 @@ static void sample_loop(struct run *r)
 	             : pyd_sample_end_text(e);
 }
 
+/* The table leaves idle threads out, unless --idle. */
+static bool hides_idle(const struct run *r)
+{
+	return !r->o->opt.idle && !strcmp(r->o->opt.format->name, "table");
+}
+
 static int output(struct run *r)
 {
 	pyd_profile_finish(r->prof);
 	struct pyd_buf b = {0};
+	struct pyd_profile *active =
+	    hides_idle(r) ? pyd_profile_active(r->prof) : NULL;
 	struct source_cache *sc = source_of(r);
 	struct pyd_prof_opts po = {.per_thread = r->o->opt.threads,
 	                           .limit = r->o->opt.limit,
 	                           .source_line = source_cache_line,
 	                           .source_ctx = sc};
-	enum pyd_err err = pyd_report_prof(&b, r->prof, r->o->opt.format, &po);
+	enum pyd_err err =
+	    hides_idle(r) && !active
+	        ? PYD_E_NOMEM
+	        : pyd_report_prof(&b, active ? active : r->prof,
+	                          r->o->opt.format, &po);
 	source_cache_free(sc);
 	if (err) {
+		pyd_profile_free(active);
 		pyd_buf_free(&b);
 		fprintf(stderr, "pystack-dump sample: out of memory\n");
 		return PYD_E_NOMEM;
@@ -373,6 +393,7 @@ static int output(struct run *r)
 	else if (f)
 		ok &= fflush(f) == 0;
 	pyd_buf_free(&b);
+	pyd_profile_free(active);
 	if (!ok && errno != EPIPE) {
 		say(PYD_SAY_CANNOT_WRITE, PYD_E_READ,
 		    r->o->opt.output ? r->o->opt.output : "the profile",
@@ -407,6 +428,19 @@ static void processes_summary(const struct run *r)
 		        ps->nskipped - PROCSET_SKIPPED_SHOWN);
 }
 
+/* The idle threads the table left out. */
+static void idle_summary(const struct run *r)
+{
+	size_t n = 0;
+	for (size_t i = 0; hides_idle(r) && i < r->prof->nthreads; i++)
+		n += pyd_prof_thread_idle(&r->prof->threads[i]);
+	if (n)
+		fprintf(stderr,
+		        "pystack-dump sample: %zu idle thread%s (never seen on "
+		        "a CPU) left out of the table; --idle keeps %s.\n",
+		        n, n == 1 ? "" : "s", n == 1 ? "it" : "them");
+}
+
 static void summary(const struct run *r)
 {
 	const struct pyd_prof_meta *m = &r->prof->meta;
@@ -429,6 +463,7 @@ static void summary(const struct run *r)
 		        (unsigned long long)m->await_samples);
 	if (r->o->opt.subprocesses)
 		processes_summary(r);
+	idle_summary(r);
 	if (m->corrupt[0]) {
 		struct pyd_explain e = {.prog = "pystack-dump sample",
 		                        .shell = PYD_SHELL_CLI,
@@ -516,6 +551,7 @@ int sample_main(int argc, char **argv)
 	r.prof = pyd_profile_new(!o.opt.no_lines, 0);
 	if (!r.prof)
 		return PYD_E_NOMEM;
+	r.prof->gc = !o.opt.no_gc;
 	char detail[512] = "";
 	enum pyd_err err = o.command ? launch(&r, detail, sizeof detail)
 	                             : attach(&r, detail, sizeof detail);

@@ -51,8 +51,9 @@ static const char usage_text[] =
     "\n"
     "Options:\n"
     "  -r, --rate HZ|max   samples per second (default 1000)\n"
-    "  -m, --mode MODE     wall (default), cpu, gil or async: as for\n"
-    "                      pystack-dump sample --help\n"
+    "  -m, --mode MODE     wall (default), cpu, gil, async or exception:\n"
+    "                      as for pystack-dump sample --help\n"
+    "      --no-gc         no <GC> frames (see sample --help)\n"
     "  -d, --duration SEC  stop after SEC seconds\n"
     "      --subprocesses  also every process descended from PID that\n"
     "                      runs CPython, as sample --subprocesses\n"
@@ -646,6 +647,8 @@ int top_run(int pid, const struct pyd_opts *opt)
 		return PYD_E_USAGE;
 	struct top t = {.opt = opt, .pid = pid, .thread = -1};
 	t.prof = pyd_profile_new(false, TOP_MAX_NODES);
+	if (t.prof)
+		t.prof->gc = !opt->no_gc;
 	if (!t.prof)
 		return PYD_E_NOMEM;
 	catch_signals();

@@ -36,6 +36,9 @@ struct pyd_frame {
 	 * name standing in for a frame). */
 	uint64_t addr, code;
 	int firstline; /* co_firstlineno: where the function starts */
+	/* Stands for the garbage collector the thread runs (the sampler's
+	 * marker): function is "<GC>". */
+	bool gc;
 };
 
 /* One variable of a frame, as pyd_dump_locals renders it. */

@@ -23,9 +23,10 @@ enum pyd_sample_mode {
 	PYD_SAMPLE_CPU,   /* threads on a CPU at the tick */
 	PYD_SAMPLE_GIL,   /* the thread holding the GIL */
 	PYD_SAMPLE_ASYNC, /* every asyncio task, running or awaiting */
+	PYD_SAMPLE_EXCEPTION, /* threads raising or handling an exception */
 };
 
-/* "wall", "cpu", "gil", "async" */
+/* "wall", "cpu", "gil", "async", "exception" */
 const char *pyd_sample_mode_name(enum pyd_sample_mode m);
 /* The mode of that name; false if there is none. */
 bool pyd_sample_mode_named(const char *name, enum pyd_sample_mode *m);
@@ -35,12 +36,17 @@ enum pyd_prof_frame_kind {
 	PYD_PF_TASK,   /* an asyncio task boundary: function is its name */
 	PYD_PF_ELIDED, /* the outer frames a deep stack left out: function
 	                * is "<truncated N frames>" */
+	PYD_PF_GC,     /* the garbage collector the thread runs: "<GC>" */
 };
+
+/* The kinds' names in the json format ("python", "task", "truncated",
+ * "gc"): one list for its writer and its reader. */
+extern const char *const pyd_prof_kind_names[PYD_PF_GC + 1];
 
 struct pyd_prof_frame {
 	const char *function;
 	const char *qualname; /* NULL where CPython has none (< 3.11) */
-	const char *file;     /* NULL for PYD_PF_TASK and _ELIDED */
+	const char *file;     /* NULL for PYD_PF_TASK, _ELIDED and _GC */
 	int line;             /* -1 if unknown, 0 when lines are off */
 	int firstline;        /* the function's first line (pstats); 0 if
 	                       * unknown */
@@ -68,6 +74,9 @@ struct pyd_prof_thread {
 	uint32_t node;    /* its node, a child of the root */
 	uint32_t process; /* index into processes */
 	uint32_t folded;  /* threads merged into this one (1: a thread) */
+	/* The sampler looked whether it ran on a CPU (watched) and saw it
+	 * do so (ran): watched && !ran is an idle thread. */
+	bool watched, ran;
 };
 
 struct pyd_prof_process {
@@ -111,6 +120,9 @@ struct pyd_profile {
 	bool lines;     /* frames keep their line numbers */
 	bool truncated; /* the node limit was hit: deeper frames were folded */
 	bool merged;    /* one tree for all threads (pyd_profile_merged) */
+	/* Samplers mark the garbage collector's runs with a <GC> frame
+	 * (true from pyd_profile_new; set before the first sample). */
+	bool gc;
 	size_t threads_merged; /* how many threads that tree holds */
 	struct pyd_prof_meta meta;
 	struct pyd_profile_priv *priv;
@@ -152,6 +164,15 @@ uint32_t pyd_profile_thread_node(struct pyd_profile *p, uint32_t process,
                                  int64_t tid, const char *name);
 uint32_t pyd_profile_child(struct pyd_profile *p, uint32_t parent,
                            const struct pyd_prof_frame *f);
+/* Tell that thread tid of process was seen on a CPU or not (running);
+ * a thread with no sample yet is left as it is. */
+void pyd_profile_thread_run(struct pyd_profile *p, uint32_t process,
+                            int64_t tid, bool running);
+/* Is thread t idle: watched, and never seen on a CPU? */
+static inline bool pyd_prof_thread_idle(const struct pyd_prof_thread *t)
+{
+	return t->watched && !t->ran;
+}
 
 /* Fill in the totals; call once sampling is over, before any report. */
 void pyd_profile_finish(struct pyd_profile *p);
@@ -159,6 +180,9 @@ void pyd_profile_finish(struct pyd_profile *p);
 /* A finished copy with every thread's tree of a process merged into one
  * thread (tid 0, "all threads"), one per process; NULL if out of memory. */
 struct pyd_profile *pyd_profile_merged(const struct pyd_profile *p);
+/* A finished copy without the idle threads (pyd_prof_thread_idle); NULL
+ * if out of memory. */
+struct pyd_profile *pyd_profile_active(const struct pyd_profile *p);
 /* A finished copy of only the threads of process proc (its processes
  * stay all listed); NULL if out of memory. */
 struct pyd_profile *pyd_profile_of_process(const struct pyd_profile *p,
@@ -244,7 +268,8 @@ enum pyd_err pyd_report_diff(struct pyd_buf *b, const struct pyd_profile *base,
 struct pyd_sampler;
 
 /* Samples go to process index process of prof (pyd_profile_process).
- * PYD_E_UNSUPPORTED for async mode where tasks cannot be decoded. */
+ * PYD_E_UNSUPPORTED for async mode where tasks cannot be decoded, for
+ * exception mode where the layout has no thread exception state. */
 enum pyd_err pyd_sampler_open(struct pyd_session *s, enum pyd_sample_mode mode,
                               struct pyd_profile *prof, uint32_t process,
                               struct pyd_sampler **out);

@@ -134,6 +134,8 @@ enum pyd_err pyd_cmd_sample(const struct pyd_cmd *c,
 		return err;
 	}
 	struct pyd_profile *prof = pyd_profile_new(true, 0);
+	if (prof)
+		prof->gc = !c->opt.no_gc;
 	err = prof ? sample(c, t, r, s, prof, report, msg, f) : PYD_E_NOMEM;
 	if (err == PYD_E_NOMEM)
 		pyd_buf_printf(msg, "py-sample: out of memory.\n");

@@ -68,8 +68,9 @@ static const char help_tasks[] =
 
 /* The list of formats comes from their table (pyd_prof_format_list). */
 static const char help_sample_fmt[] =
-    "py-sample N [--rate HZ|max] [--mode wall|cpu|gil|async]\n"
-    "            [--format FMT] [-o FILE]: profile the live inferior.\n"
+    "py-sample N [--rate HZ|max] [--mode wall|cpu|gil|async|exception]\n"
+    "            [--no-gc] [--format FMT] [-o FILE]: profile the live\n"
+    "inferior (--no-gc: no <GC> frames on the collector's thread).\n"
     "Resumes it, takes N samples (default rate 1000/s), stops it again\n"
     "and prints the table of functions by direct and cumulative samples;\n"
     "with -o FILE writes FMT (%s) there instead. Needs a live process.\n";

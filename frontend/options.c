@@ -80,6 +80,8 @@ static const struct opt opts[] = {
     {"format", 'f', NULL, DIFF_FORMAT, PYD_IN_DIFF, AT(diff_format)},
     {"output", 'o', "-o --output", STRING, SAMPLING | PYD_IN_DIFF, AT(output)},
     {"no-lines", 0, NULL, FLAG, PYD_IN_SAMPLE, AT(no_lines)},
+    {"no-gc", 0, "--no-gc", FLAG, SAMPLING | PYD_IN_TOP, AT(no_gc)},
+    {"idle", 0, NULL, FLAG, PYD_IN_SAMPLE, AT(idle)},
     {"threads", 0, NULL, FLAG, PYD_IN_SAMPLE, AT(threads)},
     {"limit", 0, NULL, LIMIT, PYD_IN_SAMPLE | PYD_IN_DIFF, AT(limit)},
     {"quiet", 'q', NULL, FLAG, PYD_IN_SAMPLE, AT(quiet)},
@@ -172,7 +174,7 @@ static void diff_format_names(char *out, size_t size)
 static void mode_names(char *out, size_t size)
 {
 	size_t len = 0;
-	for (int m = PYD_SAMPLE_WALL; m <= PYD_SAMPLE_ASYNC && len < size; m++)
+	for (int m = PYD_SAMPLE_WALL; m <= PYD_SAMPLE_EXCEPTION && len < size; m++)
 		len += (size_t)snprintf(out + len, size - len, "%s%s",
 		                        m ? ", " : "", pyd_sample_mode_name(m));
 }

@@ -52,6 +52,8 @@ struct pyd_opts {
 	const char *diff_format; /* diff -f: a pyd_diff_formats name */
 	const char *output;
 	bool no_lines, threads, quiet;
+	bool no_gc; /* no <GC> frames */
+	bool idle;  /* the table keeps idle threads */
 	bool live; /* sample --live: the top view */
 	size_t limit;
 	/* met one of these: the CLI parsed no further */

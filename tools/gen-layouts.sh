@@ -36,6 +36,14 @@ fields() {
 	((minor >= 7)) && echo "runtime.interpreters_head _PyRuntimeState interpreters.head"
 	((minor >= 7 && minor <= 11)) && echo "runtime.tstate_current _PyRuntimeState gilstate.tstate_current"
 	((minor >= 7)) && echo "interp.id PyInterpreterState id"
+	((minor == 7 || minor == 8)) && echo "runtime.gc_collecting _PyRuntimeState gc.collecting"
+	((minor >= 9)) && echo "interp.gc_collecting PyInterpreterState gc.collecting"
+	if ((minor >= 12)); then echo "exc.raised PyThreadState current_exception"
+	else echo "exc.raised PyThreadState curexc_type"; fi
+	if ((minor >= 7)); then echo "exc.handled PyThreadState exc_state.exc_value"
+		echo "exc.info PyThreadState exc_info"
+		echo "exc.item_value _PyErr_StackItem exc_value"
+	else echo "exc.handled PyThreadState exc_value"; fi
 	((minor >= 11)) && echo "tstate.native_thread_id PyThreadState native_thread_id"
 	((minor >= 10)) && lt=co_linetable
 	((minor == 11)) && echo "iframe.is_entry $F is_entry"
@@ -103,8 +111,10 @@ if ((minor >= 13)); then
 fi
 
 # Lay the numbers out as the table's designated initializers.
-groups="runtime:interpreters_head,tstate_current interp:next,tstate_head,id,gil_ptr
+groups="runtime:interpreters_head,tstate_current,gc_collecting
+interp:next,tstate_head,id,gil_ptr,gc_collecting
 gil:locked,last_holder tstate:next,interp,frame,thread_id,native_thread_id
+exc:raised,handled,info,item_value
 cframe:current_frame frame_object:f_back,f_code,f_lasti
 iframe:code,previous,instr,owner,is_entry
 code:filename,name,qualname,firstlineno,linetable,code_adaptive

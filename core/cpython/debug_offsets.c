@@ -212,6 +212,7 @@ static const struct published published[] = {
 	{ "thread_state.thread_id", AT(tstate.thread_id), 8 },
 	{ "thread_state.native_thread_id", AT(tstate.native_thread_id), 8 },
 	{ "thread_state.datastack_chunk", AT(datastack.chunk), 8 },
+	{ "thread_state.current_exception", AT(exc.raised), 8 },
 	{ "interpreter_frame.previous", AT(iframe.previous), 8 },
 	{ "interpreter_frame.executable", AT(iframe.code), 8 },
 	{ "interpreter_frame.instr_ptr", AT(iframe.instr), 8 },
@@ -384,6 +385,34 @@ static int apply_gil(const struct block *b, struct py_layout *l)
 	return 0;
 }
 
+/*
+ * Fields the block gives in two parts: a struct embedded in another, and
+ * a member of it.  The interpreter's gc.collecting (3.13+) and the
+ * thread's exc_state.exc_value (3.15+); where a part is not published,
+ * the built-in value stays.
+ */
+static int apply_embedded(const struct block *b, struct py_layout *l)
+{
+	uint64_t at, in, size, isize;
+	if (get(b, "interpreter_state.gc", &at) &&
+	    get(b, "gc.collecting", &in)) {
+		if (!group_size(b, "interpreter_state.gc", &size) ||
+		    !group_size(b, "gc.collecting", &isize) ||
+		    !plausible(in, 4, isize) || !plausible(at, 0, size) ||
+		    at + isize > size)
+			return -1;
+		l->interp.gc_collecting = (int32_t)(at + in);
+	}
+	if (get(b, "thread_state.exc_state", &at) &&
+	    get(b, "err_stackitem.exc_value", &in)) {
+		if (!group_size(b, "thread_state.exc_state", &size) ||
+		    in >= MAX_OFFSET || !plausible(at + in, 8, size))
+			return -1;
+		l->exc.handled = (int32_t)(at + in);
+	}
+	return 0;
+}
+
 static bool distinct(const int32_t *v, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -499,6 +528,7 @@ int py_layout_from_debug_offsets(const uint8_t *raw, size_t len,
 	unpublished_task_fields(&l);
 	l.awaited_slot = b.fmt->awaited_slot;
 	if (apply_published(&b, &l) || apply_gil(&b, &l) ||
+	    apply_embedded(&b, &l) ||
 	    !get(&b, "pyobject.size", &head) || head > MAX_OFFSET ||
 	    !consistent(&l, (int32_t)head,
 			HEADER_SIZE + member_count(minor) * FIELD_SIZE))

@@ -65,6 +65,7 @@ struct py_layout {
 	struct {
 		int32_t interpreters_head; /* _PyRuntime.interpreters.head */
 		int32_t tstate_current;    /* gilstate.tstate_current (3.7-3.11) */
+		int32_t gc_collecting;     /* gc.collecting (3.7, 3.8) */
 	} runtime;
 
 	struct {
@@ -72,6 +73,9 @@ struct py_layout {
 		int32_t tstate_head; /* tstate_head / threads.head */
 		int32_t id;          /* 3.7+ */
 		int32_t gil_ptr;     /* 3.12+: ceval.gil (a pointer) */
+		/* int gc.collecting: set while the collector runs (3.9+; 3.7
+		 * and 3.8 keep it in _PyRuntime, runtime.gc_collecting) */
+		int32_t gc_collecting;
 	} interp;
 
 	struct { /* offsets inside struct _gil_runtime_state (3.12+) */
@@ -87,6 +91,20 @@ struct py_layout {
 		int32_t thread_id;        /* pthread_t */
 		int32_t native_thread_id; /* 3.8+ */
 	} tstate;
+
+	/* The exceptions of a thread (-m exception), as CPython 3.15's own
+	 * profiler reads them: the one being raised (curexc_type, <= 3.11;
+	 * current_exception, 3.12+), the one handled by an except or finally
+	 * of a plain function (exc_state.exc_value, 3.7+; exc_value, 3.6),
+	 * and exc_info, the _PyErr_StackItem in use (3.7+), which points
+	 * into a running generator when the handler is the generator's, and
+	 * the value's offset in such an item (item_value). */
+	struct {
+		int32_t raised;
+		int32_t handled;
+		int32_t info;
+		int32_t item_value;
+	} exc;
 
 	struct { /* _PyCFrame (3.11-3.12) */
 		int32_t current_frame;

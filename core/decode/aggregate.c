@@ -192,6 +192,7 @@ static uint32_t frame_of(struct pyd_profile *p, const struct pyd_frame *fr)
 	    .line = fr->file ? line : 0,
 	    .firstline = fr->file ? fr->firstline : 0,
 	    .kind = fr->elided ? PYD_PF_ELIDED
+	            : fr->gc   ? PYD_PF_GC
 	            : fr->file ? PYD_PF_PYTHON
 	                       : PYD_PF_TASK,
 	};
@@ -270,6 +271,7 @@ struct pyd_profile *pyd_profile_new(bool lines, size_t max_nodes)
 	}
 	p->priv = q;
 	p->lines = lines;
+	p->gc = true;
 	q->max_nodes = max_nodes ? max_nodes : DEFAULT_MAX_NODES;
 	if (q->max_nodes > PYD_PROF_NONE - 1)
 		q->max_nodes = PYD_PROF_NONE - 1;
@@ -345,6 +347,24 @@ static bool grow_threads(struct pyd_profile *p)
 	                     sizeof *q->last, 8);
 }
 
+/* The index of thread tid of process, or SIZE_MAX; *slot: where in the
+ * hash table it is, or would go. */
+static size_t find_thread(const struct pyd_profile *p, uint32_t process,
+                          int64_t tid, size_t *slot)
+{
+	const struct pyd_profile_priv *q = p->priv;
+	if (!q->thread_tab_cap)
+		return SIZE_MAX;
+	size_t mask = q->thread_tab_cap - 1, j = hash_thread(process, tid) & mask;
+	for (; q->thread_tab[j] != PYD_PROF_NONE; j = (j + 1) & mask) {
+		const struct pyd_prof_thread *t = &p->threads[q->thread_tab[j]];
+		if (t->tid == tid && t->process == process)
+			break;
+	}
+	*slot = j;
+	return q->thread_tab[j] == PYD_PROF_NONE ? SIZE_MAX : q->thread_tab[j];
+}
+
 /* The thread's index, added (with its node) if new: past
  * PYD_PROF_MAX_THREADS threads of a process, new ones are counted as one
  * thread, PYD_PROF_OTHER_TID, so that a process that keeps starting
@@ -357,15 +377,14 @@ static size_t thread_index(struct pyd_profile *p, uint32_t process,
 	    !grow_u32(&q->thread_tab, &q->thread_tab_cap, p->nthreads,
 	              rehash_thread, p))
 		return SIZE_MAX;
-	size_t mask = q->thread_tab_cap - 1, j = hash_thread(process, tid) & mask;
-	for (; q->thread_tab[j] != PYD_PROF_NONE; j = (j + 1) & mask) {
-		struct pyd_prof_thread *t = &p->threads[q->thread_tab[j]];
-		if (t->tid != tid || t->process != process)
-			continue;
+	size_t j;
+	size_t found = find_thread(p, process, tid, &j);
+	if (found != SIZE_MAX) {
+		struct pyd_prof_thread *t = &p->threads[found];
 		/* A thread is named once the sampler has read its name. */
 		if (name && *name && !t->name[0])
 			strncpy(t->name, name, sizeof t->name - 1);
-		return q->thread_tab[j];
+		return found;
 	}
 	if (tid != PYD_PROF_OTHER_TID &&
 	    q->process_threads[process] >= PYD_PROF_MAX_THREADS)
@@ -448,6 +467,16 @@ uint32_t pyd_profile_child(struct pyd_profile *p, uint32_t parent,
 	return frame == PYD_PROF_NONE ? frame : child(p, parent, frame);
 }
 
+void pyd_profile_thread_run(struct pyd_profile *p, uint32_t process,
+                            int64_t tid, bool running)
+{
+	size_t slot, i = find_thread(p, process, tid, &slot);
+	if (i == SIZE_MAX)
+		return;
+	p->threads[i].watched = true;
+	p->threads[i].ran |= running;
+}
+
 void pyd_profile_finish(struct pyd_profile *p)
 {
 	for (size_t i = 0; i < p->nnodes; i++)
@@ -459,11 +488,12 @@ void pyd_profile_finish(struct pyd_profile *p)
 
 /*
  * A finished copy of p's threads of process proc (PYD_PROF_NONE: all),
- * each process's threads folded into one if merge.  Frames keep their
- * indexes; nodes are re-added under their copied parents.
+ * the idle ones left out if active, each process's threads folded into
+ * one if merge.  Frames keep their indexes; nodes are re-added under
+ * their copied parents.
  */
 static struct pyd_profile *copy_profile(const struct pyd_profile *p,
-                                        uint32_t proc, bool merge)
+                                        uint32_t proc, bool active, bool merge)
 {
 	struct pyd_profile *m = pyd_profile_new(p->lines, p->priv->max_nodes);
 	uint32_t *map = malloc((p->nnodes ? p->nnodes : 1) * sizeof *map);
@@ -488,7 +518,8 @@ static struct pyd_profile *copy_profile(const struct pyd_profile *p,
 	for (size_t i = 0; ok && i < p->nthreads; i++) {
 		const struct pyd_prof_thread *t = &p->threads[i];
 		map[t->node] = PYD_PROF_NONE;
-		if (proc != PYD_PROF_NONE && t->process != proc)
+		if ((proc != PYD_PROF_NONE && t->process != proc) ||
+		    (active && pyd_prof_thread_idle(t)))
 			continue;
 		size_t had = m->nthreads;
 		size_t ti = merge ? thread_index(m, t->process, 0, "all threads")
@@ -497,6 +528,8 @@ static struct pyd_profile *copy_profile(const struct pyd_profile *p,
 		if (!ok)
 			break;
 		map[t->node] = m->threads[ti].node;
+		m->threads[ti].watched |= t->watched;
+		m->threads[ti].ran |= t->ran;
 		m->threads[ti].folded =
 		    (ti < had ? m->threads[ti].folded : 0) + t->folded;
 		m->threads_merged += t->folded;
@@ -525,19 +558,25 @@ static struct pyd_profile *copy_profile(const struct pyd_profile *p,
 	m->by_process = p->by_process;
 	m->truncated = p->truncated || m->truncated;
 	m->merged = merge || p->merged;
+	m->gc = p->gc;
 	pyd_profile_finish(m);
 	return m;
 }
 
 struct pyd_profile *pyd_profile_merged(const struct pyd_profile *p)
 {
-	return copy_profile(p, PYD_PROF_NONE, true);
+	return copy_profile(p, PYD_PROF_NONE, false, true);
+}
+
+struct pyd_profile *pyd_profile_active(const struct pyd_profile *p)
+{
+	return copy_profile(p, PYD_PROF_NONE, true, false);
 }
 
 struct pyd_profile *pyd_profile_of_process(const struct pyd_profile *p,
                                            uint32_t proc)
 {
-	struct pyd_profile *m = copy_profile(p, proc, false);
+	struct pyd_profile *m = copy_profile(p, proc, false, false);
 	if (m && proc < p->nprocesses) {
 		m->meta.pid = p->processes[proc].pid;
 		m->meta.python_version = p->processes[proc].python_version;
@@ -545,16 +584,19 @@ struct pyd_profile *pyd_profile_of_process(const struct pyd_profile *p,
 	return m;
 }
 
-static const char *const mode_names[] = {"wall", "cpu", "gil", "async"};
+#define COUNT(a) (sizeof(a) / sizeof *(a))
+
+static const char *const mode_names[] = {"wall", "cpu", "gil", "async",
+                                         "exception"};
 
 const char *pyd_sample_mode_name(enum pyd_sample_mode m)
 {
-	return (unsigned)m < 4 ? mode_names[m] : "unknown";
+	return (unsigned)m < COUNT(mode_names) ? mode_names[m] : "unknown";
 }
 
 bool pyd_sample_mode_named(const char *name, enum pyd_sample_mode *m)
 {
-	for (int i = 0; i < 4; i++)
+	for (size_t i = 0; i < COUNT(mode_names); i++)
 		if (!strcmp(name, mode_names[i])) {
 			*m = (enum pyd_sample_mode)i;
 			return true;

@@ -14,6 +14,13 @@
  * millisecond: each interpreter's list head and each thread state's next
  * pointer.  Cached code objects are re-checked once a second, since
  * their addresses can be reused.
+ *
+ * The fields a mode decides on come first in the batch: the GIL (gil
+ * mode), each thread's exceptions (exception mode).  Each interpreter's
+ * gc.collecting (<GC> frames) is read with the list heads: one more
+ * range every round costs some 16% of a round's time at -r max, so at
+ * that rate a round up to a millisecond after a collection started or
+ * ended is marked as the round before it; at 1 kHz every round reads it.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +56,10 @@
 /* Check whether threads came or went this often: a thread state freed
  * since can still be walked for up to this long. */
 #define HEADS_NS 1000000LL
+/* Ask the source whether threads never seen on a CPU are on one this
+ * often (one /proc read each): often enough to tell idle threads, which
+ * the table leaves out, from any that run a fair share of the time. */
+#define RUN_NS 10000000LL
 
 struct pred {
 	uint64_t addr;
@@ -70,7 +81,10 @@ struct sthread {
 	struct pred *pred;
 	size_t npred, cap;
 	bool in_batch;
+	bool ran; /* seen on a CPU: no need to ask again */
 	uint8_t tail[TAIL_MAX][TAIL_BYTES]; /* the saved bottom shims */
+	/* exception mode: exc.raised, exc.handled, exc.info as read */
+	uint8_t exc[3][8];
 };
 
 struct sinterp {
@@ -79,7 +93,9 @@ struct sinterp {
 	uint64_t gil_addr;
 	size_t gil_len;
 	uint8_t head_buf[8], gil_buf[64];
-	uint64_t holder;
+	uint64_t gc_addr;   /* its gc.collecting; 0: not known or not asked */
+	uint8_t gc_buf[4];
+	uint64_t collector; /* the thread state running the collector, or 0 */
 };
 
 struct pyd_sampler {
@@ -98,15 +114,19 @@ struct pyd_sampler {
 	size_t niov, iov_cap;
 	struct pred **sorted; /* the batch's nodes by address */
 	size_t nsorted, sorted_cap;
-	size_t ngil;        /* iov[0..ngil): GIL fields */
-	size_t nranges;     /* iov[ngil..nranges): nodes; then list heads */
+	size_t nfields;     /* iov[0..nfields): GIL, GC, exception fields */
+	size_t nranges;     /* iov[nfields..nranges): nodes; then list heads */
 	int64_t heads_read; /* CLOCK_MONOTONIC ns the heads were last read */
+	int64_t run_asked;  /* ... and the threads' run states asked */
 	bool plan_valid;    /* iov and sorted still fit the predictions */
 	uint8_t *buf;
 	size_t buf_cap;
 	struct pyd_frame_buf fb;
 	char cut[48]; /* the function of the frame ending a cut stack */
+	char gc[8];   /* "<GC>": a frame's function outlives the round */
 	uint64_t last_holder; /* gil mode: the predicted holder */
+	/* exception mode: None, once met, and the last value that was not */
+	uint64_t none, not_none;
 };
 
 static int64_t now_ns(void)
@@ -134,6 +154,7 @@ static void keep_thread(struct sthread *t, struct sthread *old, size_t nold)
 		if (old[i].tstate != t->tstate || old[i].tid != t->tid)
 			continue;
 		memcpy(t->name, old[i].name, sizeof t->name);
+		t->ran = old[i].ran;
 		t->pred = old[i].pred;
 		t->npred = old[i].npred;
 		t->cap = old[i].cap;
@@ -175,6 +196,17 @@ static void name_threads(struct pyd_sampler *sp, size_t first, uint64_t interp)
 	free(t);
 }
 
+/* Where interpreter interp's gc.collecting is; 0 where unknown. */
+static uint64_t gc_field(const struct pyd_session *s, uint64_t interp)
+{
+	const struct py_layout *L = &s->layout;
+	if (L->interp.gc_collecting != PYD_NO_FIELD)
+		return interp + (uint64_t)L->interp.gc_collecting;
+	if (L->runtime.gc_collecting != PYD_NO_FIELD && s->rt.runtime_addr)
+		return s->rt.runtime_addr + (uint64_t)L->runtime.gc_collecting;
+	return 0;
+}
+
 static enum pyd_err add_interp(struct pyd_sampler *sp, uint64_t interp,
                                struct sthread *old, size_t nold, bool names)
 {
@@ -184,6 +216,7 @@ static enum pyd_err add_interp(struct pyd_sampler *sp, uint64_t interp,
 	if (!pyd_gil_probe(sp->s, interp, &in->gil_addr, &in->gil_len) ||
 	    in->gil_len > sizeof in->gil_buf)
 		in->gil_addr = 0;
+	in->gc_addr = sp->prof->gc ? gc_field(sp->s, interp) : 0;
 	size_t first = sp->nth;
 	struct pyd_walk w;
 	uint64_t ts;
@@ -310,10 +343,33 @@ static size_t plan_ranges(struct pyd_sampler *sp, size_t n, uint8_t *buf,
 	return base + (end - start);
 }
 
+/* The fields the round decides on: the GIL (gil mode), each sampled
+ * thread's exceptions (exception mode). */
+static bool plan_fields(struct pyd_sampler *sp)
+{
+	const struct py_layout *L = &sp->s->layout;
+	bool ok = true;
+	for (size_t i = 0; sp->mode == PYD_SAMPLE_GIL && i < sp->nin; i++)
+		if (sp->in[i].gil_addr)
+			ok &= push_iov(sp, sp->in[i].gil_addr,
+			               sp->in[i].gil_buf, sp->in[i].gil_len);
+	const int32_t exc[3] = {L->exc.raised, L->exc.handled, L->exc.info};
+	for (size_t i = 0; sp->mode == PYD_SAMPLE_EXCEPTION && i < sp->nth;
+	     i++)
+		for (size_t j = 0; j < 3; j++) {
+			memset(sp->th[i].exc[j], 0, 8);
+			if (exc[j] != PYD_NO_FIELD)
+				ok &= push_iov(sp,
+				               sp->th[i].tstate + (uint64_t)exc[j],
+				               sp->th[i].exc[j], 8);
+		}
+	return ok;
+}
+
 /*
- * Lay out the batch: the GIL fields (gil mode), the ranges, then the
- * list heads, which only some rounds read (a failed range stops a
- * readv, and must not cost the GIL).
+ * Lay out the batch: the fields the round decides on, the ranges, then
+ * gc.collecting and the list heads, which only some rounds read (a
+ * failed range stops a readv, and must not cost the fields).
  */
 static enum pyd_err plan_batch(struct pyd_sampler *sp)
 {
@@ -324,14 +380,15 @@ static enum pyd_err plan_batch(struct pyd_sampler *sp)
 		return PYD_E_NOMEM;
 	const struct py_layout *L = &sp->s->layout;
 	sp->niov = 0;
-	for (size_t i = 0; sp->mode == PYD_SAMPLE_GIL && i < sp->nin; i++)
-		if (sp->in[i].gil_addr)
-			ok &= push_iov(sp, sp->in[i].gil_addr,
-			               sp->in[i].gil_buf, sp->in[i].gil_len);
-	sp->ngil = sp->niov;
+	ok &= plan_fields(sp);
+	sp->nfields = sp->niov;
 	sp->nsorted = n;
 	plan_ranges(sp, n, sp->buf, &ok);
 	sp->nranges = sp->niov;
+	for (size_t i = 0; i < sp->nin; i++)
+		if (sp->in[i].gc_addr)
+			ok &= push_iov(sp, sp->in[i].gc_addr, sp->in[i].gc_buf,
+			               4);
 	for (size_t i = 0; i < sp->nin; i++)
 		ok &= push_iov(sp,
 		               sp->in[i].addr + (uint64_t)L->interp.tstate_head,
@@ -365,8 +422,9 @@ static bool heads_changed(const struct pyd_sampler *sp)
 }
 
 /*
- * One read of the GIL fields (gil mode), every predicted node of the
- * threads marked in_batch and, once a millisecond, the thread-list heads.
+ * One read of the fields the round decides on, every predicted node of
+ * the threads marked in_batch and, once a millisecond, gc.collecting and
+ * the thread-list heads.
  * The plan is kept while the predictions hold: a steady stack only reads.
  */
 static enum pyd_err read_batch(struct pyd_sampler *sp)
@@ -380,7 +438,7 @@ static enum pyd_err read_batch(struct pyd_sampler *sp)
 	                &done);
 	if (err)
 		return err;
-	if (done < sp->ngil)
+	if (done < sp->nfields)
 		return PYD_E_READ;
 	for (size_t i = 0; i < sp->nsorted; i++)
 		sp->sorted[i]->loaded = sp->sorted[i]->range < done;
@@ -527,12 +585,25 @@ static bool mark_cut(struct pyd_sampler *sp, const struct sthread *t)
 	                  (struct pyd_frame){.function = sp->cut, .elided = true});
 }
 
+/* Put "<GC>" on top of the stack (innermost first). */
+static bool mark_gc(struct pyd_sampler *sp)
+{
+	if (!push_frame(&sp->fb, (struct pyd_frame){0}))
+		return false;
+	memmove(sp->fb.v + 1, sp->fb.v, (sp->fb.n - 1) * sizeof *sp->fb.v);
+	snprintf(sp->gc, sizeof sp->gc, "<GC>");
+	sp->fb.v[0] = (struct pyd_frame){.function = sp->gc, .gc = true};
+	return true;
+}
+
 static enum pyd_err record(struct pyd_sampler *sp, const struct sthread *t,
                            unsigned *nstacks)
 {
 	if (!sp->fb.n)
 		return PYD_OK;
 	if (sp->fb.more && !mark_cut(sp, t))
+		return PYD_E_NOMEM;
+	if (t->tstate == sp->in[t->interp].collector && !mark_gc(sp))
 		return PYD_E_NOMEM;
 	(*nstacks)++;
 	return pyd_profile_add(sp->prof, sp->process, t->tid, t->name,
@@ -541,6 +612,28 @@ static enum pyd_err record(struct pyd_sampler *sp, const struct sthread *t,
 
 /* ---- the modes ---- */
 
+/* Tell the profile what the source said of thread t's run state; true
+ * if it ran.  A state unknown tells nothing. */
+static bool run_known(struct pyd_sampler *sp, const struct sthread *t,
+                      enum pyd_thread_run run)
+{
+	if (run != PYD_RUN_UNKNOWN)
+		pyd_profile_thread_run(sp->prof, sp->process, t->tid,
+		                       run == PYD_RUN_RUNNING);
+	return run == PYD_RUN_RUNNING;
+}
+
+/* Ask the source whether thread t is on a CPU (for idle threads): only
+ * for threads never seen on one, once every RUN_NS. */
+static bool ask_running(struct pyd_sampler *sp, const struct sthread *t)
+{
+	const struct pyd_memsrc *src = sp->s->src;
+	enum pyd_thread_run run = PYD_RUN_UNKNOWN;
+	if (src->thread_run)
+		src->thread_run(src->ctx, t->tid, &run);
+	return run_known(sp, t, run);
+}
+
 /* Which threads this round samples (before the batch: gil mode decides
  * after it). */
 static enum pyd_err select_threads(struct pyd_sampler *sp)
@@ -548,7 +641,8 @@ static enum pyd_err select_threads(struct pyd_sampler *sp)
 	const struct pyd_memsrc *src = sp->s->src;
 	for (size_t i = 0; i < sp->nth; i++) {
 		struct sthread *t = &sp->th[i];
-		bool in = sp->mode == PYD_SAMPLE_WALL;
+		bool in = sp->mode == PYD_SAMPLE_WALL ||
+		          sp->mode == PYD_SAMPLE_EXCEPTION;
 		if (sp->mode == PYD_SAMPLE_GIL)
 			in = t->tstate == sp->last_holder;
 		enum pyd_thread_run run = PYD_RUN_UNKNOWN;
@@ -567,6 +661,71 @@ static enum pyd_err select_threads(struct pyd_sampler *sp)
 	return PYD_OK;
 }
 
+/* Which thread runs each interpreter's collector this round: the one
+ * holding the GIL while gc.collecting (as last read) is set (the GIL is
+ * read then, but for gil mode, where the batch has it). */
+static void find_collectors(struct pyd_sampler *sp, uint64_t holder)
+{
+	for (size_t i = 0; i < sp->nin; i++) {
+		struct sinterp *in = &sp->in[i];
+		int32_t collecting = 0;
+		memcpy(&collecting, in->gc_buf, 4);
+		in->collector = 0;
+		if (!in->gc_addr || !collecting || !in->gil_addr)
+			continue;
+		if (sp->mode != PYD_SAMPLE_GIL &&
+		    pyd_read(sp->s->src, in->gil_addr, in->gil_buf, in->gil_len))
+			continue;
+		in->collector = sp->mode == PYD_SAMPLE_GIL
+		                    ? holder
+		                    : pyd_gil_decode(sp->s, in->gil_buf);
+	}
+}
+
+/* Is v an exception, not NULL or None (3.7-3.12 leave None in an item
+ * whose handler ended)?  None is told by its type's name, once; the
+ * last value that was not is remembered, so a steady one costs nothing. */
+static bool exception_value(struct pyd_sampler *sp, uint64_t v)
+{
+	const struct py_layout *L = &sp->s->layout;
+	if (!v || v == sp->none)
+		return false;
+	if (v == sp->not_none)
+		return true;
+	uint64_t type = 0;
+	char name[16];
+	if (pyd_read_ptr(sp->s, v + (uint64_t)L->object.ob_type, &type))
+		return false;
+	pyd_type_name(sp->s, type, name, sizeof name);
+	if (!strcmp(name, "NoneType")) {
+		sp->none = v;
+		return false;
+	}
+	sp->not_none = v;
+	return true;
+}
+
+/*
+ * Exception mode: is thread t raising or handling an exception?  As
+ * CPython 3.15's profiler: an exception being raised, or one handled in
+ * the thread's own item (every plain function's handlers), both in the
+ * batch; and, where exc_info points elsewhere (into a running generator
+ * or coroutine), the value there, read on its own.
+ */
+static bool in_exception(struct pyd_sampler *sp, const struct sthread *t)
+{
+	const struct py_layout *L = &sp->s->layout;
+	if (pyd_u64_at(t->exc[0], 0) ||
+	    exception_value(sp, pyd_u64_at(t->exc[1], 0)))
+		return true;
+	uint64_t info = pyd_u64_at(t->exc[2], 0), v = 0;
+	uint64_t own = t->tstate + (uint64_t)(L->exc.handled -
+	                                      L->exc.item_value);
+	return L->exc.info != PYD_NO_FIELD && info && info != own &&
+	       !pyd_read_ptr(sp->s, info + (uint64_t)L->exc.item_value, &v) &&
+	       exception_value(sp, v);
+}
+
 static enum pyd_err sample_threads(struct pyd_sampler *sp, unsigned *nstacks)
 {
 	enum pyd_err err = select_threads(sp);
@@ -582,11 +741,17 @@ static enum pyd_err sample_threads(struct pyd_sampler *sp, unsigned *nstacks)
 				    pyd_gil_decode(sp->s, sp->in[i].gil_buf);
 		sp->last_holder = holder;
 	}
+	find_collectors(sp, holder);
+	bool ask_run = sp->now - sp->run_asked >= RUN_NS;
+	if (ask_run)
+		sp->run_asked = sp->now;
 	enum pyd_err failed = PYD_OK;
 	for (size_t i = 0; i < sp->nth; i++) {
 		struct sthread *t = &sp->th[i];
 		if (sp->mode == PYD_SAMPLE_GIL ? t->tstate != holder
 		                               : !t->in_batch)
+			continue;
+		if (sp->mode == PYD_SAMPLE_EXCEPTION && !in_exception(sp, t))
 			continue;
 		err = walk(sp, t);
 		if (err == PYD_E_EXITED || err == PYD_E_NOMEM)
@@ -595,8 +760,13 @@ static enum pyd_err sample_threads(struct pyd_sampler *sp, unsigned *nstacks)
 			failed = err;
 			sp->stale =
 			    true; /* maybe it ended: read the list again */
-		} else if ((err = record(sp, t, nstacks)))
+		} else if ((err = record(sp, t, nstacks))) {
 			return err;
+		} else if (!t->ran && sp->mode == PYD_SAMPLE_CPU) {
+			t->ran = run_known(sp, t, PYD_RUN_RUNNING);
+		} else if (!t->ran && ask_run) {
+			t->ran = ask_running(sp, t);
+		}
 	}
 	return failed;
 }
@@ -680,6 +850,10 @@ enum pyd_err pyd_sampler_open(struct pyd_session *s, enum pyd_sample_mode mode,
 	enum pyd_err err = refresh(sp, true);
 	/* Async mode needs the task decoder: say so now, not every round. */
 	if (!err && mode == PYD_SAMPLE_ASYNC && !pyd_tasks_supported(s))
+		err = PYD_E_UNSUPPORTED;
+	if (!err && mode == PYD_SAMPLE_EXCEPTION &&
+	    (s->layout.exc.raised == PYD_NO_FIELD ||
+	     s->layout.exc.handled == PYD_NO_FIELD))
 		err = PYD_E_UNSUPPORTED;
 	if (err) {
 		pyd_sampler_close(sp);

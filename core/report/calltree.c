@@ -26,7 +26,7 @@ const char *pyd_prof_frame_label(const struct pyd_prof_frame *f, char *buf,
 	const char *name = f->qualname ? f->qualname : f->function;
 	if (f->kind == PYD_PF_TASK)
 		pyd_task_label(name, buf, bufsz);
-	else if (f->kind == PYD_PF_ELIDED)
+	else if (f->kind == PYD_PF_ELIDED || f->kind == PYD_PF_GC)
 		snprintf(buf, bufsz, "%s", name);
 	else if (f->line > 0)
 		snprintf(buf, bufsz, "%s (%s:%d)", name, f->file, f->line);

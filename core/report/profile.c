@@ -11,6 +11,13 @@
 #include "../grow.h"
 #include "report.h"
 
+const char *const pyd_prof_kind_names[PYD_PF_GC + 1] = {
+    [PYD_PF_PYTHON] = "python",
+    [PYD_PF_TASK] = "task",
+    [PYD_PF_ELIDED] = "truncated",
+    [PYD_PF_GC] = "gc",
+};
+
 static uint64_t total_samples(const struct pyd_profile *p)
 {
 	return p->nnodes ? p->nodes[0].total : 0;
@@ -460,9 +467,7 @@ void pyd_report_prof_json(struct pyd_buf *b, const struct pyd_profile *p,
 		pyd_buf_put(b, ", \"file\": ", 10);
 		pyd_buf_json_str(b, f->file);
 		pyd_buf_printf(b, ", \"line\": %d, \"kind\": \"%s\"}", f->line,
-		               f->kind == PYD_PF_TASK     ? "task"
-		               : f->kind == PYD_PF_ELIDED ? "truncated"
-		                                          : "python");
+		               pyd_prof_kind_names[f->kind]);
 	}
 	pyd_buf_put(b, "],\n\"threads\": [", 15);
 	for (size_t i = 0; i < p->nthreads; i++) {

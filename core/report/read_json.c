@@ -316,10 +316,10 @@ static bool frame_member(struct jp *j, const char *key, void *ctx)
 		char *kind;
 		if (!string(j, &kind))
 			return false;
-		f->kind = kind && !strcmp(kind, "task") ? PYD_PF_TASK
-		          : kind && !strcmp(kind, "truncated")
-		              ? PYD_PF_ELIDED
-		              : PYD_PF_PYTHON;
+		f->kind = PYD_PF_PYTHON;
+		for (int k = 0; kind && k <= PYD_PF_GC; k++)
+			if (!strcmp(kind, pyd_prof_kind_names[k]))
+				f->kind = (enum pyd_prof_frame_kind)k;
 		return true;
 	}
 	if (!strcmp(key, "line")) {

@@ -88,7 +88,7 @@ def check_profile(doc, pid, version, mode):
         return errs + ["frames/threads/nodes missing or not lists"]
     for i, f in enumerate(frames):
         if not (isinstance(f, dict) and isinstance(f.get("function"), str)
-                and f.get("kind") in ("python", "task")
+                and f.get("kind") in ("python", "task", "truncated", "gc")
                 and (f.get("qualname") is None or isinstance(f.get("qualname"), str))):
             errs.append("frames[%d] malformed: %r" % (i, f))
         elif f["kind"] == "python" and not (isinstance(f.get("file"), str)

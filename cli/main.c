@@ -28,6 +28,9 @@ static const char usage_text[] =
 	"                                          pystack-dump sample --help)\n"
 	"       pystack-dump top [OPTIONS] PID      (live view, like top: see\n"
 	"                                          pystack-dump top --help)\n"
+	"       pystack-dump report [OPTIONS] FILE  (a recording, sample -f raw,\n"
+	"                                          as a profile: see\n"
+	"                                          pystack-dump report --help)\n"
 	"       pystack-dump [OPTIONS] --core CORE [--exe EXE] [--sysroot DIR]\n"
 	"       pystack-dump [OPTIONS] --snapshot FILE\n"
 	"\n"
@@ -135,7 +138,8 @@ static const char usage_text[] =
 	"  4 permission denied  12 core of another architecture\n"
 	"  5 not a Python process 13 core truncated; printed what was read\n"
 	"  6 unsupported Python  14 bad or unsupported snapshot file\n"
-	"  7 process exited during the read  15 --exe does not match the core\n";
+	"  7 process exited during the read  15 --exe does not match the core\n"
+	"                        16 not a recording, or a corrupt one (report)\n";
 
 struct options {
 	struct target_spec spec; /* from opt's core, exe, ... and the PID */
@@ -614,6 +618,8 @@ int main(int argc, char **argv)
 		return sample_main(argc - 1, argv + 1);
 	if (argc > 1 && !strcmp(argv[1], "top"))
 		return top_main(argc - 1, argv + 1);
+	if (argc > 1 && !strcmp(argv[1], "report"))
+		return report_main(argc - 1, argv + 1);
 	struct options o = {0};
 	int rc = parse_args(argc, argv, &o);
 	if (rc)

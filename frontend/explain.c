@@ -77,6 +77,9 @@ static const struct row rows[] = {
 	{PYD_SAY_ERROR, PYD_E_EXEMISMATCH, FILES, false,
 	 "{prog}: {detail}. Pass the executable the process ran (same "
 	 "build).\n"},
+	{PYD_SAY_ERROR, PYD_E_RECORDING, FILES, false,
+	 "{prog}: {file}: {error}{: detail}.{partial| The samples before "
+	 "that were reported.}\n"},
 	{PYD_SAY_ERROR, ANY_ERR, FILES, false,
 	 "{prog}: {file}: {error}{: detail}\n"},
 	{PYD_SAY_ERROR, ANY_ERR, PROCESS, false,
@@ -151,6 +154,13 @@ static const struct row rows[] = {
 	{PYD_SAY_LAUNCH_EXITED, ANY_ERR, CLI, false,
 	 "{prog}: {file}: {detail}; nothing was sampled.\n"},
 	{PYD_SAY_MODE_UNSUPPORTED, ANY_ERR, CLI, false, "{prog}: {detail}.\n"},
+	/* pystack-dump report. */
+	{PYD_SAY_CANNOT_READ, ANY_ERR, ANYWHERE, false,
+	 "{prog}: cannot read {file}{: detail}\n"},
+	{PYD_SAY_RECORDING_CUT, ANY_ERR, CLI, false,
+	 "{prog}: {file} ends mid-record (the profiler was killed, or the "
+	 "file is still being written): reported the samples before the cut "
+	 "({count}).\n"},
 	/* Why --subprocesses reads no stack of a child. */
 	{PYD_SAY_SKIPPED, PYD_E_NOTPYTHON, CLI, false, "not a Python process"},
 	{PYD_SAY_SKIPPED, PYD_E_NOPROC, CLI, false, "exited"},

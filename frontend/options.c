@@ -19,6 +19,7 @@ enum kind {
 	STRING,
 	RATE,    /* 'max' (0) or samples per second */
 	SECONDS, /* > 0 */
+	OFFSET,  /* seconds >= 0 */
 	COUNT,   /* a whole number > 0 */
 	LIMIT,   /* 0 or a count (fractions truncated) */
 	SIZE,    /* a whole number 0..10000 (unsigned) */
@@ -43,6 +44,7 @@ struct opt {
 #define DUMP      PYD_IN_DUMP
 #define SAMPLING  (PYD_IN_SAMPLE | PYD_IN_PYSAMPLE)
 #define LIVE      (PYD_IN_SAMPLE | PYD_IN_TOP)
+#define REPORTS   (PYD_IN_SAMPLE | PYD_IN_REPORT) /* write a profile */
 
 /*
  * A new option is a row here and a field in struct pyd_opts, then the
@@ -75,14 +77,19 @@ static const struct opt opts[] = {
     {"duration", 'd', NULL, SECONDS, LIVE, AT(duration)},
     {"samples", 'n', OPERAND, COUNT, SAMPLING, AT(samples)},
     {"mode", 'm', "-m --mode", MODE, SAMPLING | PYD_IN_TOP, AT(mode)},
-    {"format", 'f', "-f --format", FORMAT, SAMPLING, AT(format)},
-    {"output", 'o', "-o --output", STRING, SAMPLING, AT(output)},
-    {"no-lines", 0, NULL, FLAG, PYD_IN_SAMPLE, AT(no_lines)},
-    {"threads", 0, NULL, FLAG, PYD_IN_SAMPLE, AT(threads)},
-    {"limit", 0, NULL, LIMIT, PYD_IN_SAMPLE, AT(limit)},
-    {"quiet", 'q', NULL, FLAG, PYD_IN_SAMPLE, AT(quiet)},
+    {"format", 'f', "-f --format", FORMAT, SAMPLING | PYD_IN_REPORT,
+     AT(format)},
+    {"output", 'o', "-o --output", STRING, SAMPLING | PYD_IN_REPORT,
+     AT(output)},
+    {"every", 0, NULL, SECONDS, PYD_IN_SAMPLE, AT(every)},
+    {"from", 0, NULL, OFFSET, PYD_IN_REPORT, AT(from)},
+    {"to", 0, NULL, OFFSET, PYD_IN_REPORT, AT(to)},
+    {"no-lines", 0, NULL, FLAG, REPORTS, AT(no_lines)},
+    {"threads", 0, NULL, FLAG, REPORTS, AT(threads)},
+    {"limit", 0, NULL, LIMIT, REPORTS, AT(limit)},
+    {"quiet", 'q', NULL, FLAG, REPORTS, AT(quiet)},
     {"live", 0, NULL, FLAG, PYD_IN_SAMPLE, AT(live)},
-    {"help", 'h', NULL, ACTION, DUMP | LIVE, AT(help)},
+    {"help", 'h', NULL, ACTION, DUMP | LIVE | PYD_IN_REPORT, AT(help)},
     {"version", 'V', NULL, ACTION, DUMP, AT(version)},
     {"list-formats", 0, NULL, ACTION, PYD_IN_SAMPLE, AT(list_formats)},
 };
@@ -125,6 +132,10 @@ static bool parse(enum kind k, const char *s, enum shell sh, void *to)
 		*(double *)to = v;
 		return true;
 	case SECONDS:
+		return number(s, to);
+	case OFFSET:
+		if (!strcmp(s, "0"))
+			return (*(double *)to = 0, true);
 		return number(s, to);
 	case COUNT:
 		if (!number(s, &v) || v > max_count[sh] ||
@@ -173,6 +184,7 @@ static const struct refusal {
 } refusals[] = {
     [RATE] = {"rate", "a number of samples per second or 'max'", NULL},
     [SECONDS] = {"duration", "seconds", NULL},
+    [OFFSET] = {"time", "seconds from the start", NULL},
     [COUNT] = {"count", "a count", NULL},
     [LIMIT] = {"limit", "a count", NULL},
     [SIZE] = {"size", "a whole number from 0 to 10000", NULL},

@@ -25,6 +25,7 @@
 #define PYD_IN_MOVE     32u /* py-up, py-down */
 #define PYD_IN_PRINT    64u /* py-print */
 #define PYD_IN_TOP      128u /* pystack-dump top PID */
+#define PYD_IN_REPORT   256u /* pystack-dump report FILE */
 
 /* Every option's value, whatever the command: what it was not given
  * stays as pyd_opts_* set it (rate 1000, mode wall, limit 40, repr
@@ -49,6 +50,8 @@ struct pyd_opts {
 	enum pyd_sample_mode mode;
 	const struct pyd_prof_format *format; /* NULL: not chosen */
 	const char *output;
+	double every; /* sample --every: seconds a profile; 0: one */
+	double from, to; /* report --from, --to: seconds; 0: the ends */
 	bool no_lines, threads, quiet;
 	bool live; /* sample --live: the top view */
 	size_t limit;
@@ -58,7 +61,7 @@ struct pyd_opts {
 
 /*
  * argv's options for the CLI command `in` (PYD_IN_DUMP,
- * PYD_IN_SAMPLE or PYD_IN_TOP), with getopt_long: true with optind at the first
+ * PYD_IN_SAMPLE, PYD_IN_TOP or PYD_IN_REPORT), with getopt_long: true with optind at the first
  * operand (or at help, version or list_formats, set in o); false with
  * the message (without the program's name) in err.
  */

@@ -184,6 +184,8 @@ def formats_errors(tool, tg, pids):
             data = f.read()
         if data[:2] == b"\x1f\x8b":
             data = gzip.decompress(data)
+        if fmt == "raw":  # a recording: its processes, as report reads them
+            data = tool_run(tool, ["report", "-f", "json", out])[2]
         text = data.decode("utf-8", "replace")
         missing = [p for p in pids if not process_marks(text, p)]
         if missing:

@@ -579,8 +579,13 @@ static int open_stream(struct run *r)
 		say(PYD_SAY_CANNOT_WRITE, PYD_E_READ, path, strerror(errno));
 		return PYD_E_READ;
 	}
-	return pyd_stream_open(r->prof, r->o->opt.format, write_out, r,
-	                       &r->stream);
+	if (!pyd_stream_open(r->prof, r->o->opt.format, write_out, r,
+	                     &r->stream))
+		return 0;
+	if (r->out != stdout)
+		fclose(r->out);
+	fprintf(stderr, "pystack-dump sample: out of memory\n");
+	return PYD_E_NOMEM;
 }
 
 /* The stream's end; a reader that went away (a pipe to head) is no
@@ -640,9 +645,12 @@ static int run(struct run *r)
 	} else if (!r->failed && r->prof->meta.ticks) {
 		rc = write_interval(r, r->prof, now);
 	}
-	struct pyd_prof_meta m = whole_run(r, whole);
-	if (!o->quiet)
-		summary(r, o->every ? &m : &r->prof->meta);
+	if (!o->quiet && o->every) {
+		struct pyd_prof_meta m = whole_run(r, whole);
+		summary(r, &m);
+	} else if (!o->quiet) {
+		summary(r, &r->prof->meta);
+	}
 	return rc ? rc : o->every ? r->failed : 0;
 }
 

@@ -32,7 +32,7 @@ const struct pyd_prof_format pyd_prof_formats[] = {
 	{"json", {".json"}, "the call tree (docs/profile-formats.md)", false,
 	 pyd_report_prof_json, NULL},
 	{"raw", {".pydrec"},
-	 "every sample as taken, zstd-\ncompressed (pystack-dump report)",
+	 "every sample as taken, with zstd\n(pystack-dump report)",
 	 false, NULL, &pyd_stream_raw},
 	{"jsonl", {".jsonl"}, "a JSON line per sample, as taken",
 	 false, NULL, &pyd_stream_jsonl},

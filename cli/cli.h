@@ -30,6 +30,8 @@ void cli_say(const struct pyd_explain *e, enum pyd_say say, enum pyd_err err);
 int sample_main(int argc, char **argv);
 /* pystack-dump top ... (argv[0] is "top") */
 int top_main(int argc, char **argv);
+/* pystack-dump diff ... (argv[0] is "diff") */
+int diff_main(int argc, char **argv);
 struct pyd_opts;
 struct pyd_profile;
 struct pyd_prof_format;
@@ -42,9 +44,11 @@ void cli_format_help(void);
  * on a terminal, else collapsed). */
 const struct pyd_prof_format *cli_format_for(const struct pyd_opts *o);
 /* prof, finished, as o->format (o->threads, o->limit) into path (NULL:
- * stdout); the exit status, with prog's message if it failed. */
+ * stdout), source lines (the heat map's) read under directory root (NULL
+ * or "": as named); the exit status, with prog's message if it failed. */
 int cli_write_profile(const char *prog, struct pyd_profile *prof,
-                      const struct pyd_opts *o, const char *path);
+                      const struct pyd_opts *o, const char *path,
+                      const char *root);
 /* The top view of process pid with opt's rate, mode, duration and
  * subprocesses (top, sample --live); the exit status. */
 int top_run(int pid, const struct pyd_opts *opt);

@@ -28,6 +28,8 @@ static const char usage_text[] =
 	"                                          pystack-dump sample --help)\n"
 	"       pystack-dump top [OPTIONS] PID      (live view, like top: see\n"
 	"                                          pystack-dump top --help)\n"
+	"       pystack-dump diff [OPTIONS] BASE NEW  (compare two profiles:\n"
+	"                                          pystack-dump diff --help)\n"
 	"       pystack-dump report [OPTIONS] FILE  (a recording, sample -f raw,\n"
 	"                                          as a profile: see\n"
 	"                                          pystack-dump report --help)\n"
@@ -139,7 +141,8 @@ static const char usage_text[] =
 	"  5 not a Python process 13 core truncated; printed what was read\n"
 	"  6 unsupported Python  14 bad or unsupported snapshot file\n"
 	"  7 process exited during the read  15 --exe does not match the core\n"
-	"                        16 not a recording, or a corrupt one (report)\n";
+	"                        16 bad or unsupported profile or recording\n"
+	"                           file (diff, report)\n";
 
 struct options {
 	struct target_spec spec; /* from opt's core, exe, ... and the PID */
@@ -186,7 +189,12 @@ static int check_sources(int argc, char **argv, struct options *o)
 		return cli_usage_error("%s", "--locals shows the thread stacks' "
 					     "variables: not with --tasks");
 	const struct pyd_repr_limits dflt = PYD_REPR_DEFAULTS;
-	if (!o->opt.locals && memcmp(&o->opt.repr, &dflt, sizeof dflt))
+	const struct pyd_repr_limits *r = &o->opt.repr;
+	/* Field by field: memcmp would compare the structs' padding too. */
+	if (!o->opt.locals &&
+	    (r->string != dflt.string || r->items != dflt.items ||
+	     r->depth != dflt.depth || r->digits != dflt.digits ||
+	     r->attrs != dflt.attrs))
 		return cli_usage_error("%s", "--locals-string, --locals-items "
 					     "and --locals-depth go with --locals");
 	return files ? 0 : cli_parse_pid(argv[optind], &t->pid);
@@ -618,6 +626,8 @@ int main(int argc, char **argv)
 		return sample_main(argc - 1, argv + 1);
 	if (argc > 1 && !strcmp(argv[1], "top"))
 		return top_main(argc - 1, argv + 1);
+	if (argc > 1 && !strcmp(argv[1], "diff"))
+		return diff_main(argc - 1, argv + 1);
 	if (argc > 1 && !strcmp(argv[1], "report"))
 		return report_main(argc - 1, argv + 1);
 	struct options o = {0};

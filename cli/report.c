@@ -207,7 +207,8 @@ static int explain(const char *file, const struct pyd_profile *p,
 	                        .count = p->meta.samples,
 	                        .partial = p->meta.samples > 0};
 	if (err) {
-		cli_say(&e, PYD_SAY_ERROR, err);
+		cli_say(&e, err == PYD_E_PROFILE ? PYD_SAY_BAD_RECORDING
+		                                 : PYD_SAY_ERROR, err);
 		return err;
 	}
 	if (r->cut)
@@ -230,8 +231,8 @@ int report_main(int argc, char **argv)
 		free(data);
 		struct pyd_explain e = {.prog = PROG, .shell = PYD_SHELL_CLI,
 		                        .file = file, .detail = detail};
-		cli_say(&e, PYD_SAY_CANNOT_READ, PYD_E_RECORDING);
-		return PYD_E_RECORDING;
+		cli_say(&e, PYD_SAY_CANNOT_READ, PYD_E_PROFILE);
+		return PYD_E_PROFILE;
 	}
 	struct pyd_profile *p = pyd_profile_new(!o.no_lines, 0);
 	enum pyd_err err = PYD_OK;
@@ -242,7 +243,7 @@ int report_main(int argc, char **argv)
 		                     sizeof detail);
 	else if (!(err = pyd_replay(data, len, p, &r, detail, sizeof detail)) ||
 	         p->meta.samples)
-		rc = cli_write_profile(PROG, p, &o, o.output);
+		rc = cli_write_profile(PROG, p, &o, o.output, NULL);
 	free(data);
 	if (p && !o.quiet && !rc && (!err || p->meta.samples))
 		summary(&o, p, &r);

@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 #include "../core/pyd_stream.h"
 #include "../core/report/report.h"
 #include "../frontend/options.h"
+#include "../frontend/source.h"
 #include "cli.h"
 #include "procset.h"
 
@@ -245,6 +247,9 @@ struct run {
 	pid_t child; /* launched program, or 0 */
 	int child_status;
 	bool child_reaped;
+	/* The target's root directory (/proc/PID/root), held open so that
+	 * its source files can be read once it has exited; -1 if not. */
+	int root_fd;
 	const char *why;      /* why sampling stopped */
 	bool target_exited;   /* ... because the target is gone */
 	int64_t start, shown; /* when sampling began, the status line shown */
@@ -266,13 +271,33 @@ static uint64_t unix_us(void)
 
 static enum pyd_err attach(struct run *r, char *detail, size_t detailsz)
 {
-	return procset_open(&r->ps, r->o->pid, r->prof, r->o->opt.mode,
-	                    r->o->opt.subprocesses, detail, detailsz);
+	enum pyd_err err = procset_open(&r->ps, r->o->pid, r->prof,
+	                                r->o->opt.mode, r->o->opt.subprocesses,
+	                                detail, detailsz);
+	char root[64];
+	snprintf(root, sizeof root, "/proc/%d/root", r->o->pid);
+	if (!err)
+		r->root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	return err;
 }
 
 static void detach(struct run *r)
 {
 	procset_close(&r->ps);
+	if (r->root_fd >= 0)
+		close(r->root_fd);
+	r->root_fd = -1;
+}
+
+/* Where source lines are read, as the dump reads them: through the
+ * target's root (the held one: the target may be gone), in buf; the heat
+ * map shows them. */
+static const char *source_root(const struct run *r, char *buf, size_t size)
+{
+	buf[0] = 0;
+	if (r->root_fd >= 0)
+		snprintf(buf, size, "/proc/self/fd/%d", r->root_fd);
+	return buf;
 }
 
 static bool child_gone(struct run *r)
@@ -399,11 +424,19 @@ static void sample_loop(struct run *r)
 }
 
 int cli_write_profile(const char *prog, struct pyd_profile *prof,
-                      const struct pyd_opts *o, const char *path)
+                      const struct pyd_opts *o, const char *path,
+                      const char *root)
 {
 	pyd_profile_finish(prof);
 	struct pyd_buf b = {0};
-	if (pyd_report_prof(&b, prof, o->format, o->threads, o->limit)) {
+	struct source_cache *sc = source_cache_new(root);
+	struct pyd_prof_opts po = {.per_thread = o->threads,
+	                           .limit = o->limit,
+	                           .source_line = source_cache_line,
+	                           .source_ctx = sc};
+	enum pyd_err err = pyd_report_prof(&b, prof, o->format, &po);
+	source_cache_free(sc);
+	if (err) {
 		pyd_buf_free(&b);
 		fprintf(stderr, "%s: out of memory\n", prog);
 		return PYD_E_NOMEM;
@@ -429,7 +462,9 @@ int cli_write_profile(const char *prog, struct pyd_profile *prof,
 /* The finished profile prof into path (NULL: stdout). */
 static int output(struct run *r, struct pyd_profile *prof, const char *path)
 {
-	return cli_write_profile("pystack-dump sample", prof, &r->o->opt, path);
+	char root[64];
+	return cli_write_profile("pystack-dump sample", prof, &r->o->opt, path,
+	                         source_root(r, root, sizeof root));
 }
 
 /* What the loop does not count in a profile's meta, at its end (now). */
@@ -706,7 +741,7 @@ int sample_main(int argc, char **argv)
 		return rc;
 	if (o.opt.live)
 		return top_run(o.pid, &o.opt);
-	struct run r = {.o = &o};
+	struct run r = {.o = &o, .root_fd = -1};
 	catch_signals();
 	r.prof = pyd_profile_new(!o.opt.no_lines, 0);
 	if (!r.prof)

@@ -33,8 +33,8 @@ const char *pyd_strerror(enum pyd_err err)
 		return "bad or unsupported snapshot file";
 	case PYD_E_EXEMISMATCH:
 		return "executable does not match the core";
-	case PYD_E_RECORDING:
-		return "bad or unsupported recording";
+	case PYD_E_PROFILE:
+		return "bad or unsupported profile or recording";
 	}
 	return "unknown error";
 }

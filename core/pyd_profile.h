@@ -160,6 +160,18 @@ enum pyd_err pyd_profile_add(struct pyd_profile *p, uint32_t process,
                              const struct pyd_frame *frames, size_t n,
                              bool awaiting);
 
+/*
+ * For readers of saved profiles, which know their trees already: the node
+ * of thread tid of process (added if new), and the child of node parent
+ * for frame f (its strings copied; added if new, or parent itself once the
+ * tree is full).  PYD_PROF_NONE if out of memory.  The caller adds the
+ * counts to the nodes' self and self_await.
+ */
+uint32_t pyd_profile_thread_node(struct pyd_profile *p, uint32_t process,
+                                 int64_t tid, const char *name);
+uint32_t pyd_profile_child(struct pyd_profile *p, uint32_t parent,
+                           const struct pyd_prof_frame *f);
+
 /* Fill in the totals; call once sampling is over, before any report. */
 void pyd_profile_finish(struct pyd_profile *p);
 
@@ -181,6 +193,16 @@ struct pyd_profile *pyd_profile_of_process(const struct pyd_profile *p,
 
 struct pyd_stream_writer;
 
+/* How pyd_report_prof writes a profile. */
+struct pyd_prof_opts {
+	bool per_thread; /* a tree per thread; else one merged tree */
+	size_t limit;    /* rows of a format with rows; 0 for all */
+	/* Optional: the text of a source line (no newline), or NULL.  Core
+	 * reads no files; the frontend knows where they are. */
+	const char *(*source_line)(void *ctx, const char *file, int line);
+	void *source_ctx;
+};
+
 /*
  * The formats a profile is written in: one table (core/report/formats.c)
  * that -f, the -o file name, every --help and the tests read.
@@ -194,8 +216,12 @@ struct pyd_prof_format {
 	bool per_thread;
 	void (*write)(struct pyd_buf *b, const struct pyd_profile *p,
 	              size_t limit);
-	/* A streamed format instead (write NULL): written sample by sample
-	 * as they are taken (pyd_stream.h). */
+	/* Instead of write, for a format that needs more than the limit
+	 * (the heat map's source lines). */
+	void (*write_opts)(struct pyd_buf *b, const struct pyd_profile *p,
+	                   const struct pyd_prof_opts *o);
+	/* A streamed format instead (write and write_opts NULL): written
+	 * sample by sample as they are taken (pyd_stream.h). */
 	const struct pyd_stream_writer *stream;
 };
 
@@ -211,13 +237,37 @@ const struct pyd_prof_format *pyd_prof_format_for_file(const char *path);
 void pyd_prof_format_list(char *out, size_t size);
 
 /*
- * Write a finished profile as format f: one merged tree unless per_thread
- * (or f->per_thread).  limit: table rows, 0 for all.  PYD_E_USAGE for a
- * streamed format, which no finished profile holds.
+ * Write a finished profile as format f: one merged tree unless
+ * o->per_thread (or f->per_thread).  PYD_E_USAGE for a streamed format,
+ * which no finished profile holds.
  */
 enum pyd_err pyd_report_prof(struct pyd_buf *b, const struct pyd_profile *p,
-			     const struct pyd_prof_format *f, bool per_thread,
-			     size_t limit);
+			     const struct pyd_prof_format *f,
+			     const struct pyd_prof_opts *o);
+
+/*
+ * Reading a saved profile back (core/report/read.c): pystack-dump's JSON
+ * tree, collapsed stacks or a recording (sample -f raw), told apart by
+ * their content.  data is the
+ * whole file (copied).  A finished profile into *out (pyd_profile_free
+ * it), or PYD_E_PROFILE with why in detail.
+ */
+enum pyd_err pyd_profile_read(const char *data, size_t len,
+                              struct pyd_profile **out, char *detail,
+                              size_t detailsz);
+
+/*
+ * Comparing two finished profiles (core/report/diff.c): now (the newer)
+ * against base, by each frame's share of its profile's samples.  The formats: "table"
+ * (functions that grew and shrank most, limit rows each; 0: all),
+ * "collapsed" (each stack's samples in both and the change of its
+ * share), "flamegraph" (now's graph coloured by the change).
+ */
+extern const char *const pyd_diff_formats[];
+/* PYD_E_USAGE if format is none of them. */
+enum pyd_err pyd_report_diff(struct pyd_buf *b, const struct pyd_profile *base,
+                             const struct pyd_profile *now,
+                             const char *format, size_t limit);
 
 /*
  * The sampler: takes samples of a live target (without stopping it) into

@@ -66,7 +66,7 @@ struct pyd_replay {
  * Feed the samples of the recording data[0..len) into p (made with
  * pyd_profile_new; its lines are dropped if the recording has none), and
  * fill p's meta as the recording's run (for a slice, its counts are the
- * slice's).  PYD_E_RECORDING with why in detail for a file that is no
+ * slice's).  PYD_E_PROFILE with why in detail for a file that is no
  * recording, of a newer format version, or corrupt: the samples before
  * the corruption are in p.  A recording cut short is no error (r->cut).
  */

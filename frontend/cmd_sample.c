@@ -109,7 +109,11 @@ static enum pyd_err sample(const struct pyd_cmd *c,
 		pyd_buf_printf(msg, "py-sample: the inferior did not stop "
 		                    "again; interrupt it yourself.\n");
 	pyd_profile_finish(prof);
-	if (pyd_report_prof(report, prof, f, false, 40))
+	/* The debugger's source lines serve the heat map too. */
+	struct pyd_prof_opts po = {.limit = 40,
+	                           .source_line = t->source_line,
+	                           .source_ctx = t->source_ctx};
+	if (pyd_report_prof(report, prof, f, &po))
 		return PYD_E_NOMEM;
 	summary(msg, m, why, c->opt.output, f);
 	return stop;

@@ -77,9 +77,10 @@ static const struct row rows[] = {
 	{PYD_SAY_ERROR, PYD_E_EXEMISMATCH, FILES, false,
 	 "{prog}: {detail}. Pass the executable the process ran (same "
 	 "build).\n"},
-	{PYD_SAY_ERROR, PYD_E_RECORDING, FILES, false,
-	 "{prog}: {file}: {error}{: detail}.{partial| The samples before "
-	 "that were reported.}\n"},
+	{PYD_SAY_ERROR, PYD_E_PROFILE, FILES, false,
+	 "{prog}: cannot read {file} as a profile: {detail}. Give it collapsed "
+	 "stacks, pystack-dump's JSON profile or a recording (sample -f "
+	 "collapsed, -f json, -f raw).\n"},
 	{PYD_SAY_ERROR, ANY_ERR, FILES, false,
 	 "{prog}: {file}: {error}{: detail}\n"},
 	{PYD_SAY_ERROR, ANY_ERR, PROCESS, false,
@@ -157,6 +158,9 @@ static const struct row rows[] = {
 	/* pystack-dump report. */
 	{PYD_SAY_CANNOT_READ, ANY_ERR, ANYWHERE, false,
 	 "{prog}: cannot read {file}{: detail}\n"},
+	{PYD_SAY_BAD_RECORDING, ANY_ERR, CLI, false,
+	 "{prog}: {file}: {error}{: detail}.{partial| The samples before "
+	 "that were reported.}\n"},
 	{PYD_SAY_RECORDING_CUT, ANY_ERR, CLI, false,
 	 "{prog}: {file} ends mid-record (the profiler was killed, or the "
 	 "file is still being written): reported the samples before the cut "

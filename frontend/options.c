@@ -26,6 +26,7 @@ enum kind {
 	DEPTH,   /* a whole number 0..20 (unsigned) */
 	MODE,    /* a sampling mode's name */
 	FORMAT,  /* a profile format's name */
+	DIFF_FORMAT, /* one of pystack-dump diff's formats */
 };
 
 /* In words: a bare word, not an option (py-sample's N). */
@@ -79,17 +80,19 @@ static const struct opt opts[] = {
     {"mode", 'm', "-m --mode", MODE, SAMPLING | PYD_IN_TOP, AT(mode)},
     {"format", 'f', "-f --format", FORMAT, SAMPLING | PYD_IN_REPORT,
      AT(format)},
-    {"output", 'o', "-o --output", STRING, SAMPLING | PYD_IN_REPORT,
-     AT(output)},
+    {"format", 'f', NULL, DIFF_FORMAT, PYD_IN_DIFF, AT(diff_format)},
+    {"output", 'o', "-o --output", STRING,
+     SAMPLING | PYD_IN_DIFF | PYD_IN_REPORT, AT(output)},
     {"every", 0, NULL, SECONDS, PYD_IN_SAMPLE, AT(every)},
     {"from", 0, NULL, OFFSET, PYD_IN_REPORT, AT(from)},
     {"to", 0, NULL, OFFSET, PYD_IN_REPORT, AT(to)},
     {"no-lines", 0, NULL, FLAG, REPORTS, AT(no_lines)},
     {"threads", 0, NULL, FLAG, REPORTS, AT(threads)},
-    {"limit", 0, NULL, LIMIT, REPORTS, AT(limit)},
+    {"limit", 0, NULL, LIMIT, REPORTS | PYD_IN_DIFF, AT(limit)},
     {"quiet", 'q', NULL, FLAG, REPORTS, AT(quiet)},
     {"live", 0, NULL, FLAG, PYD_IN_SAMPLE, AT(live)},
-    {"help", 'h', NULL, ACTION, DUMP | LIVE | PYD_IN_REPORT, AT(help)},
+    {"help", 'h', NULL, ACTION, DUMP | LIVE | PYD_IN_DIFF | PYD_IN_REPORT,
+     AT(help)},
     {"version", 'V', NULL, ACTION, DUMP, AT(version)},
     {"list-formats", 0, NULL, ACTION, PYD_IN_SAMPLE, AT(list_formats)},
 };
@@ -161,8 +164,21 @@ static bool parse(enum kind k, const char *s, enum shell sh, void *to)
 	case FORMAT:
 		return (*(const struct pyd_prof_format **)to =
 		            pyd_prof_format_named(s));
+	case DIFF_FORMAT:
+		for (const char *const *f = pyd_diff_formats; *f; f++)
+			if (!strcmp(s, *f))
+				return (*(const char **)to = *f);
+		return false;
 	}
 	return false;
+}
+
+static void diff_format_names(char *out, size_t size)
+{
+	size_t len = 0;
+	for (const char *const *f = pyd_diff_formats; *f && len < size; f++)
+		len += (size_t)snprintf(out + len, size - len, "%s%s",
+		                        f == pyd_diff_formats ? "" : ", ", *f);
 }
 
 static void mode_names(char *out, size_t size)
@@ -191,6 +207,7 @@ static const struct refusal {
     [DEPTH] = {"depth", "a whole number from 0 to 20", NULL},
     [MODE] = {"mode", NULL, mode_names},
     [FORMAT] = {"format", NULL, pyd_prof_format_list},
+    [DIFF_FORMAT] = {"format", NULL, diff_format_names},
 };
 
 static bool takes_value(const struct opt *p)

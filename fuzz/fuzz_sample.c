@@ -125,8 +125,9 @@ static void sample(const struct pyd_memsrc *snap, const struct pyd_runtime *rt,
 	}
 	pyd_profile_finish(prof);
 	struct pyd_buf b = {0};
+	struct pyd_prof_opts po = {0};
 	for (const struct pyd_prof_format *f = pyd_prof_formats; f->name; f++)
-		pyd_report_prof(&b, prof, f, false, 0);
+		pyd_report_prof(&b, prof, f, &po);
 	pyd_buf_free(&b);
 out:
 	pyd_sampler_close(sp);

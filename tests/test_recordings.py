@@ -26,7 +26,7 @@ only_rec = pytest.mark.interps(lambda i: i.label in REC_LABELS)
 REC_SECS = 3
 REC_RATE = 500
 HOT_SHARE = (60.0, 90.0)    # spend_hot's % of spend_hot+spend_cold (75 by design)
-EXIT_RECORDING = 16         # pystack-dump --help: not a recording, or corrupt
+EXIT_PROFILE = 16           # PYD_E_PROFILE: bad or unsupported profile or recording
 EVERY_INTERVALS = 10        # the RSS run: intervals of 1 s
 RSS_GROWTH_KB = 1024        # at most this much more after the 3rd interval
 
@@ -198,9 +198,9 @@ def cut_errors(tool, tg, gt):
         with open(cut, "wb") as f:
             f.write(flipped)
         argv, rc, out, err = report(tool, cut, ["-f", "collapsed"])
-        if rc != EXIT_RECORDING or b"corrupt" not in err:
+        if rc != EXIT_PROFILE or b"corrupt" not in err:
             errs.append("a byte flipped mid-file: exit %s (want %d): %s"
-                        % (rc, EXIT_RECORDING, short(err)))
+                        % (rc, EXIT_PROFILE, short(err)))
         elif not out.strip():
             errs.append("a byte flipped mid-file: nothing written of the samples before")
         return errs + killed_errors(tool, tg, cut)
@@ -242,7 +242,7 @@ def test_report_foreign(tool, content):
         with open(path, "wb") as f:
             f.write(content)
         argv, rc, out, err = report(tool, path, [])
-        assert rc == EXIT_RECORDING, "%s: exit %s: %s" % (" ".join(argv), rc, short(err))
+        assert rc == EXIT_PROFILE, "%s: exit %s: %s" % (" ".join(argv), rc, short(err))
         assert path.encode() in err and b"recording" in err, short(err)
         assert not out
     finally:

@@ -46,6 +46,18 @@ def _script_consumer(script, *extra):
     return check
 
 
+def _heatmap_consumer(path, gt):
+    """tests/check_heatmap.py: the page loads cleanly and lists the
+    target's file."""
+    argv = [sys.executable, os.path.join(REPO, "tests", "check_heatmap.py"), path]
+    rc, out, err, secs = run(argv, 180)
+    if rc != 0:
+        return ["%s exited %s: %s" % (" ".join(argv), rc, short(out + err, 1500))]
+    files = [f[0] for f in json.loads(out.decode())["files"]]
+    return [] if gt["hot"]["file"] in files else \
+        ["%s not among the page's files: %s" % (gt["hot"]["file"], files[:10])]
+
+
 # python -m pstats, driven as a user would: what it prints for the top ten.
 PSTATS_BROWSE = "sort cumtime\nstats 10\nquit\n"
 
@@ -132,6 +144,7 @@ CHECKS = {
     "pstats": _pstats_browser,
     "flamegraph": _script_consumer("check_flamegraph.py", "--screenshot",
                                    FLAMEGRAPH_SCREENSHOT),
+    "heatmap": _heatmap_consumer,
 }
 
 PIPE_DEFAULT = "collapsed"  # what sample writes to a pipe without -f

@@ -447,6 +447,28 @@ enum pyd_err pyd_profile_add(struct pyd_profile *p, uint32_t process,
 	return p->on_sample ? tell(p, ti, kept, awaiting) : PYD_OK;
 }
 
+uint32_t pyd_profile_thread_node(struct pyd_profile *p, uint32_t process,
+                                 int64_t tid, const char *name)
+{
+	size_t ti = thread_index(p, process, tid, name);
+	return ti == SIZE_MAX ? PYD_PROF_NONE : p->threads[ti].node;
+}
+
+uint32_t pyd_profile_child(struct pyd_profile *p, uint32_t parent,
+                           const struct pyd_prof_frame *f)
+{
+	struct pyd_prof_frame c = *f;
+	c.function = intern(p->priv, f->function ? f->function : "???");
+	c.qualname = intern(p->priv, f->qualname);
+	c.file = intern(p->priv, f->file);
+	if (!p->lines)
+		c.line = 0;
+	if (!c.function || (f->qualname && !c.qualname) || (f->file && !c.file))
+		return PYD_PROF_NONE;
+	uint32_t frame = frame_index(p, &c);
+	return frame == PYD_PROF_NONE ? frame : child(p, parent, frame);
+}
+
 void pyd_profile_finish(struct pyd_profile *p)
 {
 	for (size_t i = 0; i < p->nnodes; i++)

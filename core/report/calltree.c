@@ -1,6 +1,6 @@
 /*
- * What every profile format shares: how a frame is labelled and the
- * depth-first walk over a call tree (report.h).
+ * What every profile format shares: how a frame is labelled, the
+ * depth-first walk over a call tree, and the HTML pages' data (report.h).
  */
 #include <stdio.h>
 #include <string.h>
@@ -90,4 +90,39 @@ bool pyd_prof_walk_next(struct pyd_prof_walk *w, uint32_t *node)
 	w->next = n == w->top ? PYD_PROF_NONE : nodes[n].next_sibling;
 	w->next_depth = depth;
 	return true;
+}
+
+/* JSON inside a script element: escape every '<' (it only occurs in
+ * strings) so that no frame name can close the element or open a
+ * comment. */
+static void put_script_safe(struct pyd_buf *b, const char *s, size_t n)
+{
+	const char *end = s + n;
+
+	while (s < end) {
+		const char *lt = memchr(s, '<', (size_t)(end - s));
+		size_t run = lt ? (size_t)(lt - s) : (size_t)(end - s);
+		pyd_buf_put(b, s, run);
+		if (!lt)
+			break;
+		pyd_buf_put(b, "\\u003c", 6);
+		s = lt + 1;
+	}
+}
+
+void pyd_prof_page(struct pyd_buf *b, const char *page,
+                   const struct pyd_buf *data)
+{
+	static const char mark[] = "@PYD_DATA@";
+	const char *at = strstr(page, mark);
+	const char *rest = at + sizeof mark - 1;
+
+	pyd_buf_put(b, page, (size_t)(at - page));
+	if (data->failed) {
+		b->failed = true;
+		pyd_buf_put(b, "null", 4);
+	} else {
+		put_script_safe(b, data->data, data->len);
+	}
+	pyd_buf_put(b, rest, strlen(rest));
 }

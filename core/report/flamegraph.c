@@ -7,7 +7,9 @@
  * The data (docs/profile-formats.md): meta, frames as [name, label, kind],
  * threads as [tid, name, node, process label or null], and the nodes in depth-first order as
  * columns (frame, parent, total, self, await), thread nodes with frame -1.
- * Subtrees without samples are left out.
+ * Subtrees without samples are left out.  A differential graph (diff)
+ * adds "diff" {base_samples} and a column base: the same path's samples
+ * in the profile compared against.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +19,6 @@
 #include "report.h"
 
 #define PUT(b, lit) pyd_buf_put((b), (lit), sizeof(lit) - 1)
-#define DATA_MARK   "@PYD_DATA@"
 
 /* The nodes with samples in depth-first order; new_of maps back. */
 struct order {
@@ -43,24 +44,6 @@ static bool order_nodes(const struct pyd_profile *p, struct order *o)
 			o->nodes[o->n++] = n;
 		}
 	return true;
-}
-
-/* JSON inside a script element: escape every '<' (it only occurs in
- * strings) so that no frame name can close the element or open a
- * comment. */
-static void put_script_safe(struct pyd_buf *b, const char *s, size_t n)
-{
-	const char *end = s + n;
-
-	while (s < end) {
-		const char *lt = memchr(s, '<', (size_t)(end - s));
-		size_t run = lt ? (size_t)(lt - s) : (size_t)(end - s);
-		pyd_buf_put(b, s, run);
-		if (!lt)
-			break;
-		PUT(b, "\\u003c");
-		s = lt + 1;
-	}
 }
 
 static void meta_json(struct pyd_buf *b, const struct pyd_profile *p)
@@ -131,13 +114,21 @@ static void threads_json(struct pyd_buf *b, const struct pyd_profile *p,
 	PUT(b, "],\n");
 }
 
-enum column { COL_FRAME, COL_PARENT, COL_TOTAL, COL_SELF, COL_AWAIT };
+enum column { COL_FRAME, COL_PARENT, COL_TOTAL, COL_SELF, COL_AWAIT, COL_BASE };
+
+/* A differential graph's other profile: per node of p, the samples of
+ * the same path in it. */
+struct base {
+	const uint64_t *total;
+	uint64_t samples;
+};
 
 static void column_json(struct pyd_buf *b, const struct pyd_profile *p,
-                        const struct order *o, enum column c)
+                        const struct order *o, const struct base *base,
+                        enum column c)
 {
 	static const char *const names[] = {"frame", "parent", "total", "self",
-	                                    "await"};
+	                                    "await", "base"};
 
 	pyd_buf_printf(b, "%s\"%s\": [", c ? ",\n" : "", names[c]);
 	for (uint32_t i = 0; i < o->n; i++) {
@@ -151,9 +142,10 @@ static void column_json(struct pyd_buf *b, const struct pyd_profile *p,
 			pyd_buf_printf(b, v == PYD_PROF_NONE ? "%s-1" : "%s%u",
 			               sep, v);
 		} else {
-			uint64_t v = c == COL_TOTAL  ? n->total
-			             : c == COL_SELF ? n->self
-			                             : n->self_await;
+			uint64_t v = c == COL_TOTAL   ? n->total
+			             : c == COL_SELF  ? n->self
+			             : c == COL_AWAIT ? n->self_await
+			                              : base->total[o->nodes[i]];
 			pyd_buf_printf(b, "%s%llu", sep, (unsigned long long)v);
 		}
 	}
@@ -161,41 +153,46 @@ static void column_json(struct pyd_buf *b, const struct pyd_profile *p,
 }
 
 static void data_json(struct pyd_buf *b, const struct pyd_profile *p,
-                      const struct order *o)
+                      const struct order *o, const struct base *base)
 {
 	meta_json(b, p);
+	if (base)
+		pyd_buf_printf(b, "\"diff\": {\"base_samples\": %llu},\n",
+		               (unsigned long long)base->samples);
 	frames_json(b, p);
 	threads_json(b, p, o);
 	PUT(b, "\"nodes\": {");
-	for (enum column c = COL_FRAME; c <= COL_AWAIT; c++)
-		column_json(b, p, o, c);
+	for (enum column c = COL_FRAME; c <= (base ? COL_BASE : COL_AWAIT); c++)
+		column_json(b, p, o, base, c);
 	PUT(b, "}}");
+}
+
+static void page(struct pyd_buf *b, const struct pyd_profile *p,
+                 const struct base *base)
+{
+	struct order o;
+	struct pyd_buf data = {0};
+
+	if (order_nodes(p, &o))
+		data_json(&data, p, &o, base);
+	else
+		data.failed = true;
+	pyd_prof_page(b, (const char *)flamegraph_html, &data);
+	pyd_buf_free(&data);
+	free(o.nodes);
+	free(o.new_of);
 }
 
 void pyd_report_prof_flamegraph(struct pyd_buf *b, const struct pyd_profile *p,
                                 size_t limit)
 {
 	(void)limit;
-	const char *page = (const char *)flamegraph_html;
-	const char *mark = strstr(page, DATA_MARK);
-	const char *rest = mark + strlen(DATA_MARK);
-	struct order o;
-	struct pyd_buf data = {0};
+	page(b, p, NULL);
+}
 
-	/* The JSON goes to its own buffer first to be escaped on the way. */
-	if (order_nodes(p, &o))
-		data_json(&data, p, &o);
-	else
-		data.failed = true;
-	pyd_buf_put(b, page, (size_t)(mark - page));
-	if (data.failed) {
-		b->failed = true;
-		PUT(b, "null");
-	} else {
-		put_script_safe(b, data.data, data.len);
-	}
-	pyd_buf_put(b, rest, strlen(rest));
-	pyd_buf_free(&data);
-	free(o.nodes);
-	free(o.new_of);
+void pyd_report_flamegraph_diff(struct pyd_buf *b, const struct pyd_profile *p,
+                                const uint64_t *base_total,
+                                uint64_t base_samples)
+{
+	page(b, p, &(struct base){base_total, base_samples});
 }

@@ -18,6 +18,7 @@
 
 #include "../grow.h"
 #include "../pyd_stream.h"
+#include "read.h"
 #include "report.h"
 
 #define MAGIC       "PYDREC"
@@ -641,7 +642,7 @@ static int decode_more(struct reader *rd)
 	return o.pos > 0;
 }
 
-/* Every record; PYD_E_RECORDING with why for a corrupt one. */
+/* Every record; PYD_E_PROFILE with why for a corrupt one. */
 static enum pyd_err read_all(struct reader *rd, char *detail, size_t detailsz)
 {
 	bool magic = false;
@@ -655,14 +656,14 @@ static enum pyd_err read_all(struct reader *rd, char *detail, size_t detailsz)
 			snprintf(detail, detailsz, "%s at byte %llu of its "
 			         "decompressed records", c.why,
 			         (unsigned long long)(rd->parsed + rd->pos));
-			return PYD_E_RECORDING;
+			return PYD_E_PROFILE;
 		}
 		int more = decode_more(rd);
 		if (more < 0) {
 			snprintf(detail, detailsz, "its zstd data is corrupt "
 			         "near byte %zu (the file was damaged)",
 			         rd->inpos);
-			return PYD_E_RECORDING;
+			return PYD_E_PROFILE;
 		}
 		if (!more)
 			break;
@@ -673,7 +674,7 @@ static enum pyd_err read_all(struct reader *rd, char *detail, size_t detailsz)
 		         ? "it ends before its first record: nothing was "
 		           "recorded"
 		         : "no header record");
-		return PYD_E_RECORDING;
+		return PYD_E_PROFILE;
 	}
 	return PYD_OK;
 }
@@ -732,7 +733,7 @@ enum pyd_err pyd_replay(const void *data, size_t len, struct pyd_profile *p,
 		snprintf(detail, detailsz, "%s", len ? "not a pystack-dump "
 		         "recording (no zstd frame at its start)"
 		         : "empty: nothing was recorded");
-		return PYD_E_RECORDING;
+		return PYD_E_PROFILE;
 	}
 	struct reader rd = {.p = p, .r = r, .in = data, .inlen = len};
 	rd.z = ZSTD_createDCtx();
@@ -742,4 +743,22 @@ enum pyd_err pyd_replay(const void *data, size_t len, struct pyd_profile *p,
 		fill_meta(&rd);
 	reader_free(&rd);
 	return err;
+}
+
+enum pyd_err pyd_read_prof_raw(char *text, size_t len,
+                               struct pyd_profile **out, char *detail,
+                               size_t detailsz)
+{
+	struct pyd_profile *p = pyd_profile_new(true, 0);
+	if (!p)
+		return PYD_E_NOMEM;
+	struct pyd_replay r = {0};
+	enum pyd_err err = pyd_replay(text, len, p, &r, detail, detailsz);
+	if (err) {
+		pyd_profile_free(p);
+		return err;
+	}
+	pyd_profile_finish(p);
+	*out = p;
+	return PYD_OK;
 }

@@ -105,6 +105,7 @@ const char *pyd_task_state_name(enum pyd_task_state st);
 struct pyd_profile;
 struct pyd_prof_frame;
 struct pyd_prof_thread;
+struct pyd_prof_opts;
 
 /* A task boundary as shown: "<task NAME>", into buf. */
 const char *pyd_task_label(const char *name, char *buf, size_t bufsz);
@@ -143,6 +144,15 @@ void pyd_prof_walk_start(struct pyd_prof_walk *w, const struct pyd_profile *p,
                          uint32_t top);
 bool pyd_prof_walk_next(struct pyd_prof_walk *w, uint32_t *node);
 
+/*
+ * An HTML page of a profile: the template page (embedded at build time,
+ * tools/embed.py) with its "@PYD_DATA@" marker, inside a script element,
+ * replaced by the JSON in data (every '<' escaped); "null" if data
+ * failed, and b fails too.
+ */
+void pyd_prof_page(struct pyd_buf *b, const char *page,
+                   const struct pyd_buf *data);
+
 /* A function's samples: frames that differ only in their line are one
  * function, named by the frame of index frame. */
 struct pyd_prof_func {
@@ -177,9 +187,20 @@ void pyd_report_prof_collapsed(struct pyd_buf *b, const struct pyd_profile *p,
 /* The trees as flat JSON (docs/profile-formats.md). */
 void pyd_report_prof_json(struct pyd_buf *b, const struct pyd_profile *p,
 			size_t limit);
+/* Source files with their samples per line: one HTML page, their text
+ * from o->source_line. */
+void pyd_report_prof_heatmap(struct pyd_buf *b, const struct pyd_profile *p,
+			const struct pyd_prof_opts *o);
 /* One self-contained interactive HTML page. */
 void pyd_report_prof_flamegraph(struct pyd_buf *b, const struct pyd_profile *p,
 			size_t limit);
+/* The flame graph of p as a differential one: base_total holds, per node
+ * of p, the samples of the same path in the profile compared against,
+ * which had base_samples in all; frames are coloured by the change of
+ * their share. */
+void pyd_report_flamegraph_diff(struct pyd_buf *b, const struct pyd_profile *p,
+                                const uint64_t *base_total,
+                                uint64_t base_samples);
 /* speedscope's file format (one sampled profile per thread). */
 void pyd_report_prof_speedscope(struct pyd_buf *b, const struct pyd_profile *p,
 			size_t limit);

@@ -12,9 +12,11 @@ spend_hot so far, seconds in spend_cold so far], ...]}, one entry per round
 the harness can take the split over exactly the window it sampled.
 
 Options: exit-after=SECS ends the loop after SECS seconds and exits 0
-(writing the .split file first).
+(writing the .split file first); hot-ms=MS and cold-ms=MS change the
+slices (30 and 10), for profiles of two different splits.
 
-usage: sample_split.py GROUND_TRUTH.json [exit-after=SECS]
+usage: sample_split.py GROUND_TRUTH.json [exit-after=SECS] [hot-ms=MS]
+                       [cold-ms=MS]
 """
 import os
 import signal
@@ -51,19 +53,21 @@ def write_split(*_):
 def main():
     opts = options()
     exit_after = float(opts["exit-after"]) if "exit-after" in opts else None
+    hot_s = float(opts.get("hot-ms", HOT_S * 1e3)) / 1e3
+    cold_s = float(opts.get("cold-ms", COLD_S * 1e3)) / 1e3
     signal.signal(signal.SIGUSR1, write_split)
     wait_workers()
     doc = base_truth()
     doc.update({"hot": code_info(spend_hot), "cold": code_info(spend_cold),
-                "slice_ms": {"hot": HOT_S * 1e3, "cold": COLD_S * 1e3}})
+                "slice_ms": {"hot": hot_s * 1e3, "cold": cold_s * 1e3}})
     hot = cold = 0.0
     start = time.monotonic()
     written = False
     while exit_after is None or time.monotonic() - start < exit_after:
         t0 = time.monotonic()
-        spend_hot(t0 + HOT_S)
+        spend_hot(t0 + hot_s)
         t1 = time.monotonic()
-        spend_cold(t1 + COLD_S)
+        spend_cold(t1 + cold_s)
         t2 = time.monotonic()
         hot += t1 - t0
         cold += t2 - t1

@@ -110,10 +110,27 @@ def replay_errors(tool, tg, gt):
         if sl is not None and not 0 < sl["samples"] < n:
             errs.append("--from 1 --to 2: %d samples of %d" % (sl["samples"], n))
         errs += jsonl_errors(report(tool, path, ["-f", "jsonl"])[2], gt, n)
+        errs += diff_errors(tool, path, sum(counts.values()))
         return errs, "%d samples, %d bytes (%.0f bytes/10k samples), hot %.1f%%" % (
             n, size, size * 1e4 / max(1, n), share)
     finally:
         remove(path)
+
+
+def diff_errors(tool, path, n):
+    """diff reads a recording as a profile (pyd_profile_read): against
+    itself, every stack's samples the same in both, n in all."""
+    argv, rc, out, err, _ = tool_run(tool, ["diff", "-f", "collapsed", path, path],
+                                     timeout=SAMPLE_TIMEOUT)
+    if rc != 0:
+        return ["%s exited %s: %s" % (" ".join(argv), rc, short(err))]
+    rows = [line.rsplit(" ", 3) for line in out.decode().splitlines() if line.strip()]
+    if any(len(r) != 4 or r[1] != r[2] or float(r[3]) != 0 for r in rows):
+        return ["diff of a recording with itself: a stack changed: %r" % out[:300]]
+    if sum(int(r[1]) for r in rows) != n:
+        return ["diff of a recording with itself: %d samples, report %d"
+                % (sum(int(r[1]) for r in rows), n)]
+    return []
 
 
 def jsonl_errors(out, gt, n=None):
@@ -245,6 +262,10 @@ def test_report_foreign(tool, content):
         assert rc == EXIT_PROFILE, "%s: exit %s: %s" % (" ".join(argv), rc, short(err))
         assert path.encode() in err and b"recording" in err, short(err)
         assert not out
+        # diff reads profiles and recordings alike: the same exit status
+        argv, rc, out, err, _ = tool_run(tool, ["diff", path, path])
+        assert rc == EXIT_PROFILE and b"as a profile" in err, \
+            "%s: exit %s: %s" % (" ".join(argv), rc, short(err))
     finally:
         remove(path)
 

@@ -33,6 +33,22 @@ int top_main(int argc, char **argv);
 /* pystack-dump diff ... (argv[0] is "diff") */
 int diff_main(int argc, char **argv);
 struct pyd_opts;
+struct pyd_profile;
+struct pyd_prof_format;
+/* pystack-dump report ... (argv[0] is "report") */
+int report_main(int argc, char **argv);
+/* The -f lines of a help, from the table of formats: each summary line
+ * in the third column, then the suffixes that pick it. */
+void cli_format_help(void);
+/* -f, else the output's name, else by where the output goes (a table
+ * on a terminal, else collapsed). */
+const struct pyd_prof_format *cli_format_for(const struct pyd_opts *o);
+/* prof, finished, as o->format (o->threads, o->limit) into path (NULL:
+ * stdout), source lines (the heat map's) read under directory root (NULL
+ * or "": as named); the exit status, with prog's message if it failed. */
+int cli_write_profile(const char *prog, struct pyd_profile *prof,
+                      const struct pyd_opts *o, const char *path,
+                      const char *root);
 /* The top view of process pid with opt's rate, mode, duration and
  * subprocesses (top, sample --live); the exit status. */
 int top_run(int pid, const struct pyd_opts *opt);

@@ -30,6 +30,9 @@ static const char usage_text[] =
 	"                                          pystack-dump top --help)\n"
 	"       pystack-dump diff [OPTIONS] BASE NEW  (compare two profiles:\n"
 	"                                          pystack-dump diff --help)\n"
+	"       pystack-dump report [OPTIONS] FILE  (a recording, sample -f raw,\n"
+	"                                          as a profile: see\n"
+	"                                          pystack-dump report --help)\n"
 	"       pystack-dump [OPTIONS] --core CORE [--exe EXE] [--sysroot DIR]\n"
 	"       pystack-dump [OPTIONS] --snapshot FILE\n"
 	"\n"
@@ -137,7 +140,9 @@ static const char usage_text[] =
 	"  4 permission denied  12 core of another architecture\n"
 	"  5 not a Python process 13 core truncated; printed what was read\n"
 	"  6 unsupported Python  14 bad or unsupported snapshot file\n"
-	"  7 process exited during the read  15 --exe does not match the core\n";
+	"  7 process exited during the read  15 --exe does not match the core\n"
+	"                        16 bad or unsupported profile or recording\n"
+	"                           file (diff, report)\n";
 
 struct options {
 	struct target_spec spec; /* from opt's core, exe, ... and the PID */
@@ -623,6 +628,8 @@ int main(int argc, char **argv)
 		return top_main(argc - 1, argv + 1);
 	if (argc > 1 && !strcmp(argv[1], "diff"))
 		return diff_main(argc - 1, argv + 1);
+	if (argc > 1 && !strcmp(argv[1], "report"))
+		return report_main(argc - 1, argv + 1);
 	struct options o = {0};
 	int rc = parse_args(argc, argv, &o);
 	if (rc)

@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../core/pyd_profile.h"
+#include "../core/pyd_stream.h"
 #include "../core/report/report.h"
 #include "../frontend/options.h"
 #include "../frontend/source.h"
@@ -59,9 +59,23 @@ static const char usage_head[] =
     "                      descendants skipped (not Python)\n";
 
 static const char usage_tail[] =
+    "                      raw and jsonl are written as samples are\n"
+    "                      taken, flushed at least every second (raw)\n"
+    "                      or tenth of a second (jsonl): a run killed\n"
+    "                      leaves what came before. A raw recording\n"
+    "                      (docs/recording-format.md) holds each\n"
+    "                      sample's time, thread and stack: turn it into\n"
+    "                      any format, or a time slice, with pystack-dump\n"
+    "                      report (see pystack-dump report --help)\n"
     "  -o, --output FILE   write there (default stdout); without -f the\n"
     "                      name's suffix picks the format (-o above),\n"
     "                      else collapsed\n"
+    "      --every SEC     write a profile every SEC seconds and keep\n"
+    "                      sampling, each from fresh (memory stays flat):\n"
+    "                      -o names the files through strftime at each\n"
+    "                      interval's end, e.g. -o 'prof-%Y%m%dT%H%M%S.pb.gz'\n"
+    "                      (one name twice: the later file replaces it).\n"
+    "                      Not with -n, raw or jsonl (already streamed)\n"
     "      --list-formats  print each format, its -o suffixes and what it\n"
     "                      is, one per line (tab-separated), and exit\n"
     "      --no-lines      aggregate by function, not by line\n"
@@ -81,13 +95,13 @@ static const char usage_tail[] =
     "  pystack-dump sample 1234                 # table until Ctrl-C\n"
     "  pystack-dump sample -d 10 -o prof.html 1234\n"
     "  pystack-dump sample -m async -d 5 1234   # where tasks await\n"
-    "  pystack-dump sample -r max -f collapsed -- python3 app.py\n";
+    "  pystack-dump sample -r max -f collapsed -- python3 app.py\n"
+    "  pystack-dump sample -o run.pydrec 1234   # record; then e.g.\n"
+    "  pystack-dump report run.pydrec --from 60 --to 90 -o slice.html\n"
+    "  pystack-dump sample --every 60 -o 'prof-%H%M%S.pb.gz' 1234\n";
 
-/* The -f part of the help, from the table of formats: each summary line
- * in the third column, then the suffixes that pick it. */
-static void usage(void)
+void cli_format_help(void)
 {
-	fputs(usage_head, stdout);
 	for (const struct pyd_prof_format *f = pyd_prof_formats; f->name; f++) {
 		const char *line = f->summary;
 		printf("%-22s%-12s", f == pyd_prof_formats ? "  -f, --format FMT"
@@ -103,6 +117,12 @@ static void usage(void)
 			printf(" *%s", f->suffixes[i]);
 		printf(")\n");
 	}
+}
+
+static void usage(void)
+{
+	fputs(usage_head, stdout);
+	cli_format_help();
 	fputs(usage_tail, stdout);
 }
 
@@ -152,8 +172,7 @@ static void say(enum pyd_say what, enum pyd_err err, const char *file,
 	cli_say(&e, what, err);
 }
 
-/* -f, else the output's name, else by where the output goes. */
-static const struct pyd_prof_format *format_for(const struct pyd_opts *o)
+const struct pyd_prof_format *cli_format_for(const struct pyd_opts *o)
 {
 	if (o->format)
 		return o->format;
@@ -161,6 +180,21 @@ static const struct pyd_prof_format *format_for(const struct pyd_opts *o)
 		return pyd_prof_format_for_file(o->output);
 	return pyd_prof_format_named(isatty(STDOUT_FILENO) ? "table"
 	                                                   : "collapsed");
+}
+
+/* --every writes files of its own, one profile each. */
+static int check_every(const struct pyd_opts *o)
+{
+	if (!o->output)
+		return bad_usage("%s", "--every needs -o: the files' names "
+		                       "(strftime fields, e.g. prof-%H%M%S.json)");
+	if (o->format->stream)
+		return bad_usage("-f %s is written as samples come: not with "
+		                 "--every", o->format->name);
+	if (o->samples || o->live)
+		return bad_usage("%s", "--every samples until -d, Ctrl-C or "
+		                       "the target's exit: not with -n or --live");
+	return 0;
 }
 
 static int parse_sample_args(int argc, char **argv, struct sample_opts *o)
@@ -194,8 +228,8 @@ static int parse_sample_args(int argc, char **argv, struct sample_opts *o)
 	if (o->opt.live && (o->command || o->opt.format || o->opt.output))
 		return bad_usage("%s", "--live shows a PID's top view: not with "
 		                       "-- PROGRAM, -f or -o");
-	o->opt.format = format_for(&o->opt);
-	return 0;
+	o->opt.format = cli_format_for(&o->opt);
+	return o->opt.every ? check_every(&o->opt) : 0;
 }
 
 /* ---- the run ---- */
@@ -204,6 +238,19 @@ struct run {
 	struct sample_opts *o;
 	struct procset ps;
 	struct pyd_profile *prof;
+	/* a streamed format: written to out as samples come */
+	struct pyd_stream *stream;
+	FILE *out;
+	int out_errno; /* why out failed, 0 if it did not */
+	/* --every: when the current interval began and ends, its reads
+	 * before it, the whole run's counts, the files written */
+	int64_t interval_start, interval_end;
+	uint64_t reads_before;
+	struct pyd_prof_meta total;
+	size_t written;
+	char last_file[4096];
+	int failed; /* an exit status that stops sampling */
+	bool tty;   /* the status line is shown */
 	pid_t child; /* launched program, or 0 */
 	int child_status;
 	bool child_reaped;
@@ -220,6 +267,13 @@ static int64_t now_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static uint64_t unix_us(void)
+{
+	struct timeval tv;
+	gettimeofday(&tv, NULL);
+	return (uint64_t)tv.tv_sec * 1000000u + (uint64_t)tv.tv_usec;
 }
 
 static enum pyd_err attach(struct run *r, char *detail, size_t detailsz)
@@ -242,14 +296,15 @@ static void detach(struct run *r)
 	r->root_fd = -1;
 }
 
-/* Source lines as the dump reads them, through the target's root (the
- * held one: the target may be gone); the heat map shows them. */
-static struct source_cache *source_of(const struct run *r)
+/* Where source lines are read, as the dump reads them: through the
+ * target's root (the held one: the target may be gone), in buf; the heat
+ * map shows them. */
+static const char *source_root(const struct run *r, char *buf, size_t size)
 {
-	char root[64] = "";
+	buf[0] = 0;
 	if (r->root_fd >= 0)
-		snprintf(root, sizeof root, "/proc/self/fd/%d", r->root_fd);
-	return source_cache_new(root);
+		snprintf(buf, size, "/proc/self/fd/%d", r->root_fd);
+	return buf;
 }
 
 static bool child_gone(struct run *r)
@@ -300,10 +355,9 @@ static enum pyd_err launch(struct run *r, char *detail, size_t detailsz)
 }
 
 /* The live line on a terminal, five times a second. */
-static void status_line(void *ctx, const struct pyd_prof_meta *m)
+static void status_line(struct run *r, const struct pyd_prof_meta *m,
+                        int64_t now)
 {
-	struct run *r = ctx;
-	int64_t now = now_ns();
 	if (now - r->shown < 200000000LL)
 		return;
 	r->shown = now;
@@ -325,8 +379,25 @@ static void status_line(void *ctx, const struct pyd_prof_meta *m)
 
 static bool stop_requested(void *ctx)
 {
-	(void)ctx;
-	return stop_signal != 0;
+	struct run *r = ctx;
+	return stop_signal != 0 || r->failed;
+}
+
+static void cut_interval(struct run *r, int64_t now);
+
+/* After every round: the status line, a stream's records due, an
+ * interval's end. */
+static void on_round(void *ctx, const struct pyd_prof_meta *m)
+{
+	struct run *r = ctx;
+	/* No look at the clock that nothing needs: it costs at max rate. */
+	int64_t now = r->tty || r->interval_end ? now_ns() : 0;
+	if (r->tty)
+		status_line(r, m, now);
+	if (r->stream && !pyd_stream_tick(r->stream))
+		r->failed = PYD_E_READ;
+	if (r->interval_end && now >= r->interval_end)
+		cut_interval(r, now);
 }
 
 static enum pyd_err sample_round(void *ctx, unsigned *nstacks)
@@ -337,17 +408,19 @@ static enum pyd_err sample_round(void *ctx, unsigned *nstacks)
 
 static void sample_loop(struct run *r)
 {
-	bool tty = !r->o->opt.quiet && isatty(STDERR_FILENO);
+	bool tty = r->tty = !r->o->opt.quiet && isatty(STDERR_FILENO);
 	struct pyd_sample_loop l = {
 	    .rate = r->o->opt.rate,
 	    .max_rounds = r->o->opt.samples,
 	    .max_seconds = r->o->opt.duration,
 	    .stop = stop_requested,
-	    .tick = tty ? status_line : NULL,
+	    .tick = tty || r->stream || r->o->opt.every ? on_round : NULL,
 	    .round = sample_round,
 	    .ctx = r,
 	};
-	r->start = r->shown = now_ns();
+	r->start = r->shown = r->interval_start = now_ns();
+	if (r->o->opt.every)
+		r->interval_end = r->start + (int64_t)(r->o->opt.every * 1e9);
 	enum pyd_sample_end e = pyd_sample_loop(NULL, &l, &r->prof->meta);
 	if (tty)
 		fputs("\r\033[K", stderr);
@@ -358,35 +431,36 @@ static void sample_loop(struct run *r)
 }
 
 /* The table leaves idle threads out, unless --idle. */
-static bool hides_idle(const struct run *r)
+static bool hides_idle(const struct pyd_opts *o)
 {
-	return !r->o->opt.idle && !strcmp(r->o->opt.format->name, "table");
+	return !o->idle && !strcmp(o->format->name, "table");
 }
 
-static int output(struct run *r)
+int cli_write_profile(const char *prog, struct pyd_profile *prof,
+                      const struct pyd_opts *o, const char *path,
+                      const char *root)
 {
-	pyd_profile_finish(r->prof);
+	pyd_profile_finish(prof);
 	struct pyd_buf b = {0};
 	struct pyd_profile *active =
-	    hides_idle(r) ? pyd_profile_active(r->prof) : NULL;
-	struct source_cache *sc = source_of(r);
-	struct pyd_prof_opts po = {.per_thread = r->o->opt.threads,
-	                           .limit = r->o->opt.limit,
+	    hides_idle(o) ? pyd_profile_active(prof) : NULL;
+	struct source_cache *sc = source_cache_new(root);
+	struct pyd_prof_opts po = {.per_thread = o->threads,
+	                           .limit = o->limit,
 	                           .source_line = source_cache_line,
 	                           .source_ctx = sc};
-	enum pyd_err err =
-	    hides_idle(r) && !active
-	        ? PYD_E_NOMEM
-	        : pyd_report_prof(&b, active ? active : r->prof,
-	                          r->o->opt.format, &po);
+	enum pyd_err err = hides_idle(o) && !active
+	                       ? PYD_E_NOMEM
+	                       : pyd_report_prof(&b, active ? active : prof,
+	                                         o->format, &po);
 	source_cache_free(sc);
 	if (err) {
 		pyd_profile_free(active);
 		pyd_buf_free(&b);
-		fprintf(stderr, "pystack-dump sample: out of memory\n");
+		fprintf(stderr, "%s: out of memory\n", prog);
 		return PYD_E_NOMEM;
 	}
-	FILE *f = r->o->opt.output ? fopen(r->o->opt.output, "wb") : stdout;
+	FILE *f = path ? fopen(path, "wb") : stdout;
 	bool ok = f && (!b.len || fwrite(b.data, 1, b.len, f) == b.len);
 	if (f && f != stdout)
 		ok &= fclose(f) == 0;
@@ -395,12 +469,73 @@ static int output(struct run *r)
 	pyd_buf_free(&b);
 	pyd_profile_free(active);
 	if (!ok && errno != EPIPE) {
-		say(PYD_SAY_CANNOT_WRITE, PYD_E_READ,
-		    r->o->opt.output ? r->o->opt.output : "the profile",
-		    strerror(errno));
+		struct pyd_explain e = {.prog = prog,
+		                        .shell = PYD_SHELL_CLI,
+		                        .file = path ? path : "the profile",
+		                        .detail = strerror(errno)};
+		cli_say(&e, PYD_SAY_CANNOT_WRITE, PYD_E_READ);
 		return PYD_E_READ;
 	}
 	return 0;
+}
+
+/* The finished profile prof into path (NULL: stdout). */
+static int output(struct run *r, struct pyd_profile *prof, const char *path)
+{
+	char root[64];
+	return cli_write_profile("pystack-dump sample", prof, &r->o->opt, path,
+	                         source_root(r, root, sizeof root));
+}
+
+/* What the loop does not count in a profile's meta, at its end (now). */
+static void finish_meta(struct run *r, struct pyd_profile *prof, int64_t now)
+{
+	struct pyd_prof_meta *m = &prof->meta;
+	uint64_t reads = procset_reads(&r->ps);
+	m->reads = reads - r->reads_before;
+	r->reads_before = reads;
+	prof->by_process = r->o->opt.subprocesses;
+	if (r->o->opt.every)
+		m->duration_s = (double)(now - r->interval_start) / 1e9;
+	m->interval_s = m->ticks ? m->duration_s / (double)m->ticks : 0;
+}
+
+/* --every: the interval's profile, named at its end. */
+static int write_interval(struct run *r, struct pyd_profile *prof, int64_t now)
+{
+	finish_meta(r, prof, now);
+	struct pyd_prof_meta *t = &r->total, *m = &prof->meta;
+	t->ticks += m->ticks;
+	t->samples += m->samples;
+	t->errors += m->errors;
+	t->missed += m->missed;
+	t->reads += m->reads;
+	time_t wall = time(NULL);
+	struct tm tm;
+	if (!strftime(r->last_file, sizeof r->last_file, r->o->opt.output,
+	              localtime_r(&wall, &tm))) {
+		say(PYD_SAY_CANNOT_WRITE, PYD_E_READ, r->o->opt.output,
+		    "the name is empty or too long after strftime");
+		return PYD_E_READ;
+	}
+	int rc = output(r, prof, r->last_file);
+	r->written += !rc;
+	return rc;
+}
+
+/* --every: the interval ends; the samplers go on into a fresh profile. */
+static void cut_interval(struct run *r, int64_t now)
+{
+	struct pyd_profile *done = pyd_profile_split(r->prof);
+	if (!done) {
+		r->failed = PYD_E_NOMEM;
+		return;
+	}
+	r->failed = write_interval(r, done, now);
+	pyd_profile_free(done);
+	r->prof->meta.start_unix_us = unix_us();
+	r->interval_start = now;
+	r->interval_end = now + (int64_t)(r->o->opt.every * 1e9);
 }
 
 /* --subprocesses: what each process gave, and who was left out. */
@@ -432,7 +567,7 @@ static void processes_summary(const struct run *r)
 static void idle_summary(const struct run *r)
 {
 	size_t n = 0;
-	for (size_t i = 0; hides_idle(r) && i < r->prof->nthreads; i++)
+	for (size_t i = 0; hides_idle(&r->o->opt) && i < r->prof->nthreads; i++)
 		n += pyd_prof_thread_idle(&r->prof->threads[i]);
 	if (n)
 		fprintf(stderr,
@@ -441,9 +576,8 @@ static void idle_summary(const struct run *r)
 		        n, n == 1 ? "" : "s", n == 1 ? "it" : "them");
 }
 
-static void summary(const struct run *r)
+static void summary(const struct run *r, const struct pyd_prof_meta *m)
 {
-	const struct pyd_prof_meta *m = &r->prof->meta;
 	double rate = m->duration_s > 0 ? (double)m->ticks / m->duration_s : 0;
 	fprintf(stderr,
 	        "pystack-dump sample: %s after %.2f s. %llu samples in %llu "
@@ -476,7 +610,11 @@ static void summary(const struct run *r)
 		        "pystack-dump sample: the call tree reached its "
 		        "size limit; deeper new paths were folded into "
 		        "their callers.\n");
-	if (r->o->opt.output)
+	if (r->o->opt.every)
+		fprintf(stderr, "pystack-dump sample: wrote %zu profiles (%s), "
+		        "the last %s.\n", r->written, r->o->opt.format->name,
+		        r->written ? r->last_file : "none");
+	else if (r->o->opt.output)
 		fprintf(stderr, "pystack-dump sample: wrote %s (%s).\n",
 		        r->o->opt.output, r->o->opt.format->name);
 }
@@ -484,14 +622,105 @@ static void summary(const struct run *r)
 static void fill_meta(struct run *r)
 {
 	struct pyd_prof_meta *m = &r->prof->meta;
-	struct timeval tv;
-	gettimeofday(&tv, NULL);
 	m->pid = r->o->pid;
 	m->python_version = r->prof->processes[0].python_version;
 	m->mode = r->o->opt.mode;
 	m->rate_hz = r->o->opt.rate;
-	m->start_unix_us =
-	    (uint64_t)tv.tv_sec * 1000000u + (uint64_t)tv.tv_usec;
+	m->start_unix_us = unix_us();
+}
+
+/* The stream's sink: each chunk reaches the file at once, so a run
+ * killed leaves every chunk written before. */
+static bool write_out(void *ctx, const void *data, size_t n)
+{
+	struct run *r = ctx;
+	if (fwrite(data, 1, n, r->out) == n && fflush(r->out) == 0)
+		return true;
+	r->out_errno = errno;
+	return false;
+}
+
+static int open_stream(struct run *r)
+{
+	const char *path = r->o->opt.output;
+	r->out = path ? fopen(path, "wb") : stdout;
+	if (!r->out) {
+		say(PYD_SAY_CANNOT_WRITE, PYD_E_READ, path, strerror(errno));
+		return PYD_E_READ;
+	}
+	if (!pyd_stream_open(r->prof, r->o->opt.format, write_out, r,
+	                     &r->stream))
+		return 0;
+	if (r->out != stdout)
+		fclose(r->out);
+	fprintf(stderr, "pystack-dump sample: out of memory\n");
+	return PYD_E_NOMEM;
+}
+
+/* The stream's end; a reader that went away (a pipe to head) is no
+ * error. */
+static int close_stream(struct run *r)
+{
+	bool ok = pyd_stream_close(r->stream);
+	r->stream = NULL;
+	if (r->out != stdout && fclose(r->out) && ok) {
+		ok = false;
+		r->out_errno = errno;
+	}
+	if (ok || r->out_errno == EPIPE)
+		return 0;
+	if (!r->out_errno) {
+		fprintf(stderr, "pystack-dump sample: out of memory\n");
+		return PYD_E_NOMEM;
+	}
+	const char *path = r->o->opt.output;
+	say(PYD_SAY_CANNOT_WRITE, PYD_E_READ, path ? path : "the samples",
+	    strerror(r->out_errno));
+	return PYD_E_READ;
+}
+
+/* --every: the summary's counts are the whole run's. */
+static struct pyd_prof_meta whole_run(const struct run *r, double duration)
+{
+	struct pyd_prof_meta m = r->prof->meta;
+	const struct pyd_prof_meta *t = &r->total;
+	m.ticks = t->ticks;
+	m.samples = t->samples;
+	m.errors = t->errors;
+	m.missed = t->missed;
+	m.reads = t->reads;
+	m.duration_s = duration;
+	return m;
+}
+
+/* Sample, then write what is left to write. */
+static int run(struct run *r)
+{
+	fill_meta(r);
+	const struct pyd_opts *o = &r->o->opt;
+	int rc = o->format->stream ? open_stream(r) : 0;
+	if (rc)
+		return rc;
+	sample_loop(r);
+	int64_t now = now_ns();
+	double whole = r->prof->meta.duration_s;
+	if (r->stream) {
+		/* what stopped the stream is close_stream's to say */
+		finish_meta(r, r->prof, now);
+		rc = close_stream(r);
+	} else if (!o->every) {
+		finish_meta(r, r->prof, now);
+		rc = output(r, r->prof, o->output);
+	} else if (!r->failed && r->prof->meta.ticks) {
+		rc = write_interval(r, r->prof, now);
+	}
+	if (!o->quiet && o->every) {
+		struct pyd_prof_meta m = whole_run(r, whole);
+		summary(r, &m);
+	} else if (!o->quiet) {
+		summary(r, &r->prof->meta);
+	}
+	return rc ? rc : o->every ? r->failed : 0;
 }
 
 static void catch_signals(void)
@@ -563,17 +792,7 @@ int sample_main(int argc, char **argv)
 	} else if (err) {
 		rc = cli_report_error(err, &(struct target_spec){.pid = o.pid}, detail);
 	} else {
-		fill_meta(&r);
-		sample_loop(&r);
-		r.prof->meta.reads = procset_reads(&r.ps);
-		r.prof->by_process = o.opt.subprocesses;
-		r.prof->meta.interval_s =
-		    r.prof->meta.ticks
-		        ? r.prof->meta.duration_s / (double)r.prof->meta.ticks
-		        : 0;
-		rc = output(&r);
-		if (!o.opt.quiet)
-			summary(&r);
+		rc = run(&r);
 	}
 	detach(&r);
 	pyd_profile_free(r.prof);

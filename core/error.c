@@ -34,7 +34,7 @@ const char *pyd_strerror(enum pyd_err err)
 	case PYD_E_EXEMISMATCH:
 		return "executable does not match the core";
 	case PYD_E_PROFILE:
-		return "not a profile it reads";
+		return "bad or unsupported profile or recording";
 	}
 	return "unknown error";
 }

@@ -21,7 +21,8 @@ enum pyd_err {
 	PYD_E_TRUNCATED = 13, /* the core ends before its segments do */
 	PYD_E_SNAPSHOT = 14,  /* bad or unsupported snapshot file */
 	PYD_E_EXEMISMATCH = 15, /* --exe is not the core's executable */
-	PYD_E_PROFILE = 16,     /* not a profile file pystack-dump reads */
+	PYD_E_PROFILE = 16,     /* bad or unsupported profile or recording
+	                         * file (diff, report) */
 };
 
 /* A short human name for an error ("no such process", ...). */

@@ -101,9 +101,23 @@ struct pyd_prof_meta {
 	uint64_t missed;  /* ticks that came and went while we were busy */
 	uint64_t reads;   /* memory-source calls */
 	uint64_t cpu_samples, await_samples; /* async mode */
+	/* When the round being taken began, in µs after sampling began
+	 * (pyd_sample_loop sets it; a replayed recording, its samples'
+	 * times): the time of the samples pyd_profile_add is given. */
+	uint64_t round_us;
 	/* What a sampler found corrupt in its target's memory (the first
 	 * pyd_session_corruption), for the summary; "" if nothing. */
 	char corrupt[192];
+};
+
+/* One sample as pyd_profile_add counted it, for the profile's hook. */
+struct pyd_prof_sample {
+	uint32_t thread;        /* index into threads */
+	const uint32_t *frames; /* indexes into frames, outermost first */
+	size_t n;
+	size_t kept; /* how many outermost frames are the thread's previous
+	              * sample's */
+	bool awaiting;
 };
 
 struct pyd_profile {
@@ -125,6 +139,11 @@ struct pyd_profile {
 	bool gc;
 	size_t threads_merged; /* how many threads that tree holds */
 	struct pyd_prof_meta meta;
+	/* Told of every sample once it is counted (optional): the streamed
+	 * formats (pyd_stream.h) write samples as they come. */
+	void (*on_sample)(void *ctx, const struct pyd_profile *p,
+	                  const struct pyd_prof_sample *s);
+	void *on_sample_ctx;
 	struct pyd_profile_priv *priv;
 };
 
@@ -177,6 +196,14 @@ static inline bool pyd_prof_thread_idle(const struct pyd_prof_thread *t)
 /* Fill in the totals; call once sampling is over, before any report. */
 void pyd_profile_finish(struct pyd_profile *p);
 
+/*
+ * Everything counted so far, as a profile of its own, while p starts
+ * afresh for the samplers that feed it (sample --every): p keeps its
+ * processes, its hook and its meta's description (pid, version, mode,
+ * rate), its counts back at 0.  NULL (p unchanged) if out of memory.
+ */
+struct pyd_profile *pyd_profile_split(struct pyd_profile *p);
+
 /* A finished copy with every thread's tree of a process merged into one
  * thread (tid 0, "all threads"), one per process; NULL if out of memory. */
 struct pyd_profile *pyd_profile_merged(const struct pyd_profile *p);
@@ -187,6 +214,8 @@ struct pyd_profile *pyd_profile_active(const struct pyd_profile *p);
  * stay all listed); NULL if out of memory. */
 struct pyd_profile *pyd_profile_of_process(const struct pyd_profile *p,
                                            uint32_t proc);
+
+struct pyd_stream_writer;
 
 /* How pyd_report_prof writes a profile. */
 struct pyd_prof_opts {
@@ -215,6 +244,9 @@ struct pyd_prof_format {
 	 * (the heat map's source lines). */
 	void (*write_opts)(struct pyd_buf *b, const struct pyd_profile *p,
 	                   const struct pyd_prof_opts *o);
+	/* A streamed format instead (write and write_opts NULL): written
+	 * sample by sample as they are taken (pyd_stream.h). */
+	const struct pyd_stream_writer *stream;
 };
 
 /* Every format, in the order the help lists them; ends with a NULL name. */
@@ -230,7 +262,8 @@ void pyd_prof_format_list(char *out, size_t size);
 
 /*
  * Write a finished profile as format f: one merged tree unless
- * o->per_thread (or f->per_thread).
+ * o->per_thread (or f->per_thread).  PYD_E_USAGE for a streamed format,
+ * which no finished profile holds.
  */
 enum pyd_err pyd_report_prof(struct pyd_buf *b, const struct pyd_profile *p,
 			     const struct pyd_prof_format *f,
@@ -238,7 +271,8 @@ enum pyd_err pyd_report_prof(struct pyd_buf *b, const struct pyd_profile *p,
 
 /*
  * Reading a saved profile back (core/report/read.c): pystack-dump's JSON
- * tree or collapsed stacks, told apart by their content.  data is the
+ * tree, collapsed stacks or a recording (sample -f raw), told apart by
+ * their content.  data is the
  * whole file (copied).  A finished profile into *out (pyd_profile_free
  * it), or PYD_E_PROFILE with why in detail.
  */

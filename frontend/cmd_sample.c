@@ -125,6 +125,14 @@ enum pyd_err pyd_cmd_sample(const struct pyd_cmd *c,
                             struct pyd_buf *report, struct pyd_buf *msg)
 {
 	const struct pyd_prof_format *f = pick_format(c);
+	/* Written as samples come, while the debugger waits for the
+	 * command's one report: pystack-dump sample writes them. */
+	if (f->stream) {
+		pyd_buf_printf(msg, "py-sample: -f %s is written as samples are "
+		                    "taken: run pystack-dump sample -f %s -o "
+		                    "FILE PID.\n", f->name, f->name);
+		return PYD_E_USAGE;
+	}
 	char detail[256] = "";
 	struct pyd_session *s = NULL;
 	enum pyd_err err =

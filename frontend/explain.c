@@ -79,8 +79,8 @@ static const struct row rows[] = {
 	 "build).\n"},
 	{PYD_SAY_ERROR, PYD_E_PROFILE, FILES, false,
 	 "{prog}: cannot read {file} as a profile: {detail}. Give it collapsed "
-	 "stacks or pystack-dump's JSON profile (sample -f collapsed, "
-	 "-f json).\n"},
+	 "stacks, pystack-dump's JSON profile or a recording (sample -f "
+	 "collapsed, -f json, -f raw).\n"},
 	{PYD_SAY_ERROR, ANY_ERR, FILES, false,
 	 "{prog}: {file}: {error}{: detail}\n"},
 	{PYD_SAY_ERROR, ANY_ERR, PROCESS, false,
@@ -155,6 +155,16 @@ static const struct row rows[] = {
 	{PYD_SAY_LAUNCH_EXITED, ANY_ERR, CLI, false,
 	 "{prog}: {file}: {detail}; nothing was sampled.\n"},
 	{PYD_SAY_MODE_UNSUPPORTED, ANY_ERR, CLI, false, "{prog}: {detail}.\n"},
+	/* pystack-dump report. */
+	{PYD_SAY_CANNOT_READ, ANY_ERR, ANYWHERE, false,
+	 "{prog}: cannot read {file}{: detail}\n"},
+	{PYD_SAY_BAD_RECORDING, ANY_ERR, CLI, false,
+	 "{prog}: {file}: {error}{: detail}.{partial| The samples before "
+	 "that were reported.}\n"},
+	{PYD_SAY_RECORDING_CUT, ANY_ERR, CLI, false,
+	 "{prog}: {file} ends mid-record (the profiler was killed, or the "
+	 "file is still being written): reported the samples before the cut "
+	 "({count}).\n"},
 	/* Why --subprocesses reads no stack of a child. */
 	{PYD_SAY_SKIPPED, PYD_E_NOTPYTHON, CLI, false, "not a Python process"},
 	{PYD_SAY_SKIPPED, PYD_E_NOPROC, CLI, false, "exited"},

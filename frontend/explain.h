@@ -44,6 +44,12 @@ enum pyd_say {
 	PYD_SAY_SKIPPED,           /* why a child process is not read: a
 				    * reason, no prog, no newline */
 	PYD_SAY_NATIVE_UNREAD,     /* count threads' native stacks not read */
+	PYD_SAY_CANNOT_READ,       /* the input file {file} */
+	PYD_SAY_BAD_RECORDING,     /* {file} is no recording, or a corrupt one
+				    * (PYD_E_PROFILE; partial: the samples
+				    * before were reported) */
+	PYD_SAY_RECORDING_CUT,     /* recording {file} ends mid-record, after
+				    * count samples */
 };
 
 struct pyd_explain {
@@ -60,7 +66,9 @@ struct pyd_explain {
 	 * of what ("thread(s)", "task(s)") */
 	unsigned long long count;
 	const char *what;
-	bool partial; /* PYD_SAY_TRUNCATED: some stacks could not be read */
+	bool partial; /* PYD_SAY_TRUNCATED: some stacks could not be read;
+		       * PYD_SAY_BAD_RECORDING: the samples before are
+		       * reported */
 };
 
 /* The message for (say, err) as the shell says it, appended to out. */

@@ -19,6 +19,7 @@ enum kind {
 	STRING,
 	RATE,    /* 'max' (0) or samples per second */
 	SECONDS, /* > 0 */
+	OFFSET,  /* seconds >= 0 */
 	COUNT,   /* a whole number > 0 */
 	LIMIT,   /* 0 or a count (fractions truncated) */
 	SIZE,    /* a whole number 0..10000 (unsigned) */
@@ -44,6 +45,7 @@ struct opt {
 #define DUMP      PYD_IN_DUMP
 #define SAMPLING  (PYD_IN_SAMPLE | PYD_IN_PYSAMPLE)
 #define LIVE      (PYD_IN_SAMPLE | PYD_IN_TOP)
+#define REPORTS   (PYD_IN_SAMPLE | PYD_IN_REPORT) /* write a profile */
 
 /*
  * A new option is a row here and a field in struct pyd_opts, then the
@@ -76,17 +78,23 @@ static const struct opt opts[] = {
     {"duration", 'd', NULL, SECONDS, LIVE, AT(duration)},
     {"samples", 'n', OPERAND, COUNT, SAMPLING, AT(samples)},
     {"mode", 'm', "-m --mode", MODE, SAMPLING | PYD_IN_TOP, AT(mode)},
-    {"format", 'f', "-f --format", FORMAT, SAMPLING, AT(format)},
+    {"format", 'f', "-f --format", FORMAT, SAMPLING | PYD_IN_REPORT,
+     AT(format)},
     {"format", 'f', NULL, DIFF_FORMAT, PYD_IN_DIFF, AT(diff_format)},
-    {"output", 'o', "-o --output", STRING, SAMPLING | PYD_IN_DIFF, AT(output)},
-    {"no-lines", 0, NULL, FLAG, PYD_IN_SAMPLE, AT(no_lines)},
+    {"output", 'o', "-o --output", STRING,
+     SAMPLING | PYD_IN_DIFF | PYD_IN_REPORT, AT(output)},
+    {"every", 0, NULL, SECONDS, PYD_IN_SAMPLE, AT(every)},
+    {"from", 0, NULL, OFFSET, PYD_IN_REPORT, AT(from)},
+    {"to", 0, NULL, OFFSET, PYD_IN_REPORT, AT(to)},
+    {"no-lines", 0, NULL, FLAG, REPORTS, AT(no_lines)},
     {"no-gc", 0, "--no-gc", FLAG, SAMPLING | PYD_IN_TOP, AT(no_gc)},
     {"idle", 0, NULL, FLAG, PYD_IN_SAMPLE, AT(idle)},
-    {"threads", 0, NULL, FLAG, PYD_IN_SAMPLE, AT(threads)},
-    {"limit", 0, NULL, LIMIT, PYD_IN_SAMPLE | PYD_IN_DIFF, AT(limit)},
-    {"quiet", 'q', NULL, FLAG, PYD_IN_SAMPLE, AT(quiet)},
+    {"threads", 0, NULL, FLAG, REPORTS, AT(threads)},
+    {"limit", 0, NULL, LIMIT, REPORTS | PYD_IN_DIFF, AT(limit)},
+    {"quiet", 'q', NULL, FLAG, REPORTS, AT(quiet)},
     {"live", 0, NULL, FLAG, PYD_IN_SAMPLE, AT(live)},
-    {"help", 'h', NULL, ACTION, DUMP | LIVE | PYD_IN_DIFF, AT(help)},
+    {"help", 'h', NULL, ACTION, DUMP | LIVE | PYD_IN_DIFF | PYD_IN_REPORT,
+     AT(help)},
     {"version", 'V', NULL, ACTION, DUMP, AT(version)},
     {"list-formats", 0, NULL, ACTION, PYD_IN_SAMPLE, AT(list_formats)},
 };
@@ -129,6 +137,10 @@ static bool parse(enum kind k, const char *s, enum shell sh, void *to)
 		*(double *)to = v;
 		return true;
 	case SECONDS:
+		return number(s, to);
+	case OFFSET:
+		if (!strcmp(s, "0"))
+			return (*(double *)to = 0, true);
 		return number(s, to);
 	case COUNT:
 		if (!number(s, &v) || v > max_count[sh] ||
@@ -190,6 +202,7 @@ static const struct refusal {
 } refusals[] = {
     [RATE] = {"rate", "a number of samples per second or 'max'", NULL},
     [SECONDS] = {"duration", "seconds", NULL},
+    [OFFSET] = {"time", "seconds from the start", NULL},
     [COUNT] = {"count", "a count", NULL},
     [LIMIT] = {"limit", "a count", NULL},
     [SIZE] = {"size", "a whole number from 0 to 10000", NULL},

@@ -26,6 +26,7 @@
 #define PYD_IN_PRINT    64u /* py-print */
 #define PYD_IN_TOP      128u /* pystack-dump top PID */
 #define PYD_IN_DIFF     256u /* pystack-dump diff BASE NEW */
+#define PYD_IN_REPORT   512u /* pystack-dump report FILE */
 
 /* Every option's value, whatever the command: what it was not given
  * stays as pyd_opts_* set it (rate 1000, mode wall, limit 40, repr
@@ -51,6 +52,8 @@ struct pyd_opts {
 	const struct pyd_prof_format *format; /* NULL: not chosen */
 	const char *diff_format; /* diff -f: a pyd_diff_formats name */
 	const char *output;
+	double every; /* sample --every: seconds a profile; 0: one */
+	double from, to; /* report --from, --to: seconds; 0: the ends */
 	bool no_lines, threads, quiet;
 	bool no_gc; /* no <GC> frames */
 	bool idle;  /* the table keeps idle threads */
@@ -62,7 +65,8 @@ struct pyd_opts {
 
 /*
  * argv's options for the CLI command `in` (PYD_IN_DUMP,
- * PYD_IN_SAMPLE, PYD_IN_TOP or PYD_IN_DIFF), with getopt_long: true with optind at the first
+ * PYD_IN_SAMPLE, PYD_IN_TOP, PYD_IN_DIFF or PYD_IN_REPORT), with
+ * getopt_long: true with optind at the first
  * operand (or at help, version or list_formats, set in o); false with
  * the message (without the program's name) in err.
  */

@@ -37,6 +37,14 @@ USAGE = [
     ("sample: usage, no pid", ["sample"], 2),
     ("sample: usage, bad rate", ["sample", "-r", "fast", "1"], 2),
     ("sample: usage, bad mode", ["sample", "-m", "nope", "1"], 2),
+    ("sample: usage, --every without -o", ["sample", "--every", "1", "1"], 2),
+    ("sample: usage, --every with a stream", ["sample", "--every", "1", "-o", "x.pydrec", "1"], 2),
+    ("sample: usage, --every with -n", ["sample", "--every", "1", "-n", "5", "-o", "x.json", "1"],
+     2),
+    ("report: usage, no file", ["report"], 2),
+    ("report: usage, --from after --to", ["report", "--from", "5", "--to", "2", "x"], 2),
+    ("report: usage, bad --from", ["report", "--from", "-1", "x"], 2),
+    ("report: no such file", ["report", "/nonexistent/x.pydrec"], 16),
 ]
 
 

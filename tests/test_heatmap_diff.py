@@ -17,7 +17,7 @@ from harness.target import Target, tool_run
 
 INTERPS = ("pyenv-3.12", "sid-3.15")
 SECS = 2                   # -d of each profile
-EXIT_PROFILE = 16          # PYD_E_PROFILE: a file diff cannot read
+EXIT_PROFILE = 16          # PYD_E_PROFILE: a profile or recording diff or report cannot read
 HEATMAP_SCREENSHOT = "/tmp/pyd-heatmap.png"   # kept after the run (docs/heatmap.png)
 DIFF_SCREENSHOT = "/tmp/pyd-diff-flamegraph.png"
 # The two splits compared: hot/cold ms of a round (75/25, then 25/75).

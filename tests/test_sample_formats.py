@@ -93,6 +93,35 @@ def _collapsed_check(text, gt, cmd):
     return ["%s: %s" % (cmd, x) for x in e]
 
 
+def _jsonl_check(path, gt):
+    """Python's json module reads every line; the hot function is named."""
+    with open(path, "rb") as f:
+        lines = f.read().splitlines()
+    for i, line in enumerate(lines):
+        doc, e = parse_json_out(line)
+        if e:
+            return ["line %d: %s" % (i + 1, e)]
+    if not lines or not any(gt["hot"]["function"].encode() in line for line in lines):
+        return ["%d lines, none naming %s" % (len(lines), gt["hot"]["function"])]
+    return []
+
+
+def _raw_check(path, gt):
+    """The zstd tool decompresses the recording whole; it starts with
+    its magic and holds the hot function's name (docs/recording-format.md)."""
+    argv = ["zstd", "-dcq", path]
+    try:
+        p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    except FileNotFoundError:
+        return ["the zstd tool is not installed (tools/install-deps.sh)"]
+    if p.returncode != 0 or not p.stdout.startswith(b"PYDREC"):
+        return ["%s exited %s, output starts %r: %s"
+                % (" ".join(argv), p.returncode, p.stdout[:8], short(p.stderr))]
+    if gt["hot"]["function"].encode() not in p.stdout:
+        return ["%s not in the decompressed recording" % gt["hot"]["function"]]
+    return []
+
+
 # What each format must hold.  A format on stdout (no -o suffix) is checked
 # on its text, check(text, gt, cmd); one written to a file, by a consumer
 # that is not ours, check(path, gt).  Which formats there are and their
@@ -100,6 +129,8 @@ def _collapsed_check(text, gt, cmd):
 CHECKS = {
     "table": _table_check,
     "collapsed": _collapsed_check,
+    "jsonl": _jsonl_check,
+    "raw": _raw_check,
     "json": _json_consumer(
         lambda d: [] if d.get("format") == PROFILE_FORMAT else
         ["format %r, expected %r" % (d.get("format"), PROFILE_FORMAT)]),

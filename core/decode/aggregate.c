@@ -46,6 +46,8 @@ struct pyd_profile_priv {
 	uint32_t *process_threads; /* threads of each process */
 	size_t process_threads_cap;
 	struct last_path *last; /* per thread */
+	uint32_t *ids; /* the sample told to on_sample, as frame indexes */
+	size_t ids_cap;
 	struct pcache_entry pcache[PCACHE_SIZE];
 	size_t max_nodes;
 };
@@ -299,6 +301,7 @@ void pyd_profile_free(struct pyd_profile *p)
 	free(q->thread_tab);
 	free(q->process_threads);
 	free(q->last);
+	free(q->ids);
 	free(q);
 	free(p->frames);
 	free(p->nodes);
@@ -409,6 +412,23 @@ static size_t thread_index(struct pyd_profile *p, uint32_t process,
 	return p->nthreads++;
 }
 
+/* The sample just counted on thread ti (its path in last[ti]) to the
+ * hook. */
+static enum pyd_err tell(struct pyd_profile *p, size_t ti, size_t kept,
+                         bool awaiting)
+{
+	struct pyd_profile_priv *q = p->priv;
+	const struct last_path *last = &q->last[ti];
+	if (!pyd_grow((void **)&q->ids, &q->ids_cap, last->n, sizeof *q->ids))
+		return PYD_E_NOMEM;
+	for (size_t i = 0; i < last->n; i++)
+		q->ids[i] = last->v[i].frame;
+	struct pyd_prof_sample s = {(uint32_t)ti, q->ids, last->n, kept,
+	                            awaiting};
+	p->on_sample(p->on_sample_ctx, p, &s);
+	return PYD_OK;
+}
+
 enum pyd_err pyd_profile_add(struct pyd_profile *p, uint32_t process,
                              int64_t tid, const char *thread_name,
                              const struct pyd_frame *frames, size_t n,
@@ -422,7 +442,7 @@ enum pyd_err pyd_profile_add(struct pyd_profile *p, uint32_t process,
 	if (!pyd_grow((void **)&last->v, &last->cap, n, sizeof *last->v))
 		return PYD_E_NOMEM;
 	uint32_t node = p->threads[ti].node;
-	size_t d = 0;
+	size_t d = 0, kept = 0;
 	/* Outermost first; reuse the previous path while it matches. */
 	for (size_t i = n; i-- > 0; d++) {
 		uint32_t f = frame_of(p, &frames[i]);
@@ -430,6 +450,7 @@ enum pyd_err pyd_profile_add(struct pyd_profile *p, uint32_t process,
 			return PYD_E_NOMEM;
 		if (d < last->n && last->v[d].frame == f) {
 			node = last->v[d].node;
+			kept++;
 			continue;
 		}
 		last->n = d;
@@ -442,7 +463,7 @@ enum pyd_err pyd_profile_add(struct pyd_profile *p, uint32_t process,
 	p->nodes[node].self++;
 	if (awaiting)
 		p->nodes[node].self_await++;
-	return PYD_OK;
+	return p->on_sample ? tell(p, ti, kept, awaiting) : PYD_OK;
 }
 
 uint32_t pyd_profile_thread_node(struct pyd_profile *p, uint32_t process,
@@ -484,6 +505,40 @@ void pyd_profile_finish(struct pyd_profile *p)
 	/* A child always comes after its parent. */
 	for (size_t i = p->nnodes; i-- > 1;)
 		p->nodes[p->nodes[i].parent].total += p->nodes[i].total;
+}
+
+struct pyd_profile *pyd_profile_split(struct pyd_profile *p)
+{
+	struct pyd_profile *done = pyd_profile_new(p->lines, p->priv->max_nodes);
+	for (size_t i = 0; done && i < p->nprocesses; i++) {
+		const struct pyd_prof_process *pr = &p->processes[i];
+		if (pyd_profile_process(done, pr->pid, pr->ppid, pr->cmdline,
+		                        pr->python_version) != i) {
+			pyd_profile_free(done);
+			return NULL;
+		}
+		done->processes[i].exited = pr->exited;
+	}
+	if (!done)
+		return NULL;
+	/* The samplers hold p: it takes the fresh state, done the counts. */
+	struct pyd_profile fresh = *done;
+	*done = *p;
+	*p = fresh;
+	p->by_process = done->by_process;
+	p->on_sample = done->on_sample;
+	p->on_sample_ctx = done->on_sample_ctx;
+	done->on_sample = NULL;
+	const struct pyd_prof_meta *m = &done->meta;
+	p->meta = (struct pyd_prof_meta){.pid = m->pid,
+	                                 .python_version = m->python_version,
+	                                 .mode = m->mode,
+	                                 .rate_hz = m->rate_hz};
+	/* A version that pointed into the processes now points into p's. */
+	for (size_t i = 0; i < p->nprocesses; i++)
+		if (m->python_version == done->processes[i].python_version)
+			p->meta.python_version = p->processes[i].python_version;
+	return done;
 }
 
 /*

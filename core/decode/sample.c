@@ -936,11 +936,13 @@ static enum pyd_sample_end loop(struct pyd_sampler *sp,
 	for (;;) {
 		if (l->stop && l->stop(l->ctx))
 			return PYD_END_STOPPED;
-		if (now_ns() >= end)
+		int64_t now = now_ns();
+		if (now >= end)
 			return PYD_END_TIME;
 		if (l->max_rounds && m->ticks >= l->max_rounds)
 			return PYD_END_ROUNDS;
 		unsigned n = 0;
+		m->round_us = (uint64_t)(now - start) / 1000;
 		enum pyd_err err =
 		    l->round ? l->round(l->ctx, &n) : pyd_sample(sp, &n);
 		m->ticks++;

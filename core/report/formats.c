@@ -1,40 +1,46 @@
 /*
  * The table of profile formats: adding a format is a writer and a row
- * here (and its check in tests/test_sample_formats.py); -f, -o suffix
+ * here (a streamed one's writer is a struct pyd_stream_writer) (and its
+ * check in tests/test_sample_formats.py); -f, -o suffix
  * detection, the help of pystack-dump sample and py-sample, and the tests
  * (pystack-dump sample --list-formats: names and suffixes) all read it.
  */
 #include <stdio.h>
 #include <string.h>
 
-#include "../pyd_profile.h"
+#include "../pyd_stream.h"
 #include "report.h"
 
 const struct pyd_prof_format pyd_prof_formats[] = {
 	{"table", {NULL},
 	 "functions by direct and cumulative\nsamples (default on a terminal)",
-	 false, pyd_report_prof_table, NULL},
+	 false, pyd_report_prof_table, NULL, NULL},
 	{"collapsed", {NULL},
 	 "flamegraph.pl/inferno/speedscope\ninput (default otherwise)", false,
-	 pyd_report_prof_collapsed, NULL},
+	 pyd_report_prof_collapsed, NULL, NULL},
 	{"flamegraph", {".html", ".htm"}, "one interactive HTML page", false,
-	 pyd_report_prof_flamegraph, NULL},
+	 pyd_report_prof_flamegraph, NULL, NULL},
 	{"speedscope", {".speedscope.json"}, "speedscope.app JSON", true,
-	 pyd_report_prof_speedscope, NULL},
+	 pyd_report_prof_speedscope, NULL, NULL},
 	{"gecko", {".gecko.json"}, "Firefox Profiler JSON", true,
-	 pyd_report_prof_gecko, NULL},
+	 pyd_report_prof_gecko, NULL, NULL},
 	{"pprof", {".pb.gz", ".pprof"},
 	 "gzipped profile.proto (pprof, go\ntool pprof)", true,
-	 pyd_report_prof_pprof, NULL},
+	 pyd_report_prof_pprof, NULL, NULL},
 	{"pstats", {".pstats", ".prof"},
 	 "Python's pstats/cProfile file\n(python -m pstats, snakeviz)", false,
-	 pyd_report_prof_pstats, NULL},
+	 pyd_report_prof_pstats, NULL, NULL},
 	{"json", {".json"}, "the call tree (docs/profile-formats.md)", false,
-	 pyd_report_prof_json, NULL},
+	 pyd_report_prof_json, NULL, NULL},
 	{"heatmap", {".heat.html"},
 	 "source files with samples per line,\none HTML page", false, NULL,
-	 pyd_report_prof_heatmap},
-	{NULL, {NULL}, NULL, false, NULL, NULL},
+	 pyd_report_prof_heatmap, NULL},
+	{"raw", {".pydrec"},
+	 "every sample as taken, with zstd\n(pystack-dump report)",
+	 false, NULL, NULL, &pyd_stream_raw},
+	{"jsonl", {".jsonl"}, "a JSON line per sample, as taken",
+	 false, NULL, NULL, &pyd_stream_jsonl},
+	{NULL, {NULL}, NULL, false, NULL, NULL, NULL},
 };
 
 const struct pyd_prof_format *pyd_prof_format_named(const char *name)
@@ -82,6 +88,8 @@ enum pyd_err pyd_report_prof(struct pyd_buf *b, const struct pyd_profile *p,
 			     const struct pyd_prof_format *f,
 			     const struct pyd_prof_opts *o)
 {
+	if (!f->write && !f->write_opts)
+		return PYD_E_USAGE;
 	bool per_thread = o->per_thread || f->per_thread;
 	struct pyd_profile *merged = per_thread ? NULL : pyd_profile_merged(p);
 	if (!per_thread && !merged)

@@ -1,7 +1,8 @@
 /*
  * Reading profiles back (pyd_profile_read): one table of readers, each
  * claiming a file by its first bytes, and the reader of collapsed stacks.
- * A new input format (a recording, say) is a reader and a row here.
+ * A new input format is a reader and a row here (a recording's is
+ * recording.c's).
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -11,6 +12,12 @@
 #include "../grow.h"
 #include "../pyd_profile.h"
 #include "read.h"
+
+/* ZSTD_MAGICNUMBER, little-endian: a recording (sample -f raw). */
+static bool starts_zstd(const char *text, size_t len)
+{
+	return len >= 4 && !memcmp(text, "\x28\xb5\x2f\xfd", 4);
+}
 
 static bool starts_json(const char *text, size_t len)
 {
@@ -30,6 +37,7 @@ static const struct reader {
 	bool (*claims)(const char *text, size_t len);
 	pyd_prof_reader read;
 } readers[] = {
+    {"raw", starts_zstd, pyd_read_prof_raw},
     {"json", starts_json, pyd_read_prof_json},
     {"collapsed", is_text, pyd_read_prof_collapsed},
 };

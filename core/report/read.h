@@ -19,6 +19,11 @@ typedef enum pyd_err (*pyd_prof_reader)(char *text, size_t len,
 enum pyd_err pyd_read_prof_json(char *text, size_t len,
                                 struct pyd_profile **out, char *detail,
                                 size_t detailsz);
+/* A recording, whole (core/report/recording.c): a recording cut short
+ * gives the samples before the cut; a corrupt one is PYD_E_PROFILE. */
+enum pyd_err pyd_read_prof_raw(char *text, size_t len,
+                               struct pyd_profile **out, char *detail,
+                               size_t detailsz);
 enum pyd_err pyd_read_prof_collapsed(char *text, size_t len,
                                      struct pyd_profile **out, char *detail,
                                      size_t detailsz);

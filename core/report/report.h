@@ -213,5 +213,8 @@ void pyd_report_prof_pprof(struct pyd_buf *b, const struct pyd_profile *p,
 /* The marshal'd stats pstats.Stats loads: binary, b->len bytes. */
 void pyd_report_prof_pstats(struct pyd_buf *b, const struct pyd_profile *p,
 			size_t limit);
+/* The streamed formats (pyd_stream.h): recordings (docs/recording-format.md)
+ * and a JSON line per sample. */
+extern const struct pyd_stream_writer pyd_stream_raw, pyd_stream_jsonl;
 
 #endif

@@ -2,8 +2,8 @@
 starts and ends about 1,000 threads a second and keeps 500 alive
 (tests/targets/thread_storm.py).  Thread states are freed and reused
 under every read: no crash, exit 0, complete output with the workers'
-frames, and memory that stays flat (resident size in the last third of
-the run no more than a little above what it was a third in)."""
+frames, and memory and open files that stay flat (in the last third of
+the run no more than a little above what they were a third in)."""
 
 import json
 import os
@@ -22,9 +22,21 @@ SECONDS = 30
 # Growth of the resident size allowed between a third and the end of the
 # run: the call tree fills in as new paths appear, a leak grows on.
 RSS_SLACK_KB = 8192
+# ... and of its open files: a thread's /proc stat file is kept open while
+# the thread lives (500 are alive at any time), and those of exited ones
+# until the files have doubled, so the count swings up to twice; one kept
+# for every thread that ever was would triple from 10 s to 30 s.
+FDS_SLACK = 256
 # Versions of each thread-list and frame model: frame objects (3.6,
 # 3.10), interpreter frames (3.12), debug offsets (3.15).
 LOAD_VERSIONS = {(3, 6), (3, 10), (3, 12), (3, 15)}
+
+
+def open_fds(pid):
+    try:
+        return len(os.listdir("/proc/%d/fd" % pid))
+    except OSError:
+        return None
 
 
 def rss_kb(pid):
@@ -65,7 +77,7 @@ def test_sample_thread_storm(interp, tool, request):
         try:
             t0 = time.time()
             while p.poll() is None and time.time() - t0 < SECONDS + 60:
-                rss.append((time.time() - t0, rss_kb(p.pid)))
+                rss.append((time.time() - t0, rss_kb(p.pid), open_fds(p.pid)))
                 time.sleep(1)
             if p.poll() is None:
                 kill(p)
@@ -94,7 +106,13 @@ def test_sample_thread_storm(interp, tool, request):
             errs.append("output %s unreadable: %s" % (out, e))
         finally:
             remove(out)
-        kb = [(t, v) for t, v in rss if v]
+        fds = [(t, v) for t, _, v in rss if v]
+        early_fds = [v for t, v in fds if SECONDS / 3 <= t < SECONDS / 3 + 2]
+        late_fds = [v for t, v in fds if t >= SECONDS - 3]
+        if early_fds and late_fds and max(late_fds) > 2 * max(early_fds) + FDS_SLACK:
+            errs.append("open files grew from %d (at %d s) to %d: one kept per thread "
+                        "that ever was?" % (max(early_fds), SECONDS // 3, max(late_fds)))
+        kb = [(t, v) for t, v, _ in rss if v]
         early = [v for t, v in kb if SECONDS / 3 <= t < SECONDS / 3 + 2]
         late = [v for t, v in kb if t >= SECONDS - 3]
         if early and late and max(late) > max(early) + RSS_SLACK_KB:

@@ -45,6 +45,7 @@ struct pyd_live {
 		int fd;
 	} *stat_fds;
 	size_t nstat_fds;
+	size_t sweep_at; /* nstat_fds that calls for sweep_stat_fds */
 };
 
 static bool proc_alive(int pid)
@@ -147,11 +148,35 @@ static enum pyd_err live_readv(void *ctx, const struct pyd_iov *v, size_t n,
 	return err == PYD_E_EXITED ? err : PYD_OK;
 }
 
+/* Stat files kept open before the first sweep. */
+#define STAT_FDS_MIN 64
+
+/* Close the stat files of threads that have exited (reading one fails):
+ * a target that keeps starting threads must not make us hold a file for
+ * every thread it ever had.  Called when the open ones have doubled since
+ * the last sweep, so it costs a read per file now and then. */
+static void sweep_stat_fds(struct pyd_live *l)
+{
+	char c;
+	for (size_t i = 0; i < l->nstat_fds;) {
+		if (pread(l->stat_fds[i].fd, &c, 1, 0) == 1) {
+			i++;
+			continue;
+		}
+		close(l->stat_fds[i].fd);
+		l->stat_fds[i] = l->stat_fds[--l->nstat_fds];
+	}
+	l->sweep_at = 2 * l->nstat_fds > STAT_FDS_MIN ? 2 * l->nstat_fds
+						      : STAT_FDS_MIN;
+}
+
 static int stat_fd(struct pyd_live *l, int64_t tid)
 {
 	for (size_t i = 0; i < l->nstat_fds; i++)
 		if (l->stat_fds[i].tid == tid)
 			return l->stat_fds[i].fd;
+	if (l->nstat_fds >= l->sweep_at)
+		sweep_stat_fds(l);
 	char path[96];
 	snprintf(path, sizeof path, "/proc/%d/task/%lld/stat", l->pid,
 		 (long long)tid);
@@ -610,6 +635,7 @@ enum pyd_err pyd_live_open(int pid, struct pyd_live **out)
 		return PYD_E_NOMEM;
 	l->pid = pid;
 	l->mem_fd = -1;
+	l->sweep_at = STAT_FDS_MIN;
 	l->use_vm = true;
 	snprintf(l->root, sizeof l->root, "/proc/%d/root", pid);
 	l->src = (struct pyd_memsrc){

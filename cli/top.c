@@ -448,7 +448,8 @@ static void draw(struct top *t)
 {
 	sorting = t->sort;
 	sorting_prof = t->prof;
-	qsort(t->v.rows, t->v.nrows, sizeof *t->v.rows, cmp_rows);
+	if (t->v.nrows) /* qsort's array may not be NULL, even empty */
+		qsort(t->v.rows, t->v.nrows, sizeof *t->v.rows, cmp_rows);
 	erase();
 	draw_header(t);
 	draw_titles(t);

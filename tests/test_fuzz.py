@@ -17,6 +17,7 @@ CORPUS = {
     "snapshot": [FIXTURES_DIR],
     "sample": [FIXTURES_DIR],
     "core": [os.path.join(REPO, "fuzz", "corpus", "core")],
+    "profile": [os.path.join(REPO, "fuzz", "corpus", "profile")],
     "linetable": [os.path.join(REPO, "fuzz", "corpus", "linetable")],
     "unicode": [os.path.join(REPO, "fuzz", "corpus", "unicode")],
     "gdb_request": [os.path.join(FIXTURES_DIR, "gdb-request.txt")],

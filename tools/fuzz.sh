@@ -3,9 +3,9 @@
 #
 #   tools/fuzz.sh [TARGET|all] [SECONDS] [BUILDDIR]
 #
-# TARGET is snapshot, sample, core, linetable, unicode, gdb_request or all
-# (the default); each runs SECONDS (default 60) with clang's ASan and
-# UBSan, from its corpus: the seeds in the tree (fuzz/corpus/TARGET, and
+# TARGET is snapshot, sample, core, profile, linetable, unicode,
+# gdb_request or all (the default); each runs SECONDS (default 60) with
+# clang's ASan and UBSan, from its corpus: the seeds in the tree (fuzz/corpus/TARGET, and
 # for snapshot and sample every fixture snapshot of tests/fixtures, for
 # gdb_request the request fixture), the reproducers kept under
 # tests/fuzz/TARGET, plus what earlier runs kept (BUILDDIR/corpus/TARGET).
@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 only=${1:-all}
 secs=${2:-60}
 dir=${3:-build-fuzz}
-targets="snapshot sample core linetable unicode gdb_request"
+targets="snapshot sample core profile linetable unicode gdb_request"
 [ "$only" = all ] || targets=$only
 if [ ! -f "$dir/build.ninja" ]; then
 	CC=clang meson setup "$dir" -Dfuzz=true -Db_sanitize=address,undefined \

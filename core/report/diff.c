@@ -65,7 +65,8 @@ static int by_key(const void *a, const void *b)
 /* Sorted by key, with equal keys' counts summed into one. */
 static void merge_keys(struct keys *k)
 {
-	qsort(k->v, k->n, sizeof *k->v, by_key);
+	if (k->n) /* qsort's array may not be NULL, even empty */
+		qsort(k->v, k->n, sizeof *k->v, by_key);
 	size_t out = 0;
 	for (size_t i = 0; i < k->n; i++) {
 		struct keyed *last = out ? &k->v[out - 1] : NULL;
@@ -177,7 +178,8 @@ static void write_table(struct pyd_buf *b, struct keys *k,
 	for (size_t i = 0; i < k->n; i++)
 		k->v[i].change = share(k->v[i].n[1], all[1]) -
 		                 share(k->v[i].n[0], all[0]);
-	qsort(k->v, k->n, sizeof *k->v, by_change);
+	if (k->n) /* qsort's array may not be NULL, even empty */
+		qsort(k->v, k->n, sizeof *k->v, by_change);
 	pyd_buf_printf(b,
 	               "Differential profile: base %llu samples, new %llu "
 	               "samples.\nShares are of each profile's samples; "

@@ -69,7 +69,8 @@ static bool number_places(struct heat *h)
 		if (f->kind == PYD_PF_PYTHON && f->file)
 			h->order[h->norder++] = (struct place){f->file, f->line, i};
 	}
-	qsort(h->order, h->norder, sizeof *h->order, by_place);
+	if (h->norder) /* qsort's array may not be NULL, even empty */
+		qsort(h->order, h->norder, sizeof *h->order, by_place);
 	for (size_t i = 0; i < h->norder; i++) {
 		const struct place *pl = &h->order[i], *prev = i ? pl - 1 : NULL;
 		h->nfiles += !prev || strcmp(pl->file, prev->file);
@@ -256,7 +257,8 @@ static bool data_json(struct pyd_buf *b, const struct heat *h,
 		if (!i || file != h->file_of[h->order[i - 1].frame])
 			rank[n++] = (struct file_rank){i, &h->files[file]};
 	}
-	qsort(rank, n, sizeof *rank, hotter);
+	if (n) /* qsort's array may not be NULL, even empty */
+		qsort(rank, n, sizeof *rank, hotter);
 	meta_json(b, h->p);
 	PUT(b, "\"files\": [");
 	for (size_t i = 0; i < n && rank[i].s->total; i++) {

@@ -294,7 +294,8 @@ static void table_of(struct pyd_buf *b, const struct pyd_profile *p,
 		b->failed = true;
 		return;
 	}
-	qsort(rows, nrows, sizeof *rows, cmp_rows);
+	if (nrows) /* qsort's array may not be NULL, even empty */
+		qsort(rows, nrows, sizeof *rows, cmp_rows);
 	/* Functions of other processes' trees (one process's table) last. */
 	while (nrows && !rows[nrows - 1].cum)
 		nrows--;

@@ -646,6 +646,12 @@ static int decode_more(struct reader *rd)
 static enum pyd_err read_all(struct reader *rd, char *detail, size_t detailsz)
 {
 	bool magic = false;
+	/* The window exists before the first record is looked for: even
+	 * NULL + 0 is undefined. */
+	if (!pyd_grow_from((void **)&rd->dec, &rd->cap, WINDOW, 1, WINDOW)) {
+		snprintf(detail, detailsz, "out of memory");
+		return PYD_E_NOMEM;
+	}
 	for (;;) {
 		struct cur c = {rd->dec + rd->pos, rd->dec + rd->len, C_OK, NULL};
 		if (magic ? read_record(rd, &c) : (magic = read_magic(&c))) {

@@ -13,7 +13,7 @@ import pytest
 
 from harness.cores import remove
 from harness.dumps import base_gt_sanity
-from harness.procs import short
+from harness.procs import rss_env, rss_kb, short
 from harness.profiles import (SAMPLE_TIMEOUT, is_fn, parse_collapsed, profile_stacks,
                               sample_out, samples_in)
 from harness.results import Result, settle
@@ -305,26 +305,19 @@ def test_sample_every(interp, tool, request):
     settle(with_target(interp, run), request.node)
 
 
-def rss_kb(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
-
-
 def rss_errors(tool, tg):
     """--every 1 over EVERY_INTERVALS intervals: the sampler's RSS after
     the 3rd interval grows by at most RSS_GROWTH_KB."""
     pattern = sample_out("rss", "-%H%M%S.pb.gz")
     p = subprocess.Popen([tool.path, "sample", "-q", "-r", "max", "--every", "1",
                           "-d", str(EVERY_INTERVALS + 0.5), "-o", pattern, str(tg.pid)],
-                         stderr=subprocess.PIPE)
+                         stderr=subprocess.PIPE, env=rss_env(tool))
     rss = []
     for _ in range(EVERY_INTERVALS):
         time.sleep(1)
-        if p.poll() is None:
-            rss.append(rss_kb(p.pid))
+        kb = rss_kb(p.pid) if p.poll() is None else None
+        if kb:
+            rss.append(kb)
     err = p.communicate()[1]
     d, base = os.path.split(pattern)
     prefix = base.split("-%")[0]

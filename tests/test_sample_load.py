@@ -14,7 +14,7 @@ import time
 import pytest
 
 from harness.cores import remove
-from harness.procs import kill, short, spawn
+from harness.procs import kill, open_fds, rss_env, rss_kb, short, spawn
 from harness.results import Result, settle
 from harness.target import Target
 
@@ -30,38 +30,6 @@ FDS_SLACK = 256
 # Versions of each thread-list and frame model: frame objects (3.6,
 # 3.10), interpreter frames (3.12), debug offsets (3.15).
 LOAD_VERSIONS = {(3, 6), (3, 10), (3, 12), (3, 15)}
-
-
-def open_fds(pid):
-    try:
-        return len(os.listdir("/proc/%d/fd" % pid))
-    except OSError:
-        return None
-
-
-def rss_kb(pid):
-    try:
-        with open("/proc/%d/status" % pid) as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return None
-
-
-def rss_env(tool):
-    """The environment the sampler runs in: in the sanitizer build, with
-    AddressSanitizer's quarantine of freed memory off, which would grow
-    the resident size by design (leaks are LeakSanitizer's to find, at
-    exit)."""
-    with open(tool.path, "rb") as f:
-        if b"__asan_init" not in f.read():
-            return None
-    env = dict(os.environ)
-    env["ASAN_OPTIONS"] = ":".join(filter(None, [env.get("ASAN_OPTIONS"),
-                                                 "quarantine_size_mb=0"]))
-    return env
 
 
 @pytest.mark.interps(lambda i: i.minor in LOAD_VERSIONS and not i.debug)

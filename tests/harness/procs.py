@@ -211,3 +211,38 @@ def session_id():
     """Who runs the tests: "PID-RANDOM" of the process that started them
     (set by conftest before the workers start, inherited by them)."""
     return os.environ.get("PYD_TEST_SESSION") or "%d-solo" % os.getpid()
+
+
+# --------------------------------------------------------------------------
+# a process's resources, for tests that keep them flat
+
+def open_fds(pid):
+    try:
+        return len(os.listdir("/proc/%d/fd" % pid))
+    except OSError:
+        return None
+
+
+def rss_kb(pid):
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def rss_env(tool):
+    """The environment to run the tool in where its memory use is
+    measured: in the sanitizer build, with AddressSanitizer's quarantine
+    of freed memory off, which grows the resident size by design (leaks
+    are LeakSanitizer's to find, at exit)."""
+    with open(tool.path, "rb") as f:
+        if b"__asan_init" not in f.read():
+            return None
+    env = dict(os.environ)
+    env["ASAN_OPTIONS"] = ":".join(filter(None, [env.get("ASAN_OPTIONS"),
+                                                 "quarantine_size_mb=0"]))
+    return env

@@ -180,8 +180,11 @@ def test_diff(interp, tool, tmp_path, request):
         cmd, rc, out, err = diff(tool, "-f", "collapsed", base, now)
         cold = [l for l in out.splitlines() if l.rsplit(" ", 3)[0].split(";")[-1]
                 .startswith(gt["cold"]["function"] + " (")]
-        if rc != 0 or not cold or not all(float(l.split()[-1]) > 0 for l in cold):
-            errs.append("%s: exit %s, spend_cold's stacks %s, want each grown" % (cmd, rc, cold))
+        # Lines a stack was seen at once or twice may go either way: the
+        # function's stacks together must have grown.
+        if rc != 0 or not cold or sum(float(l.split()[-1]) for l in cold) <= 0:
+            errs.append("%s: exit %s, spend_cold's stacks %s, want them grown in all"
+                        % (cmd, rc, cold))
     settle(Result("diff", "FAIL" if errs else "PASS", "\n".join(errs)), request.node)
 
 

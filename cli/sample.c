@@ -74,7 +74,8 @@ static const char usage_tail[] =
     "                      sampling, each from fresh (memory stays flat):\n"
     "                      -o names the files through strftime at each\n"
     "                      interval's end, e.g. -o 'prof-%Y%m%dT%H%M%S.pb.gz'\n"
-    "                      (one name twice: the later file replaces it).\n"
+    "                      (a name twice: the later gets -2, -3 ... before\n"
+    "                      its first dot).\n"
     "                      Not with -n, raw or jsonl (already streamed)\n"
     "      --list-formats  print each format, its -o suffixes and what it\n"
     "                      is, one per line (tab-separated), and exit\n"
@@ -249,6 +250,8 @@ struct run {
 	struct pyd_prof_meta total;
 	size_t written;
 	char last_file[4096];
+	char last_name[4096]; /* ... as strftime gave it */
+	unsigned same_name;   /* intervals that got last_name so far */
 	int failed; /* an exit status that stops sampling */
 	bool tty;   /* the status line is shown */
 	pid_t child; /* launched program, or 0 */
@@ -500,6 +503,24 @@ static void finish_meta(struct run *r, struct pyd_profile *prof, int64_t now)
 	m->interval_s = m->ticks ? m->duration_s / (double)m->ticks : 0;
 }
 
+/* Intervals that end in the same second get one name from strftime: the
+ * later ones are told apart by -2, -3 ... before the name's first dot,
+ * rather than replace the earlier file. */
+static void unique_name(struct run *r)
+{
+	if (strcmp(r->last_file, r->last_name)) {
+		snprintf(r->last_name, sizeof r->last_name, "%s", r->last_file);
+		r->same_name = 1;
+		return;
+	}
+	char *base = strrchr(r->last_file, '/'), tail[4096];
+	char *dot = strchr(base ? base : r->last_file, '.');
+	size_t at = dot ? (size_t)(dot - r->last_file) : strlen(r->last_file);
+	snprintf(tail, sizeof tail, "%s", r->last_file + at);
+	snprintf(r->last_file + at, sizeof r->last_file - at, "-%u%s",
+	         ++r->same_name, tail);
+}
+
 /* --every: the interval's profile, named at its end. */
 static int write_interval(struct run *r, struct pyd_profile *prof, int64_t now)
 {
@@ -518,6 +539,7 @@ static int write_interval(struct run *r, struct pyd_profile *prof, int64_t now)
 		    "the name is empty or too long after strftime");
 		return PYD_E_READ;
 	}
+	unique_name(r);
 	int rc = output(r, prof, r->last_file);
 	r->written += !rc;
 	return rc;

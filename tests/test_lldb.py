@@ -66,6 +66,14 @@ def selected_part(text, tid):
     return "\n\n".join([blocks[0]] + keep) + ("\n" if keep else "")
 
 
+def selected_tid(thread_info, pid):
+    """The thread lldb selected on attach, from `thread info`: lldb-server
+    picks one in hash order, not the main thread (a target whose main thread
+    has the larger id, after the pid wrapped, gets another)."""
+    m = re.search(r"tid = (\d+)", thread_info)
+    return int(m.group(1)) if m else pid
+
+
 def diff(expected, got):
     e, g = expected.splitlines(), got.splitlines()
     for i in range(max(len(e), len(g))):
@@ -120,16 +128,17 @@ def bt_job(interp, tool, plugin):
         rc, want, err = cli(tool, [str(t.pid)])
         if rc != 0:
             raise TargetError("pystack-dump: " + err)
-        rc, out, err = lldb(plugin, ["py-bt", "py-bt all", "py-bt -n", "py-bt -N"],
+        rc, out, err = lldb(plugin, ["thread info", "py-bt", "py-bt all", "py-bt -n", "py-bt -N"],
                             ["-p", str(t.pid)])
         got = sections(out)
+        tid = selected_tid(got.get("thread info", ""), t.pid)
         res.append(same("py-bt all (live)", want, got.get("py-bt all", err)))
-        res.append(same("py-bt (live)", selected_part(want, t.pid), got.get("py-bt", err)))
+        res.append(same("py-bt (live)", selected_part(want, tid), got.get("py-bt", err)))
         for cmd, flag in (("py-bt -n", "--native"), ("py-bt -N", "--native-all")):
             t.wait_settled()
             rc, want_native, err2 = cli(tool, [flag, str(t.pid)])
-            res.append(native_result(interp, cmd + " (live)", selected_part(want, t.pid),
-                                     got.get(cmd, err), selected_part(want_native, t.pid)))
+            res.append(native_result(interp, cmd + " (live)", selected_part(want, tid),
+                                     got.get(cmd, err), selected_part(want_native, tid)))
         ok = alive(t.pid) and not tracer_pid(t.pid)
         res.append(Result("detach", "PASS" if ok else "FAIL",
                           "" if ok else "target gone or still traced"))

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "../grow.h"
 #include "../runtime/runtime.h" /* the runtime record a snapshot keeps */
@@ -59,24 +60,18 @@ enum sect_type {
  * refuses, rather than misreads, a snapshot of another architecture. */
 #define SNAP_ARCH "x86_64"
 
-/* CRC-32 as in zlib and PNG; a 16-entry table keeps it short and needs
- * no initialisation, and snapshots are small enough for its speed. */
+/* CRC-32 (zlib's), fed in pieces: a section may pass 4 GiB, zlib takes
+ * a uInt at a time. */
 static uint32_t crc32_update(uint32_t crc, const void *data, size_t n)
 {
-	static const uint32_t t[16] = {
-		0x00000000, 0x1db71064, 0x3b6e20c8, 0x26d930ac,
-		0x76dc4190, 0x6b6b51f4, 0x4db26158, 0x5005713c,
-		0xedb88320, 0xf00f9344, 0xd6d6a3e8, 0xcb61b38c,
-		0x9b64c2b0, 0x86d3d2d4, 0xa00ae278, 0xbdbdf21c,
-	};
-	const uint8_t *p = data;
-	crc = ~crc;
-	for (size_t i = 0; i < n; i++) {
-		crc ^= p[i];
-		crc = (crc >> 4) ^ t[crc & 15];
-		crc = (crc >> 4) ^ t[crc & 15];
+	const Bytef *p = data;
+	while (n) {
+		uInt chunk = n > (1u << 30) ? (1u << 30) : (uInt)n;
+		crc = (uint32_t)crc32(crc, p, chunk);
+		p += chunk;
+		n -= chunk;
 	}
-	return ~crc;
+	return crc;
 }
 
 static void le32(uint8_t *b, uint32_t v)

@@ -31,7 +31,7 @@ static enum pyd_err c_read(void *ctx, uint64_t addr, void *buf, size_t len)
 {
 	struct counted *c = ctx;
 	c->reads++;
-	return c->in->read(c->in->ctx, addr, buf, len);
+	return pyd_read(c->layer.inner, addr, buf, len);
 }
 
 static enum pyd_err c_readv(void *ctx, const struct pyd_iov *v, size_t n,
@@ -39,7 +39,7 @@ static enum pyd_err c_readv(void *ctx, const struct pyd_iov *v, size_t n,
 {
 	struct counted *c = ctx;
 	c->reads++;
-	return pyd_readv(c->in, v, n, done);
+	return pyd_readv(c->layer.inner, v, n, done);
 }
 
 static enum pyd_err c_thread_run(void *ctx, int64_t tid,
@@ -47,28 +47,16 @@ static enum pyd_err c_thread_run(void *ctx, int64_t tid,
 {
 	struct counted *c = ctx;
 	c->reads++;
-	return c->in->thread_run(c->in->ctx, tid, run);
-}
-
-static enum pyd_err c_threads(void *ctx, const struct pyd_os_thread **t,
-                              size_t *n)
-{
-	struct counted *c = ctx;
-	return c->in->threads(c->in->ctx, t, n);
+	const struct pyd_memsrc *in = c->layer.inner;
+	return in->thread_run(in->ctx, tid, run);
 }
 
 static void count_reads(struct counted *c, const struct pyd_memsrc *in)
 {
-	*c = (struct counted){.in = in};
-	c->src = *in;
-	c->src.ctx = c;
-	c->src.read = c_read;
-	c->src.readv = c_readv;
-	c->src.thread_run = in->thread_run ? c_thread_run : NULL;
-	c->src.threads = in->threads ? c_threads : NULL;
-	c->src.mappings = NULL;
-	c->src.symbol = NULL;
-	c->src.open_file = NULL;
+	*c = (struct counted){0};
+	pyd_layer_init(&c->layer, in, c_read, c_readv);
+	if (in->thread_run)
+		c->layer.src.thread_run = c_thread_run;
 }
 
 /* ---- one process ---- */
@@ -99,7 +87,7 @@ static enum pyd_err open_sources(struct procset *ps, struct sampled *e,
 	err = target_runtime(&e->t, &rt, detail, detailsz);
 	if (!err) {
 		count_reads(&e->counted, e->t.src);
-		err = pyd_session_open(&e->counted.src, &rt, &e->sess, detail,
+		err = pyd_session_open(&e->counted.layer.src, &rt, &e->sess, detail,
 		                       detailsz);
 	}
 	uint32_t index = PYD_PROF_NONE;
@@ -344,7 +332,7 @@ bool procset_thread_running(const struct procset *ps, uint32_t proc,
 {
 	for (size_t i = 0; i < ps->n; i++) {
 		const struct sampled *e = ps->v[i];
-		const struct pyd_memsrc *in = e->counted.in;
+		const struct pyd_memsrc *in = e->counted.layer.inner;
 		enum pyd_thread_run run = PYD_RUN_UNKNOWN;
 		if (e->sampling && e->index == proc && in->thread_run)
 			in->thread_run(in->ctx, tid, &run);

@@ -8,13 +8,13 @@
 #ifndef PYD_CLI_PROCSET_H
 #define PYD_CLI_PROCSET_H
 
+#include "../core/memsrc/layer.h"
 #include "../core/pyd_profile.h"
 #include "target.h"
 
 /* Every read through src counted, for the summary's reads per round. */
 struct counted {
-	struct pyd_memsrc src;
-	const struct pyd_memsrc *in;
+	struct pyd_layer layer;
 	uint64_t reads;
 };
 

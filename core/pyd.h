@@ -277,7 +277,11 @@ struct pyd_task_graph {
 			      * (so it has no tasks) */
 	bool truncated;      /* more than PYD_MAX_TASKS: the rest are left out */
 	unsigned retries;    /* task lists re-read because they changed */
+	struct pyd_task_index *index; /* pyd_task_find's; NULL: none built */
 };
+
+/* The index in g->tasks of the task with this id, or -1. */
+long pyd_task_find(const struct pyd_task_graph *g, uint64_t id);
 
 /* Most tasks we list; a corrupt (or looping) list must end. */
 #define PYD_MAX_TASKS 1000000

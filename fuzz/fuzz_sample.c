@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/memsrc/layer.h"
 #include "../core/memsrc/snapshot.h"
 #include "../core/pyd_profile.h"
 #include "../core/report/report.h"
@@ -29,8 +30,7 @@ struct patch {
 
 /* The snapshot's memory, with the patches applied so far laid over it. */
 struct overlay {
-	struct pyd_memsrc src;
-	const struct pyd_memsrc *inner;
+	struct pyd_layer layer; /* read through layer.src */
 	struct patch patches[MAX_PATCHES];
 	size_t npatches;
 	uint64_t reads[MAX_READS]; /* addresses read this round */
@@ -58,7 +58,7 @@ static enum pyd_err o_read(void *ctx, uint64_t addr, void *buf, size_t len)
 {
 	struct overlay *o = ctx;
 	note_read(o, addr);
-	enum pyd_err err = pyd_read(o->inner, addr, buf, len);
+	enum pyd_err err = pyd_read(o->layer.inner, addr, buf, len);
 	if (!err)
 		lay_over(o, addr, buf, len);
 	return err;
@@ -68,7 +68,7 @@ static enum pyd_err o_readv(void *ctx, const struct pyd_iov *v, size_t n,
 			    size_t *done)
 {
 	struct overlay *o = ctx;
-	enum pyd_err err = pyd_readv(o->inner, v, n, done);
+	enum pyd_err err = pyd_readv(o->layer.inner, v, n, done);
 	for (size_t i = 0; i < n; i++) {
 		note_read(o, v[i].addr);
 		if (i < *done)
@@ -106,14 +106,10 @@ static void sample(const struct pyd_memsrc *snap, const struct pyd_runtime *rt,
 	char detail[256];
 	if (!o || !prof)
 		goto out;
-	o->inner = snap;
-	o->src = *snap;
-	o->src.ctx = o;
-	o->src.read = o_read;
-	o->src.readv = o_readv;
+	pyd_layer_init(&o->layer, snap, o_read, o_readv);
 	uint32_t proc = pyd_profile_process(prof, 1, 0, NULL, NULL);
 	if (proc == PYD_PROF_NONE ||
-	    pyd_session_open(&o->src, rt, &s, detail, sizeof detail) ||
+	    pyd_session_open(&o->layer.src, rt, &s, detail, sizeof detail) ||
 	    pyd_sampler_open(s, mode, prof, proc, &sp))
 		goto out;
 	for (unsigned r = 0; r < ROUNDS; r++) {

@@ -341,9 +341,9 @@ static void budget_begin(struct budget *b, struct pyd_session *s)
 {
 	*b = (struct budget){.inner = s->src, .text = PYD_LOCALS_MAX_TEXT};
 	pyd_pagecache_init(&b->cache, s->src, CACHED_PAGES);
-	pyd_budget_init(&b->reads, &b->cache.src, PYD_LOCALS_MAX_READS,
+	pyd_budget_init(&b->reads, &b->cache.layer.src, PYD_LOCALS_MAX_READS,
 			PYD_LOCALS_MAX_BYTES);
-	s->src = &b->reads.src;
+	s->src = &b->reads.layer.src;
 }
 
 static void budget_end(struct budget *b, struct pyd_session *s)

@@ -29,6 +29,7 @@
 
 #include "../pyd_profile.h"
 #include "../grow.h"
+#include "../memsrc/prefetch.h"
 #include "code.h"
 #include "objects.h"
 #include "session.h"
@@ -127,6 +128,8 @@ struct pyd_sampler {
 	uint64_t last_holder; /* gil mode: the predicted holder */
 	/* exception mode: None, once met, and the last value that was not */
 	uint64_t none, not_none;
+	/* async mode: the last round's reads, read again in one batch */
+	struct pyd_prefetch pf;
 };
 
 static int64_t now_ns(void)
@@ -773,15 +776,6 @@ static enum pyd_err sample_threads(struct pyd_sampler *sp, unsigned *nstacks)
 
 /* ---- async mode ---- */
 
-static const struct pyd_task *find_task(const struct pyd_task_graph *g,
-                                        uint64_t id)
-{
-	for (size_t i = 0; i < g->ntasks; i++)
-		if (g->tasks[i].id == id)
-			return &g->tasks[i];
-	return NULL;
-}
-
 /* The task's coroutine chain, a boundary frame naming it, then the same
  * for the task awaiting it, up to a root task (or a cycle). */
 static bool task_stack(struct pyd_sampler *sp, const struct pyd_task_graph *g,
@@ -795,7 +789,8 @@ static bool task_stack(struct pyd_sampler *sp, const struct pyd_task_graph *g,
 		if (!push_frame(&sp->fb,
 		                (struct pyd_frame){.function = t->name}))
 			return false;
-		t = t->nawaited_by ? find_task(g, t->awaited_by[0]) : NULL;
+		long w = t->nawaited_by ? pyd_task_find(g, t->awaited_by[0]) : -1;
+		t = w >= 0 ? &g->tasks[w] : NULL;
 	}
 	return true;
 }
@@ -808,10 +803,24 @@ static const char *thread_name(const struct pyd_sampler *sp, int64_t tid)
 	return "";
 }
 
+/* The task graph, read through the prefetching source. */
+static enum pyd_err read_tasks(struct pyd_sampler *sp, struct pyd_task_graph *g)
+{
+	*g = (struct pyd_task_graph){0};
+	enum pyd_err err = pyd_prefetch_pass(&sp->pf);
+	if (err)
+		return err;
+	const struct pyd_memsrc *own = sp->s->src;
+	sp->s->src = &sp->pf.layer.src;
+	err = pyd_dump_tasks(sp->s, g);
+	sp->s->src = own;
+	return err;
+}
+
 static enum pyd_err sample_tasks(struct pyd_sampler *sp, unsigned *nstacks)
 {
 	struct pyd_task_graph g;
-	enum pyd_err err = pyd_dump_tasks(sp->s, &g);
+	enum pyd_err err = read_tasks(sp, &g);
 	for (size_t i = 0; !err && i < g.ntasks; i++) {
 		const struct pyd_task *t = &g.tasks[i];
 		if (!task_stack(sp, &g, t)) {
@@ -847,6 +856,7 @@ enum pyd_err pyd_sampler_open(struct pyd_session *s, enum pyd_sample_mode mode,
 	sp->process = process;
 	sp->mode = mode;
 	sp->now = now_ns();
+	pyd_prefetch_init(&sp->pf, s->src);
 	enum pyd_err err = refresh(sp, true);
 	/* Async mode needs the task decoder: say so now, not every round. */
 	if (!err && mode == PYD_SAMPLE_ASYNC && !pyd_tasks_supported(s))
@@ -873,6 +883,7 @@ void pyd_sampler_close(struct pyd_sampler *sp)
 	free(sp->sorted);
 	free(sp->buf);
 	free(sp->fb.v);
+	pyd_prefetch_free(&sp->pf);
 	free(sp);
 }
 

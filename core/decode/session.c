@@ -97,7 +97,7 @@ enum pyd_err pyd_session_open(const struct pyd_memsrc *src,
 		return PYD_E_NOMEM;
 	pyd_budget_init(&s->budget, src, PYD_DUMP_MAX_READS,
 			PYD_DUMP_MAX_BYTES);
-	s->src = &s->budget.src;
+	s->src = &s->budget.layer.src;
 	s->rt = *rt;
 	detail[0] = 0;
 	enum pyd_err err = PYD_OK;

@@ -67,7 +67,7 @@ struct pyd_type_slot {
 };
 
 struct pyd_session {
-	const struct pyd_memsrc *src; /* budget.src, or a pass's own on it */
+	const struct pyd_memsrc *src; /* budget.layer.src, or a pass's own on it */
 	struct pyd_budget budget;     /* on the source the session was given */
 	char corrupt[192];            /* pyd_session_corruption */
 	struct pyd_runtime rt;

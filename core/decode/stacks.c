@@ -184,7 +184,7 @@ static const uint8_t *plain_get(void *ctx, size_t index, uint64_t addr,
 	}
 	if (index >= PLAIN_NODES && !p->cached)
 		p->cached = pyd_pagecache_init(&p->cache, p->s->src, DEEP_PAGES);
-	*err = pyd_read(p->cached ? &p->cache.src : p->s->src, addr, p->buf,
+	*err = pyd_read(p->cached ? &p->cache.layer.src : p->s->src, addr, p->buf,
 			len);
 	return *err ? NULL : p->buf;
 }

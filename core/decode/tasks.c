@@ -86,8 +86,9 @@ static enum pyd_err list_once(struct tctx *c, uint64_t *interps,
 	c->nthreads = 0;
 	c->capped = false;
 	c->npytask_types = 0;
-	if (c->hcap)
-		memset(c->hkeys, 0, c->hcap * sizeof *c->hkeys);
+	c->last_loop = 0;
+	if (c->ix.cap)
+		memset(c->ix.keys, 0, c->ix.cap * sizeof *c->ix.keys);
 	g->asyncio_loaded = c->asyncio_known;
 	enum pyd_err err = list_interps(c, interps, &ninterps);
 	for (size_t n = ninterps; !err && n-- > 0;) {
@@ -338,8 +339,7 @@ static void ctx_free(struct tctx *c)
 	free(c->nab);
 	free(c->raw);
 	free(c->threads);
-	free(c->hkeys);
-	free(c->hvals);
+	tasks_index_free(&c->ix);
 	free(c);
 }
 
@@ -383,6 +383,11 @@ enum pyd_err pyd_dump_tasks(struct pyd_session *s, struct pyd_task_graph *g)
 		err = list_tasks(c, g);
 	if (!err && !none)
 		err = decode_all(c, g);
+	/* The graph keeps the index: g->tasks[i] is what raw[i] became. */
+	if (!err && (g->index = malloc(sizeof *g->index))) {
+		*g->index = c->ix;
+		c->ix = (struct pyd_task_index){0};
+	}
 	ctx_free(c);
 	if (err)
 		pyd_task_graph_free(g);
@@ -401,5 +406,8 @@ void pyd_task_graph_free(struct pyd_task_graph *g)
 	for (size_t i = 0; i < g->ncycles; i++)
 		free(g->cycles[i].ids);
 	free(g->cycles);
+	if (g->index)
+		tasks_index_free(g->index);
+	free(g->index);
 	memset(g, 0, sizeof *g);
 }

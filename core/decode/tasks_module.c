@@ -45,15 +45,20 @@ static bool native_lists(const struct tctx *c)
 	return c->listers[0] != &pyd_module_lister;
 }
 
-/* A task's thread: the one running its loop. */
+/* A task's thread: the one running its loop.  A thousand tasks share one
+ * loop: its attribute dict is searched once per listing. */
 static long loop_thread(struct tctx *c, uint64_t loop)
 {
 	uint64_t tid_obj;
 	int64_t pth;
+	if (loop && loop == c->last_loop)
+		return c->last_loop_thread;
 	if (!loop || pyd_obj_attr(c->s, loop, "_thread_id", &tid_obj) ||
 	    !tid_obj || pyd_long_value(c->s, tid_obj, &pth))
 		return -1;
-	return tasks_thread_by_pthread(c, (uint64_t)pth);
+	c->last_loop = loop;
+	c->last_loop_thread = tasks_thread_by_pthread(c, (uint64_t)pth);
+	return c->last_loop_thread;
 }
 
 /* A pending pure-Python task's attributes; false if it is not one. */

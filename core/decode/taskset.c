@@ -17,49 +17,67 @@ enum pyd_err tasks_rd(struct tctx *c, uint64_t addr, void *buf, size_t len)
 
 /* ---- the set of listed tasks ----------------------------------------- */
 
-static size_t hslot(const struct tctx *c, uint64_t id)
+static size_t hslot(const struct pyd_task_index *ix, uint64_t id)
 {
-	size_t mask = c->hcap - 1;
+	size_t mask = ix->cap - 1;
 	size_t i = (size_t)((id >> 3) * 0x9E3779B97F4A7C15ULL) & mask;
-	while (c->hkeys[i] && c->hkeys[i] != id)
+	while (ix->keys[i] && ix->keys[i] != id)
 		i = (i + 1) & mask;
 	return i;
 }
 
-/* Index of the task with this id, or -1. */
-long tasks_find_task(const struct tctx *c, uint64_t id)
+static long index_find(const struct pyd_task_index *ix, uint64_t id)
 {
-	if (!c->hcap || !id)
+	if (!ix->cap || !id)
 		return -1;
-	size_t i = hslot(c, id);
-	return c->hkeys[i] ? (long)c->hvals[i] : -1;
+	size_t i = hslot(ix, id);
+	return ix->keys[i] ? (long)ix->vals[i] : -1;
 }
 
-static bool hgrow(struct tctx *c)
+long tasks_find_task(const struct tctx *c, uint64_t id)
 {
-	size_t cap = c->hcap ? c->hcap * 2 : 1024;
-	uint64_t *keys = calloc(cap, sizeof *keys);
-	uint32_t *vals = calloc(cap, sizeof *vals);
-	if (!keys || !vals) {
-		free(keys);
-		free(vals);
+	return index_find(&c->ix, id);
+}
+
+long pyd_task_find(const struct pyd_task_graph *g, uint64_t id)
+{
+	if (g->index)
+		return index_find(g->index, id);
+	for (size_t i = 0; i < g->ntasks; i++)
+		if (g->tasks[i].id == id)
+			return (long)i;
+	return -1;
+}
+
+static bool hgrow(struct pyd_task_index *ix)
+{
+	size_t cap = ix->cap ? ix->cap * 2 : 1024;
+	struct pyd_task_index old = *ix;
+	ix->keys = calloc(cap, sizeof *ix->keys);
+	ix->vals = calloc(cap, sizeof *ix->vals);
+	if (!ix->keys || !ix->vals) {
+		free(ix->keys);
+		free(ix->vals);
+		*ix = old;
 		return false;
 	}
-	uint64_t *ok = c->hkeys;
-	uint32_t *ov = c->hvals;
-	size_t ocap = c->hcap;
-	c->hkeys = keys;
-	c->hvals = vals;
-	c->hcap = cap;
-	for (size_t i = 0; i < ocap; i++)
-		if (ok[i]) {
-			size_t j = hslot(c, ok[i]);
-			c->hkeys[j] = ok[i];
-			c->hvals[j] = ov[i];
+	ix->cap = cap;
+	for (size_t i = 0; i < old.cap; i++)
+		if (old.keys[i]) {
+			size_t j = hslot(ix, old.keys[i]);
+			ix->keys[j] = old.keys[i];
+			ix->vals[j] = old.vals[i];
 		}
-	free(ok);
-	free(ov);
+	free(old.keys);
+	free(old.vals);
 	return true;
+}
+
+void tasks_index_free(struct pyd_task_index *ix)
+{
+	free(ix->keys);
+	free(ix->vals);
+	*ix = (struct pyd_task_index){0};
 }
 
 struct raw_task *tasks_add(struct tctx *c, uint64_t id, enum pyd_err *err)
@@ -75,13 +93,13 @@ struct raw_task *tasks_add(struct tctx *c, uint64_t id, enum pyd_err *err)
 	}
 	if (!pyd_grow((void **)&c->raw, &c->rawcap, c->nraw + 1,
 		      sizeof *c->raw) ||
-	    ((c->nraw + 1) * 2 > c->hcap && !hgrow(c))) {
+	    ((c->nraw + 1) * 2 > c->ix.cap && !hgrow(&c->ix))) {
 		*err = PYD_E_NOMEM;
 		return NULL;
 	}
-	size_t slot = hslot(c, id);
-	c->hkeys[slot] = id;
-	c->hvals[slot] = (uint32_t)c->nraw;
+	size_t slot = hslot(&c->ix, id);
+	c->ix.keys[slot] = id;
+	c->ix.vals[slot] = (uint32_t)c->nraw;
 	struct raw_task *r = &c->raw[c->nraw++];
 	*r = (struct raw_task){.id = id, .state = -1, .thread = -1,
 			       .lister = (uint8_t)c->lister};

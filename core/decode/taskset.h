@@ -77,6 +77,14 @@ struct type_entry {
 };
 
 /* What listing a task gave us, before it is decoded. */
+/* Tasks by id: open addressing, capacity a power of 2.  The graph keeps
+ * the one its decoder built (pyd_task_find). */
+struct pyd_task_index {
+	uint64_t *keys;
+	uint32_t *vals;
+	size_t cap;
+};
+
 struct raw_task {
 	uint64_t id;
 	uint64_t type;
@@ -140,10 +148,7 @@ struct tctx {
 	size_t nraw, rawcap;
 	struct thread_info *threads;
 	size_t nthreads, threadcap;
-	/* id -> index into raw; open addressing, capacity a power of 2 */
-	uint64_t *hkeys;
-	uint32_t *hvals;
-	size_t hcap;
+	struct pyd_task_index ix; /* id -> index into raw (and the graph) */
 	/* Types of the tasks we listed: an awaiter of one of these types is a
 	 * task too, even if no list holds it. */
 	uint64_t task_types[16];
@@ -155,6 +160,9 @@ struct tctx {
 	struct type_entry types[TYPE_CACHE];
 	size_t ntypes;
 	bool capped; /* PYD_MAX_TASKS listed: the rest are left out */
+	/* The last event loop whose thread was asked (tasks share a few). */
+	uint64_t last_loop;
+	long last_loop_thread;
 	/* Per-task awaited-by (indexes into raw), filled while decoding */
 	uint32_t **ab;
 	size_t *nab;
@@ -166,6 +174,7 @@ struct tctx {
 enum pyd_err tasks_rd(struct tctx *c, uint64_t addr, void *buf, size_t len);
 /* Index of the task with this id, or -1. */
 long tasks_find_task(const struct tctx *c, uint64_t id);
+void tasks_index_free(struct pyd_task_index *ix);
 /* A new raw task for id, listed by the lister listing now (zeroed but for
  * id, state -1 and thread -1), or NULL: *err PYD_E_TORN if it is listed
  * already, PYD_E_NOMEM, or PYD_OK with c->capped set past PYD_MAX_TASKS. */

@@ -9,11 +9,10 @@
 #ifndef PYD_MEMSRC_BUDGET_H
 #define PYD_MEMSRC_BUDGET_H
 
-#include "memsrc.h"
+#include "layer.h"
 
 struct pyd_budget {
-	struct pyd_memsrc src; /* read through here */
-	const struct pyd_memsrc *inner;
+	struct pyd_layer layer; /* read through layer.src */
 	uint64_t reads, bytes; /* left */
 	uint64_t max_reads, max_bytes;
 	bool spent; /* a read was refused */

@@ -24,11 +24,11 @@ static enum pyd_err cached_read(void *ctx, uint64_t addr, void *buf, size_t len)
 		struct pyd_page_slot *s = slot_of(c, page);
 		if (s->page != page + 1) {
 			s->page = 0;
-			enum pyd_err err = pyd_read(c->inner, page, s->data, PYD_PAGE);
+			enum pyd_err err = pyd_read(c->layer.inner, page, s->data, PYD_PAGE);
 			if (err == PYD_E_EXITED)
 				return err;
 			if (err)
-				return pyd_read(c->inner, addr, out, len);
+				return pyd_read(c->layer.inner, addr, out, len);
 			s->page = page + 1;
 		}
 		memcpy(out, s->data + off, n);
@@ -42,15 +42,11 @@ static enum pyd_err cached_read(void *ctx, uint64_t addr, void *buf, size_t len)
 bool pyd_pagecache_init(struct pyd_pagecache *c, const struct pyd_memsrc *inner,
 			size_t nslots)
 {
-	c->inner = inner;
-	c->src = *inner;
-	c->src.ctx = c;
-	c->src.read = cached_read;
-	c->src.readv = NULL;
+	pyd_layer_init(&c->layer, inner, cached_read, NULL);
 	c->nslots = nslots;
 	c->slots = calloc(nslots, sizeof *c->slots);
 	if (!c->slots)
-		c->src = *inner;
+		c->layer.src = *inner;
 	return c->slots != NULL;
 }
 

@@ -8,7 +8,7 @@
 #ifndef PYD_MEMSRC_PAGECACHE_H
 #define PYD_MEMSRC_PAGECACHE_H
 
-#include "memsrc.h"
+#include "layer.h"
 
 #define PYD_PAGE 4096
 
@@ -18,13 +18,12 @@ struct pyd_page_slot {
 };
 
 struct pyd_pagecache {
-	struct pyd_memsrc src; /* read through here */
-	const struct pyd_memsrc *inner;
+	struct pyd_layer layer; /* read through layer.src */
 	struct pyd_page_slot *slots;
 	size_t nslots; /* a power of two */
 };
 
-/* false if out of memory (then src reads inner directly). */
+/* false if out of memory (then layer.src reads inner directly). */
 bool pyd_pagecache_init(struct pyd_pagecache *c, const struct pyd_memsrc *inner,
 			size_t nslots);
 void pyd_pagecache_free(struct pyd_pagecache *c);

@@ -19,6 +19,7 @@
 #include <zlib.h>
 
 #include "../grow.h"
+#include "layer.h"
 #include "../runtime/runtime.h" /* the runtime record a snapshot keeps */
 
 #ifndef PYD_VERSION
@@ -128,8 +129,7 @@ struct rec_range {
 };
 
 struct pyd_recorder {
-	struct pyd_memsrc src;
-	const struct pyd_memsrc *inner;
+	struct pyd_layer layer; /* recording through layer.src */
 	/* Sorted, disjoint and never adjacent: touching runs are merged. */
 	struct rec_range *ranges;
 	size_t nranges, rcap;
@@ -253,7 +253,7 @@ static void record(struct pyd_recorder *r, uint64_t addr, const void *buf,
 static enum pyd_err rec_read(void *ctx, uint64_t addr, void *buf, size_t len)
 {
 	struct pyd_recorder *r = ctx;
-	enum pyd_err err = pyd_read(r->inner, addr, buf, len);
+	enum pyd_err err = pyd_read(r->layer.inner, addr, buf, len);
 	if (!err)
 		record(r, addr, buf, len);
 	return err;
@@ -291,7 +291,7 @@ static enum pyd_err rec_mappings(void *ctx, const struct pyd_mapping **maps,
 				 size_t *n)
 {
 	struct pyd_recorder *r = ctx;
-	enum pyd_err err = r->inner->mappings(r->inner->ctx, maps, n);
+	enum pyd_err err = r->layer.inner->mappings(r->layer.inner->ctx, maps, n);
 	if (!err && !copy_maps(r, *maps, *n))
 		r->nomem = true;
 	return err;
@@ -301,7 +301,7 @@ static enum pyd_err rec_threads(void *ctx, const struct pyd_os_thread **t,
 				size_t *n)
 {
 	struct pyd_recorder *r = ctx;
-	enum pyd_err err = r->inner->threads(r->inner->ctx, t, n);
+	enum pyd_err err = r->layer.inner->threads(r->layer.inner->ctx, t, n);
 	if (err)
 		return err;
 	if (*n > r->tcap) {
@@ -320,42 +320,28 @@ static enum pyd_err rec_threads(void *ctx, const struct pyd_os_thread **t,
 	return err;
 }
 
-static enum pyd_err rec_symbol(void *ctx, const char *name, uint64_t *addr)
-{
-	struct pyd_recorder *r = ctx;
-	return r->inner->symbol(r->inner->ctx, name, addr);
-}
-
-static int rec_open_file(void *ctx, const struct pyd_mapping *m, char *used,
-			 size_t usedsz)
-{
-	struct pyd_recorder *r = ctx;
-	return r->inner->open_file(r->inner->ctx, m, used, usedsz);
-}
-
 enum pyd_err pyd_recorder_new(const struct pyd_memsrc *inner,
 			      struct pyd_recorder **out)
 {
 	struct pyd_recorder *r = calloc(1, sizeof *r);
 	if (!r)
 		return PYD_E_NOMEM;
-	r->inner = inner;
 	snprintf(r->kind, sizeof r->kind, "unknown");
-	r->src = (struct pyd_memsrc){
-		.ctx = r,
-		.read = rec_read,
-		.mappings = inner->mappings ? rec_mappings : NULL,
-		.threads = inner->threads ? rec_threads : NULL,
-		.symbol = inner->symbol ? rec_symbol : NULL,
-		.open_file = inner->open_file ? rec_open_file : NULL,
-	};
+	/* Only what a snapshot keeps: no thread_run or registers. */
+	pyd_layer_init(&r->layer, inner, rec_read, NULL);
+	r->layer.src.thread_run = NULL;
+	r->layer.src.regs = NULL;
+	if (inner->mappings)
+		r->layer.src.mappings = rec_mappings;
+	if (inner->threads)
+		r->layer.src.threads = rec_threads;
 	*out = r;
 	return PYD_OK;
 }
 
 const struct pyd_memsrc *pyd_recorder_memsrc(struct pyd_recorder *r)
 {
-	return &r->src;
+	return &r->layer.src;
 }
 
 void pyd_recorder_set_source_kind(struct pyd_recorder *r, const char *kind)

@@ -28,39 +28,6 @@ const char *pyd_task_state_name(enum pyd_task_state st)
 	return "unknown";
 }
 
-/* ---- id lookup ------------------------------------------------------- */
-
-struct id_index {
-	uint64_t id;
-	size_t idx;
-};
-
-static int cmp_id(const void *a, const void *b)
-{
-	uint64_t x = ((const struct id_index *)a)->id;
-	uint64_t y = ((const struct id_index *)b)->id;
-	return x < y ? -1 : x > y;
-}
-
-/* Sorted (id, index) pairs; NULL on allocation failure. */
-static struct id_index *index_tasks(const struct pyd_task_graph *g)
-{
-	struct id_index *ix = malloc((g->ntasks ? g->ntasks : 1) * sizeof *ix);
-	if (!ix)
-		return NULL;
-	for (size_t i = 0; i < g->ntasks; i++)
-		ix[i] = (struct id_index){g->tasks[i].id, i};
-	qsort(ix, g->ntasks, sizeof *ix, cmp_id);
-	return ix;
-}
-
-static long lookup(const struct id_index *ix, size_t n, uint64_t id)
-{
-	struct id_index key = {id, 0};
-	const struct id_index *hit = bsearch(&key, ix, n, sizeof *ix, cmp_id);
-	return hit ? (long)hit->idx : -1;
-}
-
 static const char *frame_name(const struct pyd_frame *f)
 {
 	return f->qualname ? f->qualname : f->function;
@@ -95,7 +62,6 @@ static void header(struct pyd_buf *b, const struct pyd_task_graph *g,
 struct tree {
 	struct pyd_buf *b;
 	const struct pyd_task_graph *g;
-	const struct id_index *ix;
 	struct pyd_buf prefix;
 	uint8_t *mark; /* 1 on the current path, 2 printed */
 };
@@ -163,7 +129,7 @@ static void render(struct tree *t, size_t root, struct level *stack)
 			continue;
 		}
 		bool last = ++top->next == k->nawaits;
-		long child = lookup(t->ix, t->g->ntasks, k->awaits[top->next - 1]);
+		long child = pyd_task_find(t->g, k->awaits[top->next - 1]);
 		set_prefix(t, top->prefix);
 		if (child < 0)
 			continue;
@@ -187,10 +153,9 @@ void pyd_report_tasks_tree(struct pyd_buf *b, const struct pyd_task_graph *g,
 {
 	header(b, g, o);
 	struct tree t = {.b = b, .g = g};
-	t.ix = index_tasks(g);
 	t.mark = calloc(g->ntasks ? g->ntasks : 1, 1);
 	struct level *stack = malloc((g->ntasks ? g->ntasks : 1) * sizeof *stack);
-	if (!t.ix || !t.mark || !stack) {
+	if (!t.mark || !stack) {
 		b->failed = true;
 		goto out;
 	}
@@ -206,7 +171,7 @@ void pyd_report_tasks_tree(struct pyd_buf *b, const struct pyd_task_graph *g,
 			const struct pyd_task_cycle *cy = &g->cycles[i];
 			pyd_buf_printf(b, "  cycle:");
 			for (size_t j = 0; j < cy->n; j++) {
-				long k = lookup(t.ix, g->ntasks, cy->ids[j]);
+				long k = pyd_task_find(g, cy->ids[j]);
 				pyd_buf_printf(b, "%s%s", j ? " -> " : " ",
 					       k >= 0 ? g->tasks[k].name : "?");
 			}
@@ -216,7 +181,6 @@ void pyd_report_tasks_tree(struct pyd_buf *b, const struct pyd_task_graph *g,
 out:
 	free(stack);
 	free(t.mark);
-	free((void *)t.ix);
 	pyd_buf_free(&t.prefix);
 }
 
@@ -282,13 +246,12 @@ void pyd_report_tasks_table(struct pyd_buf *b, const struct pyd_task_graph *g,
 	header(b, g, o);
 	if (!g->ntasks)
 		return;
-	struct id_index *ix = index_tasks(g);
 	size_t nrows = 0;
 	for (size_t i = 0; i < g->ntasks; i++)
 		nrows += g->tasks[i].nawaited_by ? g->tasks[i].nawaited_by : 1;
 	struct row *rows = calloc(nrows, sizeof *rows);
 	struct pyd_buf tmp = {0}, own = {0};
-	if (!ix || !rows) {
+	if (!rows) {
 		b->failed = true;
 		goto out;
 	}
@@ -306,7 +269,7 @@ void pyd_report_tasks_table(struct pyd_buf *b, const struct pyd_task_graph *g,
 			cell[COL_ID] = dup_buf(&tmp);
 			cell[COL_NAME] = strdup(k->name);
 			cell[COL_STACK] = dup_buf(&own);
-			long w = k->nawaited_by ? lookup(ix, g->ntasks, k->awaited_by[a])
+			long w = k->nawaited_by ? pyd_task_find(g, k->awaited_by[a])
 						: -1;
 			if (w >= 0)
 				stack_string(&tmp, &g->tasks[w]);
@@ -354,7 +317,6 @@ out:
 			for (int c = 0; c < NCOLS; c++)
 				free(rows[i].cell[c]);
 	free(rows);
-	free(ix);
 	pyd_buf_free(&tmp);
 	pyd_buf_free(&own);
 }

@@ -1,0 +1,220 @@
+/*
+ * The prefetching source (prefetch.h).
+ */
+#include "prefetch.h"
+
+#include <stdlib.h>
+
+#include "../grow.h"
+
+/* Ranges this close are one run: the bytes between lie in the pages the
+ * two reads touched (a gap is under a page), so reading them cannot fail
+ * where the reads did not, and one range costs the kernel less than two. */
+#define PREFETCH_GAP 256u
+/* One batch is one process_vm_readv: at most the kernel's UIO_MAXIOV
+ * ranges, and a bound on the bytes copied each pass. */
+#define PREFETCH_MAX_RUNS 1024u
+#define PREFETCH_MAX_BYTES (16u << 20)
+/* Reads a pass remembers for the next, and the largest one worth it. */
+#define PREFETCH_MAX_MISSES 65536u
+#define PREFETCH_MAX_READ (256u << 10)
+/* Pages looked up without a search: the bytes one batch holds. */
+#define PREFETCH_SLOTS ((PREFETCH_MAX_BYTES >> 12) + 1)
+
+/* Whether [addr, addr + len) lies inside run r (overflow-safe). */
+static bool holds(const struct pyd_prefetch_run *r, uint64_t addr, size_t len)
+{
+	return r->ok && addr >= r->addr && addr - r->addr <= r->len &&
+	       len <= r->len - (addr - r->addr);
+}
+
+/* The run holding [addr, addr + len), or NULL: a page's slot names the
+ * first run in it, and a run that holds addr starts at or after that one
+ * (runs are sorted) and at or before addr. */
+static struct pyd_prefetch_run *find(struct pyd_prefetch *p, uint64_t addr,
+				     size_t len)
+{
+	const struct pyd_prefetch_slot *sl =
+	    p->slots ? &p->slots[(addr >> 12) % PREFETCH_SLOTS] : NULL;
+	if (sl && sl->page == (addr >> 12) + 1) {
+		for (size_t i = sl->run; i < p->nruns && p->runs[i].addr <= addr;
+		     i++)
+			if (holds(&p->runs[i], addr, len))
+				return &p->runs[i];
+		return NULL;
+	}
+	size_t lo = 0, hi = p->nruns; /* the first run past addr */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (p->runs[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo && holds(&p->runs[lo - 1], addr, len) ? &p->runs[lo - 1]
+						     : NULL;
+}
+
+static void remember(struct pyd_prefetch *p, uint64_t addr, size_t len)
+{
+	if (!len || len > PREFETCH_MAX_READ || addr + len < addr ||
+	    p->nmissed >= PREFETCH_MAX_MISSES ||
+	    !pyd_grow((void **)&p->missed, &p->missed_cap, p->nmissed + 1,
+		      sizeof *p->missed))
+		return;
+	p->missed[p->nmissed++] = (struct pyd_prefetch_range){addr, len};
+}
+
+static enum pyd_err pf_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	struct pyd_prefetch *p = ctx;
+	struct pyd_prefetch_run *r = find(p, addr, len);
+	if (r) {
+		memcpy(buf, p->buf + r->off + (addr - r->addr), len);
+		r->used = true;
+		return PYD_OK;
+	}
+	enum pyd_err err = pyd_read(p->layer.inner, addr, buf, len);
+	if (!err)
+		remember(p, addr, len);
+	return err;
+}
+
+void pyd_prefetch_init(struct pyd_prefetch *p, const struct pyd_memsrc *inner)
+{
+	*p = (struct pyd_prefetch){0};
+	pyd_layer_init(&p->layer, inner, pf_read, NULL);
+}
+
+static int by_addr(const void *a, const void *b)
+{
+	const struct pyd_prefetch_range *x = a, *y = b;
+	return (x->addr > y->addr) - (x->addr < y->addr);
+}
+
+/* The ranges of the next batch, sorted: runs the last pass used and the
+ * reads it missed.  Their number, or 0 if out of memory. */
+static size_t gather(struct pyd_prefetch *p)
+{
+	size_t n = 0;
+	if (!pyd_grow((void **)&p->next, &p->next_cap, p->nruns + p->nmissed,
+		      sizeof *p->next))
+		return 0;
+	for (size_t i = 0; i < p->nruns; i++)
+		if (p->runs[i].used)
+			p->next[n++] = (struct pyd_prefetch_range){
+			    p->runs[i].addr, p->runs[i].len};
+	for (size_t i = 0; i < p->nmissed; i++)
+		p->next[n++] = p->missed[i];
+	qsort(p->next, n, sizeof *p->next, by_addr);
+	return n;
+}
+
+/* Merge the sorted ranges into runs, within the bounds of one batch. */
+static void merge(struct pyd_prefetch *p, size_t n)
+{
+	size_t bytes = 0;
+	p->nruns = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct pyd_prefetch_range *g = &p->next[i];
+		struct pyd_prefetch_run *r =
+		    p->nruns ? &p->runs[p->nruns - 1] : NULL;
+		uint64_t end = g->addr + g->len;
+		if (r && g->addr - r->addr <= r->len + PREFETCH_GAP) {
+			size_t grown = end > r->addr + r->len
+			                   ? (size_t)(end - r->addr) - r->len
+			                   : 0;
+			if (bytes + grown > PREFETCH_MAX_BYTES)
+				break;
+			r->len += grown;
+			bytes += grown;
+			continue;
+		}
+		if (p->nruns == PREFETCH_MAX_RUNS ||
+		    bytes + g->len > PREFETCH_MAX_BYTES)
+			break;
+		p->runs[p->nruns++] = (struct pyd_prefetch_run){
+		    .addr = g->addr, .len = g->len, .off = bytes};
+		bytes += g->len;
+	}
+}
+
+/* Each page's first run, where its slot is free. */
+static void index_pages(struct pyd_prefetch *p)
+{
+	memset(p->slots, 0, PREFETCH_SLOTS * sizeof *p->slots);
+	for (size_t i = p->nruns; i-- > 0;) {
+		const struct pyd_prefetch_run *r = &p->runs[i];
+		for (uint64_t pg = r->addr >> 12; pg <= (r->addr + r->len - 1) >> 12;
+		     pg++) {
+			struct pyd_prefetch_slot *sl = &p->slots[pg % PREFETCH_SLOTS];
+			if (!sl->page || sl->page == pg + 1)
+				*sl = (struct pyd_prefetch_slot){pg + 1, i};
+		}
+	}
+}
+
+/* Read every run into buf, in one batch where all can be read; a run
+ * that fails is left out (not ok) and the batch goes on after it. */
+static enum pyd_err fill(struct pyd_prefetch *p)
+{
+	size_t bytes = 0;
+	for (size_t i = 0; i < p->nruns; i++) {
+		p->runs[i].off = bytes;
+		bytes += p->runs[i].len;
+	}
+	if (!pyd_grow((void **)&p->buf, &p->buf_cap, bytes ? bytes : 1, 1) ||
+	    !pyd_grow((void **)&p->iov, &p->iov_cap, p->nruns + 1,
+		      sizeof *p->iov)) {
+		p->nruns = 0;
+		return PYD_OK;
+	}
+	for (size_t i = 0; i < p->nruns; i++)
+		p->iov[i] = (struct pyd_iov){p->runs[i].addr,
+					     p->buf + p->runs[i].off,
+					     p->runs[i].len};
+	for (size_t i = 0; i < p->nruns;) {
+		size_t done = 0;
+		enum pyd_err err =
+		    pyd_readv(p->layer.inner, &p->iov[i], p->nruns - i, &done);
+		if (err == PYD_E_EXITED) {
+			p->nruns = 0;
+			return err;
+		}
+		for (size_t k = i; k < i + done; k++)
+			p->runs[k].ok = true;
+		i += done;
+		if (i < p->nruns)
+			p->runs[i++].ok = false;
+	}
+	return PYD_OK;
+}
+
+enum pyd_err pyd_prefetch_pass(struct pyd_prefetch *p)
+{
+	size_t n = gather(p);
+	p->nmissed = 0;
+	if (!p->slots && !(p->slots = calloc(PREFETCH_SLOTS, sizeof *p->slots)))
+		n = 0;
+	if (!pyd_grow((void **)&p->runs, &p->runs_cap, PREFETCH_MAX_RUNS,
+		      sizeof *p->runs)) {
+		p->nruns = 0;
+		return PYD_OK;
+	}
+	merge(p, n);
+	enum pyd_err err = fill(p);
+	if (p->slots)
+		index_pages(p);
+	return err;
+}
+
+void pyd_prefetch_free(struct pyd_prefetch *p)
+{
+	free(p->runs);
+	free(p->buf);
+	free(p->missed);
+	free(p->next);
+	free(p->iov);
+	free(p->slots);
+	*p = (struct pyd_prefetch){0};
+}

@@ -1,0 +1,58 @@
+/*
+ * A memory source that reads, in one batch at the start of a pass, what
+ * the last pass read.  A sampler's round walks nearly the same objects
+ * every time -- a thousand tasks, their coroutines and frames, their
+ * names -- through tens of thousands of small reads, a syscall each.
+ * Merged into the few hundred runs of memory they fall in, they are one
+ * process_vm_readv.  Reads the batch does not hold go to the source
+ * beneath and join the next pass's batch; runs no read used are dropped.
+ *
+ * What it serves is as old as the pass: every read of a pass sees the
+ * target's memory of one moment, which is what a sample should be.
+ */
+#ifndef PYD_MEMSRC_PREFETCH_H
+#define PYD_MEMSRC_PREFETCH_H
+
+#include "layer.h"
+
+struct pyd_prefetch_run {
+	uint64_t addr;
+	size_t len, off; /* bytes at buf + off */
+	bool ok;         /* the batch read it */
+	bool used;       /* a read of this pass hit it */
+};
+
+/* Where a page's runs start: direct-mapped by page number. */
+struct pyd_prefetch_slot {
+	uint64_t page; /* page number + 1 (0: empty) */
+	size_t run;    /* the first run in it */
+};
+
+struct pyd_prefetch_range {
+	uint64_t addr;
+	size_t len;
+};
+
+struct pyd_prefetch {
+	struct pyd_layer layer; /* read through layer.src */
+	struct pyd_prefetch_run *runs; /* sorted, disjoint */
+	size_t nruns, runs_cap;
+	uint8_t *buf;
+	size_t buf_cap;
+	struct pyd_prefetch_range *missed; /* this pass's, for the next */
+	size_t nmissed, missed_cap;
+	struct pyd_prefetch_range *next; /* the next batch, being built */
+	size_t next_cap;
+	struct pyd_iov *iov;
+	size_t iov_cap;
+	struct pyd_prefetch_slot *slots; /* PREFETCH_SLOTS of them */
+};
+
+void pyd_prefetch_init(struct pyd_prefetch *p, const struct pyd_memsrc *inner);
+/* Start a pass: read what the last pass read, in one batch.
+ * PYD_E_EXITED if the process is gone; a run that cannot be read is
+ * left to the source beneath. */
+enum pyd_err pyd_prefetch_pass(struct pyd_prefetch *p);
+void pyd_prefetch_free(struct pyd_prefetch *p);
+
+#endif

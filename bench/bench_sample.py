@@ -9,14 +9,16 @@ rate (Tachyon's own figure, and the counts in its collapsed output over
 the duration; ours from our summary), the median ratio, and whether both
 saw the same dominant stack (as a list of function names).  Then both
 tools' --subprocesses on a parent and its forked busy workers (samples per
-process, wall and CPU time) and what following descendants costs.  Then our
+process, wall and CPU time) and what following descendants costs; both
+tools' async modes on 1,000 pending tasks (rounds per second, our reads per
+task, and whether --rate 1000 keeps up).  Then our
 --rate max rate on every other interpreter the tests know, our peak RSS
 after 10 M samples, reads per sample, and the syscalls per sample of a
 short run under `strace -c -f`.  Prints markdown tables.
 
 Usage: bench/bench_sample.py [--build build] [--rounds 3] [--secs 5]
            [--other-secs 3] [--rss-samples 10000000] [--skip-rss] [--skip-others]
-           [--skip-family]
+           [--skip-family] [--skip-async]
 """
 import argparse
 import json
@@ -218,6 +220,62 @@ def side_by_side(tool, rounds, secs):
 
 FAMILY_WORKERS = 3
 FAMILY_RATE = 1000
+ASYNC_TASKS = 1000
+
+
+def tachyon_async(pid, secs):
+    """Tachyon's --async-aware --async-mode all at its highest rate: its
+    own figures (rounds taken, rate) and the CPU it used."""
+    out, err = run(["chroot", SID, ANCHOR_PY, "-m", "profiling.sampling", "attach",
+                    "--async-aware", "--async-mode", "all", "-r", "1000k", "-d", str(secs),
+                    "--collapsed", "-o", "/tmp/pyd-bench-tachyon-async.collapsed", str(pid)],
+                   "Tachyon --async-aware")
+    text = out + err
+    r = re.search(r"Sample rate: ([\d.]+) samples/sec", text)
+    return {"rate": float(r.group(1)) if r else None, "cpu": LAST_CPU[0]}
+
+
+def async_side_by_side(tool, rounds, secs):
+    """-m async on bench/tasks_target.py (1,000 pending tasks in chains of
+    10) against Tachyon's async-aware mode: rounds per second at max rate,
+    reads per round and per task, and whether 1 kHz is kept."""
+    script = copy_to_sid("tasks_target.py", "pyd-bench-tasks-target.py")
+    target = start_ready(["chroot", SID, ANCHOR_PY, script, str(ASYNC_TASKS)])
+    rows = []
+    try:
+        for i in range(rounds):
+            t = tachyon_async(target.pid, secs)
+            doc, err = ours_json(tool, target.pid, ["-m", "async", "--rate", "max",
+                                                    "-d", str(secs)])
+            rows.append((i + 1, t, doc, LAST_CPU[0]))
+        kept, _ = ours_json(tool, target.pid, ["-m", "async", "--rate", "1000",
+                                               "-d", str(secs)])
+    finally:
+        stop(target)
+    print("## Async mode: sid python3.15, %d pending tasks, %d interleaved rounds of %d s"
+          % (ASYNC_TASKS, rounds, secs))
+    print()
+    print("| round | Tachyon rounds/s (its own figure) | Tachyon CPU s | pystack-dump rounds/s "
+          "| pystack-dump CPU s | ratio | reads per round | reads per task |")
+    print("|---|---|---|---|---|---|---|---|")
+    ratios = []
+    for i, t, doc, cpu in rows:
+        ours = doc["ticks"] / doc["duration_s"]
+        reads = doc["reads"] / max(doc["ticks"], 1)
+        ratio = ours / t["rate"] if t["rate"] else float("nan")
+        ratios.append(ratio)
+        print("| %d | %s | %.2f | %s | %.2f | %.2fx | %.1f | %.3f |"
+              % (i, fmt_rate(t["rate"]), t["cpu"], fmt_rate(ours), cpu, ratio, reads,
+                 reads / ASYNC_TASKS))
+    asked = kept["ticks"] + kept["missed"]
+    print()
+    print("Median ratio %.2fx. At --rate 1000: %d of %d ticks sampled (%.1f%%), %d missed; "
+          "%.2f reads per task over the run (the first round reads every task one read at "
+          "a time, later rounds in one batch)."
+          % (statistics.median(ratios), kept["ticks"], asked,
+             100.0 * kept["ticks"] / max(asked, 1), kept["missed"],
+             kept["reads"] / max(kept["ticks"], 1) / ASYNC_TASKS))
+    print()
 
 
 def per_process_counts(paths_by_pid, name_of):
@@ -437,6 +495,7 @@ def main():
     ap.add_argument("--skip-rss", action="store_true")
     ap.add_argument("--skip-others", action="store_true")
     ap.add_argument("--skip-family", action="store_true")
+    ap.add_argument("--skip-async", action="store_true")
     args = ap.parse_args()
     tool = tool_path(args.build)
     setup_sid()
@@ -444,6 +503,8 @@ def main():
           "compete with both tools alike)" % ((os.cpu_count() or 0,) + os.getloadavg()))
     print()
     o, t, same = side_by_side(tool, args.rounds, args.secs)
+    if not args.skip_async:
+        async_side_by_side(tool, args.rounds, args.secs)
     if not args.skip_family:
         family_side_by_side(tool, args.rounds, args.secs)
         follow_cost(tool, args.other_secs)

@@ -172,6 +172,10 @@ enum pyd_err pyd_profile_add(struct pyd_profile *p, uint32_t process,
                              const struct pyd_frame *frames, size_t n,
                              bool awaiting);
 
+/* A copy of s that lives as long as the profile, one for equal strings;
+ * NULL if out of memory. */
+const char *pyd_profile_intern(struct pyd_profile *p, const char *s);
+
 /*
  * For readers of saved profiles, which know their trees already: the node
  * of thread tid of process (added if new), and the child of node parent

@@ -117,7 +117,7 @@ static const char *intern(struct pyd_profile_priv *q, const char *s)
 	}
 	size_t j = hash_str(s) & (q->strs_cap - 1);
 	for (; q->strs[j]; j = (j + 1) & (q->strs_cap - 1))
-		if (!strcmp(q->strs[j], s))
+		if (q->strs[j] == s || !strcmp(q->strs[j], s))
 			return q->strs[j];
 	char *copy = strdup(s);
 	if (copy) {
@@ -178,10 +178,12 @@ static uint32_t frame_of(struct pyd_profile *p, const struct pyd_frame *fr)
 	uint64_t h =
 	    mix(mix(mix(0, (uintptr_t)fr->function), (uintptr_t)fr->file),
 	        (uint64_t)(int64_t)line);
-	/* Task names live only as long as one task graph: never cache them
-	 * by address. */
+	/* The strings of every frame outlive the profile's use of them (the
+	 * session's code objects, a recording's tables, <GC>, task names the
+	 * sampler interned here), so a frame is found again by address; but
+	 * an elided frame's text is rewritten each time. */
 	struct pcache_entry none,
-	    *e = fr->file ? &q->pcache[h & (PCACHE_SIZE - 1)] : &none;
+	    *e = fr->elided ? &none : &q->pcache[h & (PCACHE_SIZE - 1)];
 	none.frame = PYD_PROF_NONE;
 	if (e->frame != PYD_PROF_NONE && e->function == fr->function &&
 	    e->qualname == fr->qualname && e->file == fr->file &&
@@ -464,6 +466,11 @@ enum pyd_err pyd_profile_add(struct pyd_profile *p, uint32_t process,
 	if (awaiting)
 		p->nodes[node].self_await++;
 	return p->on_sample ? tell(p, ti, kept, awaiting) : PYD_OK;
+}
+
+const char *pyd_profile_intern(struct pyd_profile *p, const char *s)
+{
+	return intern(p->priv, s);
 }
 
 uint32_t pyd_profile_thread_node(struct pyd_profile *p, uint32_t process,

@@ -128,8 +128,14 @@ struct pyd_sampler {
 	uint64_t last_holder; /* gil mode: the predicted holder */
 	/* exception mode: None, once met, and the last value that was not */
 	uint64_t none, not_none;
-	/* async mode: the last round's reads, read again in one batch */
+	/* async mode: the last round's reads, read again in one batch, and
+	 * the round's task names as the profile keeps them */
 	struct pyd_prefetch pf;
+	const char **names;
+	size_t names_cap;
+	/* ... and the order they are added in: each task's waiter first */
+	long *order, *first, *next;
+	size_t order_cap, first_cap, next_cap;
 };
 
 static int64_t now_ns(void)
@@ -779,19 +785,32 @@ static enum pyd_err sample_threads(struct pyd_sampler *sp, unsigned *nstacks)
 /* The task's coroutine chain, a boundary frame naming it, then the same
  * for the task awaiting it, up to a root task (or a cycle). */
 static bool task_stack(struct pyd_sampler *sp, const struct pyd_task_graph *g,
-                       const struct pyd_task *t)
+                       long k)
 {
 	sp->fb.n = 0;
-	for (size_t hops = 0; t && hops <= g->ntasks; hops++) {
+	for (size_t hops = 0; k >= 0 && hops <= g->ntasks; hops++) {
+		const struct pyd_task *t = &g->tasks[k];
 		for (size_t i = 0; i < t->ncoro; i++)
 			if (!push_frame(&sp->fb, t->coro_stack[i]))
 				return false;
 		if (!push_frame(&sp->fb,
-		                (struct pyd_frame){.function = t->name}))
+		                (struct pyd_frame){.function = sp->names[k]}))
 			return false;
-		long w = t->nawaited_by ? pyd_task_find(g, t->awaited_by[0]) : -1;
-		t = w >= 0 ? &g->tasks[w] : NULL;
+		k = t->nawaited_by ? pyd_task_find(g, t->awaited_by[0]) : -1;
 	}
+	return true;
+}
+
+/* Each task's name as the profile keeps it: the graph's copies go with
+ * the round, the profile's stay, so its frames can be found by address. */
+static bool intern_names(struct pyd_sampler *sp, const struct pyd_task_graph *g)
+{
+	if (!pyd_grow((void **)&sp->names, &sp->names_cap, g->ntasks,
+		      sizeof *sp->names))
+		return false;
+	for (size_t i = 0; i < g->ntasks; i++)
+		if (!(sp->names[i] = pyd_profile_intern(sp->prof, g->tasks[i].name)))
+			return false;
 	return true;
 }
 
@@ -817,13 +836,48 @@ static enum pyd_err read_tasks(struct pyd_sampler *sp, struct pyd_task_graph *g)
 	return err;
 }
 
-static enum pyd_err sample_tasks(struct pyd_sampler *sp, unsigned *nstacks)
+/* The tasks in an order where each follows the task awaiting it: a task's
+ * stack is its waiter's with its own frames inside, so the profile finds
+ * the outer part on the path it added last and walks only the new frames.
+ * Depth first from the tasks nobody awaits; then what only cycles reach. */
+static bool await_order(struct pyd_sampler *sp, const struct pyd_task_graph *g)
 {
+	size_t n = g->ntasks;
+	if (!pyd_grow((void **)&sp->order, &sp->order_cap, n, sizeof(long)) ||
+	    !pyd_grow((void **)&sp->first, &sp->first_cap, n + 1, sizeof(long)) ||
+	    !pyd_grow((void **)&sp->next, &sp->next_cap, n, sizeof(long)))
+		return false;
+	/* first[w]: a task w awaits' list head; first[n]: the roots */
+	for (size_t i = 0; i <= n; i++)
+		sp->first[i] = -1;
+	for (size_t i = n; i-- > 0;) {
+		const struct pyd_task *t = &g->tasks[i];
+		long w = t->nawaited_by ? pyd_task_find(g, t->awaited_by[0]) : -1;
+		size_t head = w >= 0 && (size_t)w != i ? (size_t)w : n;
+		sp->next[i] = sp->first[head];
+		sp->first[head] = (long)i;
+	}
+	size_t done = 0, top = 0;
+	/* order[] doubles as the stack: pending entries sit past done */
+	for (long r = sp->first[n]; r >= 0; r = sp->next[r]) {
+		sp->order[done++] = r;
+		while (top < done) {
+			long k = sp->order[top++];
+			for (long c = sp->first[k]; c >= 0; c = sp->next[c])
+				sp->order[done++] = c;
+		}
+	}
+	return done == n || fill_rest(sp, n, done);
+}
+
+
 	struct pyd_task_graph g;
 	enum pyd_err err = read_tasks(sp, &g);
+	if (!err && !intern_names(sp, &g))
+		err = PYD_E_NOMEM;
 	for (size_t i = 0; !err && i < g.ntasks; i++) {
 		const struct pyd_task *t = &g.tasks[i];
-		if (!task_stack(sp, &g, t)) {
+		if (!task_stack(sp, &g, (long)i)) {
 			err = PYD_E_NOMEM;
 			break;
 		}
@@ -884,6 +938,7 @@ void pyd_sampler_close(struct pyd_sampler *sp)
 	free(sp->buf);
 	free(sp->fb.v);
 	pyd_prefetch_free(&sp->pf);
+	free(sp->names);
 	free(sp);
 }
 

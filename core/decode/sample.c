@@ -134,8 +134,8 @@ struct pyd_sampler {
 	const char **names;
 	size_t names_cap;
 	/* ... and the order they are added in: each task's waiter first */
-	long *order, *first, *next;
-	size_t order_cap, first_cap, next_cap;
+	long *order;
+	size_t order_cap;
 };
 
 static int64_t now_ns(void)
@@ -839,45 +839,54 @@ static enum pyd_err read_tasks(struct pyd_sampler *sp, struct pyd_task_graph *g)
 /* The tasks in an order where each follows the task awaiting it: a task's
  * stack is its waiter's with its own frames inside, so the profile finds
  * the outer part on the path it added last and walks only the new frames.
- * Depth first from the tasks nobody awaits; then what only cycles reach. */
+ * Depth first from the tasks nobody awaits; then those only cycles reach.
+ * Into sp->order[0..ntasks). */
 static bool await_order(struct pyd_sampler *sp, const struct pyd_task_graph *g)
 {
 	size_t n = g->ntasks;
-	if (!pyd_grow((void **)&sp->order, &sp->order_cap, n, sizeof(long)) ||
-	    !pyd_grow((void **)&sp->first, &sp->first_cap, n + 1, sizeof(long)) ||
-	    !pyd_grow((void **)&sp->next, &sp->next_cap, n, sizeof(long)))
+	if (!pyd_grow((void **)&sp->order, &sp->order_cap, 4 * n + 1,
+		      sizeof *sp->order))
 		return false;
-	/* first[w]: a task w awaits' list head; first[n]: the roots */
+	/* first[w]: the head of the list of tasks w is awaited by first
+	 * (first[n]: the roots'); next[i]: i's sibling; then a stack */
+	long *order = sp->order, *first = order + n, *next = first + n + 1,
+	     *stack = next + n;
 	for (size_t i = 0; i <= n; i++)
-		sp->first[i] = -1;
+		first[i] = -1;
 	for (size_t i = n; i-- > 0;) {
 		const struct pyd_task *t = &g->tasks[i];
 		long w = t->nawaited_by ? pyd_task_find(g, t->awaited_by[0]) : -1;
 		size_t head = w >= 0 && (size_t)w != i ? (size_t)w : n;
-		sp->next[i] = sp->first[head];
-		sp->first[head] = (long)i;
+		next[i] = first[head];
+		first[head] = (long)i;
 	}
-	size_t done = 0, top = 0;
-	/* order[] doubles as the stack: pending entries sit past done */
-	for (long r = sp->first[n]; r >= 0; r = sp->next[r]) {
-		sp->order[done++] = r;
-		while (top < done) {
-			long k = sp->order[top++];
-			for (long c = sp->first[k]; c >= 0; c = sp->next[c])
-				sp->order[done++] = c;
+	size_t done = 0, depth = 0;
+	for (long r = first[n]; r >= 0; r = next[r]) {
+		stack[depth++] = r;
+		while (depth) {
+			long k = stack[--depth];
+			order[done++] = k;
+			for (long c = first[k]; c >= 0; c = next[c])
+				stack[depth++] = c;
+			first[k] = -2; /* placed */
 		}
 	}
-	return done == n || fill_rest(sp, n, done);
+	for (size_t i = 0; i < n && done < n; i++)
+		if (first[i] != -2)
+			order[done++] = (long)i;
+	return true;
 }
 
+static enum pyd_err sample_tasks(struct pyd_sampler *sp, unsigned *nstacks)
+{
 
 	struct pyd_task_graph g;
 	enum pyd_err err = read_tasks(sp, &g);
-	if (!err && !intern_names(sp, &g))
+	if (!err && (!intern_names(sp, &g) || !await_order(sp, &g)))
 		err = PYD_E_NOMEM;
-	for (size_t i = 0; !err && i < g.ntasks; i++) {
-		const struct pyd_task *t = &g.tasks[i];
-		if (!task_stack(sp, &g, (long)i)) {
+	for (size_t o = 0; !err && o < g.ntasks; o++) {
+		const struct pyd_task *t = &g.tasks[sp->order[o]];
+		if (!task_stack(sp, &g, sp->order[o])) {
 			err = PYD_E_NOMEM;
 			break;
 		}
@@ -939,6 +948,7 @@ void pyd_sampler_close(struct pyd_sampler *sp)
 	free(sp->fb.v);
 	pyd_prefetch_free(&sp->pf);
 	free(sp->names);
+	free(sp->order);
 	free(sp);
 }
 

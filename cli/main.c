@@ -136,13 +136,14 @@ static const char usage_text[] =
 	"Exit status:\n"
 	"  0 success             8 a stack kept changing; printed what was read\n"
 	"  2 bad usage           9 memory not readable as expected\n"
-	"  3 no such process    11 not an ELF core file\n"
-	"  4 permission denied  12 core of another architecture\n"
-	"  5 not a Python process 13 core truncated; printed what was read\n"
-	"  6 unsupported Python  14 bad or unsupported snapshot file\n"
-	"  7 process exited during the read  15 --exe does not match the core\n"
-	"                        16 bad or unsupported profile or recording\n"
-	"                           file (diff, report)\n";
+	"  3 no such process    10 out of memory\n"
+	"  4 permission denied  11 not an ELF core file\n"
+	"  5 not a Python process 12 core of another architecture\n"
+	"  6 unsupported Python  13 core truncated; printed what was read\n"
+	"  7 process exited during the read  14 bad or unsupported snapshot file\n"
+	"                       15 --exe does not match the core\n"
+	"                       16 bad or unsupported profile or recording\n"
+	"                          file (diff, report)\n";
 
 struct options {
 	struct target_spec spec; /* from opt's core, exe, ... and the PID */

@@ -26,6 +26,9 @@ void cli_skip_reason(enum pyd_err err, const char *detail, char *out,
 struct pyd_explain cli_about(const struct target_spec *spec);
 /* Say the message for (say, err) about e on stderr. */
 void cli_say(const struct pyd_explain *e, enum pyd_say say, enum pyd_err err);
+/* --debugger-setup: print the lines that load the plugins installed
+ * with this executable; the exit status. */
+int cli_debugger_setup(void);
 /* pystack-dump sample ... (argv[0] is "sample") */
 int sample_main(int argc, char **argv);
 /* pystack-dump top ... (argv[0] is "top") */

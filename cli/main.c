@@ -97,6 +97,11 @@ static const char usage_text[] =
 	"                   python -m asyncio ps\n"
 	"  -h, --help       show this help and exit\n"
 	"  -V, --version    show the version and exit\n"
+	"      --debugger-setup  print the lines for ~/.gdbinit and ~/.lldbinit\n"
+	"                   that load the gdb and lldb plugins (py-bt,\n"
+	"                   py-tasks, py-sample ...) installed with this\n"
+	"                   pystack-dump, found from where it runs (exit 1 if\n"
+	"                   it is not in an installed layout), and exit\n"
 	"\n"
 	"Text output follows Python tracebacks: most recent call last. Each\n"
 	"thread header gives the OS thread id, its name, whether it holds the\n"
@@ -216,6 +221,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 		printf("pystack-dump %s\n", PYD_VERSION);
 		exit(0);
 	}
+	if (p->debugger_setup)
+		exit(cli_debugger_setup());
 	o->spec = (struct target_spec){.core = p->core, .exe = p->exe,
 				       .sysroot = p->sysroot,
 				       .snapshot = p->snapshot,

@@ -96,6 +96,7 @@ static const struct opt opts[] = {
     {"help", 'h', NULL, ACTION, DUMP | LIVE | PYD_IN_DIFF | PYD_IN_REPORT,
      AT(help)},
     {"version", 'V', NULL, ACTION, DUMP, AT(version)},
+    {"debugger-setup", 0, NULL, ACTION, DUMP, AT(debugger_setup)},
     {"list-formats", 0, NULL, ACTION, PYD_IN_SAMPLE, AT(list_formats)},
 };
 

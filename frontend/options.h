@@ -60,7 +60,7 @@ struct pyd_opts {
 	bool live; /* sample --live: the top view */
 	size_t limit;
 	/* met one of these: the CLI parsed no further */
-	bool help, version, list_formats;
+	bool help, version, list_formats, debugger_setup;
 };
 
 /*

@@ -1,0 +1,147 @@
+/*
+ * pystack-dump --debugger-setup: the lines that load this pystack-dump's
+ * gdb and lldb plugins, for ~/.gdbinit and ~/.lldbinit.
+ *
+ * The plugins are found from where this executable is, not from the
+ * prefix it was configured with: a wheel is built under one prefix and
+ * installed under another (a venv, ~/.local), and an installed tree may
+ * move.  meson.build says where they go relative to the prefix
+ * (PYD_PLUGIN_SO_DIR, PYD_PLUGIN_CMD_DIR) and where this executable goes
+ * (PYD_BINDIR); PYD_BUILD_ROOT is the build tree, whose plugins serve a
+ * pystack-dump run from there.
+ */
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+#define EXE_NAME "pystack-dump"
+
+/* Where the plugins of this pystack-dump are; prefix "" in the build tree,
+ * whose command file names its reader itself. */
+struct plugins {
+	char prefix[PATH_MAX];
+	char gdb_cmds[PATH_MAX], gdb_reader[PATH_MAX], lldb[PATH_MAX];
+};
+
+/* dir/name into out ("" if too long); an absolute name as it is. */
+static void join(char *out, const char *dir, const char *name)
+{
+	int n = name[0] == '/' ? snprintf(out, PATH_MAX, "%s", name)
+	                       : snprintf(out, PATH_MAX, "%s/%s", dir, name);
+	if (n < 0 || n >= PATH_MAX)
+		out[0] = '\0';
+}
+
+static void in_build_tree(struct plugins *p)
+{
+	p->prefix[0] = '\0';
+	join(p->gdb_cmds, PYD_BUILD_ROOT, "gdb-plugin/pystack-dump.gdb");
+	join(p->gdb_reader, PYD_BUILD_ROOT, "gdb-plugin/pystack-dump-gdb.so");
+	join(p->lldb, PYD_BUILD_ROOT, "lldb-plugin/pystack-dump-lldb.so");
+}
+
+/* The prefix of an executable installed as exe: exe less BINDIR/NAME, or
+ * the configured prefix where bindir was given outside it.  False if exe
+ * is not where an installation puts it. */
+static bool prefix_of(const char *exe, char *prefix)
+{
+	if (PYD_BINDIR[0] == '/') {
+		snprintf(prefix, PATH_MAX, "%s", PYD_PREFIX);
+		return true;
+	}
+	const char *tail = "/" PYD_BINDIR "/" EXE_NAME;
+	size_t n = strlen(exe), t = strlen(tail);
+	if (n <= t || strcmp(exe + n - t, tail))
+		return false;
+	snprintf(prefix, PATH_MAX, "%.*s", (int)(n - t), exe);
+	return true;
+}
+
+static bool installed(const char *exe, struct plugins *p)
+{
+	if (!prefix_of(exe, p->prefix))
+		return false;
+	char so_dir[PATH_MAX], cmd_dir[PATH_MAX];
+	join(so_dir, p->prefix, PYD_PLUGIN_SO_DIR);
+	join(cmd_dir, p->prefix, PYD_PLUGIN_CMD_DIR);
+	join(p->gdb_cmds, cmd_dir, "pystack-dump.gdb");
+	join(p->gdb_reader, so_dir, "pystack-dump-gdb.so");
+	join(p->lldb, so_dir, "pystack-dump-lldb.so");
+	return true;
+}
+
+/* s in double quotes, as gdb's and lldb's command lines read them. */
+static void put_quoted(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			putchar('\\');
+		putchar(*s);
+	}
+	putchar('"');
+}
+
+static bool present(const char *path)
+{
+	return path[0] && access(path, R_OK) == 0;
+}
+
+static void gdb_lines(const struct plugins *p)
+{
+	if (!present(p->gdb_cmds) || !present(p->gdb_reader)) {
+		printf("# gdb: no plugin (no %s): this pystack-dump was built "
+		       "without it (it needs gdb's jit-reader.h)\n",
+		       present(p->gdb_cmds) ? p->gdb_reader : p->gdb_cmds);
+		return;
+	}
+	printf("# ~/.gdbinit: py-bt, py-tasks, py-sample ... in gdb\n");
+	if (p->prefix[0]) {
+		printf("set $pystack_dump_prefix = ");
+		put_quoted(p->prefix);
+		putchar('\n');
+	}
+	printf("source %s\n", p->gdb_cmds);
+}
+
+static void lldb_lines(const struct plugins *p)
+{
+	if (!present(p->lldb)) {
+		printf("# lldb: no plugin (no %s): this pystack-dump was built "
+		       "without it (it needs liblldb and its headers)\n",
+		       p->lldb);
+		return;
+	}
+	printf("# ~/.lldbinit: the same commands in lldb\nplugin load ");
+	put_quoted(p->lldb);
+	putchar('\n');
+}
+
+int cli_debugger_setup(void)
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (n <= 0) {
+		perror("pystack-dump: /proc/self/exe");
+		return 1;
+	}
+	exe[n] = '\0';
+	struct plugins p;
+	if (!strcmp(exe, PYD_BUILD_ROOT "/cli/" EXE_NAME))
+		in_build_tree(&p);
+	else if (!installed(exe, &p)) {
+		fprintf(stderr, "pystack-dump: cannot tell where the debugger "
+		        "plugins are: %s is neither in its build tree nor "
+		        "installed as PREFIX/%s/%s (pip install, meson install)\n",
+		        exe, PYD_BINDIR, EXE_NAME);
+		return 1;
+	}
+	gdb_lines(&p);
+	putchar('\n');
+	lldb_lines(&p);
+	return 0;
+}

@@ -119,6 +119,15 @@ def test_installed_command_dumps(env, target):
     assert 'in nap' in out and "Traceback (most recent call last)" in out, out
 
 
+def test_man_page_and_completions(env):
+    """The man page and the completions land under the venv's share/, where
+    man (MANPATH from PATH's bin/../share/man) and the shells look."""
+    for rel in ("share/man/man1/pystack-dump.1",
+                "share/bash-completion/completions/pystack-dump",
+                "share/zsh/site-functions/_pystack-dump"):
+        assert os.path.isfile(os.path.join(env, rel)), rel
+
+
 def test_debugger_setup_paths(env):
     """The lines name files that exist, all inside the venv."""
     lines, out = setup_lines(env)

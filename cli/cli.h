@@ -7,7 +7,7 @@
 
 #include "../core/pyd_error.h"
 #include "../frontend/explain.h"
-#include "target.h"
+#include "../frontend/target.h"
 
 /* "pystack-dump: " fmt (with arg), and where to get help, on stderr;
  * returns the usage exit code. */

@@ -9,7 +9,7 @@
 #define PYD_CLI_PROCSET_H
 
 #include "../core/pyd_profile.h"
-#include "target.h"
+#include "../frontend/target.h"
 
 /* Every read through src counted, for the summary's reads per round. */
 struct counted {

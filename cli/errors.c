@@ -43,18 +43,6 @@ int cli_report_error(enum pyd_err err, const struct target_spec *spec,
 	return err;
 }
 
-void cli_skip_reason(enum pyd_err err, const char *detail, char *out,
-		     size_t size)
-{
-	struct pyd_explain e = {.prog = "pystack-dump",
-				.shell = PYD_SHELL_CLI,
-				.detail = detail};
-	struct pyd_buf b = {0};
-	pyd_explain(&b, &e, PYD_SAY_SKIPPED, err);
-	snprintf(out, size, "%.*s", (int)b.len, b.data ? b.data : "");
-	pyd_buf_free(&b);
-}
-
 struct pyd_explain cli_about(const struct target_spec *spec)
 {
 	return target_words(spec, "pystack-dump", "");

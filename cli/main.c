@@ -211,7 +211,7 @@ static bool skippable(const struct options *o, enum pyd_err err,
 static void print_skipped(const struct options *o, enum pyd_err why)
 {
 	char reason[200];
-	cli_skip_reason(why, NULL, reason, sizeof reason);
+	pyd_explain_skipped(why, NULL, reason, sizeof reason);
 	if (!o->opt.json) {
 		printf("Process %d (parent %d: %s): skipped, %s\n", o->spec.pid,
 		       o->ppid, o->cmdline, reason);

@@ -7,7 +7,7 @@
 
 #include "../core/pyd_error.h"
 #include "../frontend/explain.h"
-#include "target.h"
+#include "../frontend/target.h"
 
 /* "pystack-dump: " fmt (with arg), and where to get help, on stderr;
  * returns the usage exit code. */
@@ -18,10 +18,6 @@ int cli_parse_pid(const char *arg, int *pid);
  * fix; returns the exit code. */
 int cli_report_error(enum pyd_err err, const struct target_spec *spec,
 		     const char *detail);
-/* Why --subprocesses reads no stack of a child (err, detail): a reason,
- * in out. */
-void cli_skip_reason(enum pyd_err err, const char *detail, char *out,
-		     size_t size);
 /* The words for what the spec names, to fill in further (cli_say). */
 struct pyd_explain cli_about(const struct target_spec *spec);
 /* Say the message for (say, err) about e on stderr. */

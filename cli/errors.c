@@ -26,20 +26,6 @@ int cli_parse_pid(const char *arg, int *pid)
 	return 0;
 }
 
-/* The table's words for the target the CLI was given. */
-static struct pyd_explain about(const struct target_spec *spec,
-				const char *detail)
-{
-	return (struct pyd_explain){
-		.prog = "pystack-dump",
-		.shell = PYD_SHELL_CLI,
-		.pid = spec->pid,
-		.file = spec->core ? spec->core : spec->snapshot,
-		.live = !spec->core && !spec->snapshot,
-		.detail = detail,
-	};
-}
-
 void cli_say(const struct pyd_explain *e, enum pyd_say say, enum pyd_err err)
 {
 	struct pyd_buf b = {0};
@@ -52,24 +38,12 @@ void cli_say(const struct pyd_explain *e, enum pyd_say say, enum pyd_err err)
 int cli_report_error(enum pyd_err err, const struct target_spec *spec,
 		     const char *detail)
 {
-	struct pyd_explain e = about(spec, detail);
+	struct pyd_explain e = target_words(spec, "pystack-dump", detail);
 	cli_say(&e, PYD_SAY_ERROR, err);
 	return err;
 }
 
-void cli_skip_reason(enum pyd_err err, const char *detail, char *out,
-		     size_t size)
-{
-	struct pyd_explain e = {.prog = "pystack-dump",
-				.shell = PYD_SHELL_CLI,
-				.detail = detail};
-	struct pyd_buf b = {0};
-	pyd_explain(&b, &e, PYD_SAY_SKIPPED, err);
-	snprintf(out, size, "%.*s", (int)b.len, b.data ? b.data : "");
-	pyd_buf_free(&b);
-}
-
 struct pyd_explain cli_about(const struct target_spec *spec)
 {
-	return about(spec, "");
+	return target_words(spec, "pystack-dump", "");
 }

@@ -18,9 +18,9 @@
 #include "../core/pyd_stream.h"
 #include "../core/report/report.h"
 #include "../frontend/options.h"
-#include "../frontend/source.h"
+#include "../frontend/profile.h"
 #include "cli.h"
-#include "procset.h"
+#include "../frontend/procset.h"
 
 static const char usage_head[] =
     "Usage: pystack-dump sample [OPTIONS] PID\n"
@@ -433,32 +433,12 @@ static void sample_loop(struct run *r)
 	             : pyd_sample_end_text(e);
 }
 
-/* The table leaves idle threads out, unless --idle. */
-static bool hides_idle(const struct pyd_opts *o)
-{
-	return !o->idle && !strcmp(o->format->name, "table");
-}
-
 int cli_write_profile(const char *prog, struct pyd_profile *prof,
                       const struct pyd_opts *o, const char *path,
                       const char *root)
 {
-	pyd_profile_finish(prof);
 	struct pyd_buf b = {0};
-	struct pyd_profile *active =
-	    hides_idle(o) ? pyd_profile_active(prof) : NULL;
-	struct source_cache *sc = source_cache_new(root);
-	struct pyd_prof_opts po = {.per_thread = o->threads,
-	                           .limit = o->limit,
-	                           .source_line = source_cache_line,
-	                           .source_ctx = sc};
-	enum pyd_err err = hides_idle(o) && !active
-	                       ? PYD_E_NOMEM
-	                       : pyd_report_prof(&b, active ? active : prof,
-	                                         o->format, &po);
-	source_cache_free(sc);
-	if (err) {
-		pyd_profile_free(active);
+	if (pyd_profile_render(&b, prof, o, root)) {
 		pyd_buf_free(&b);
 		fprintf(stderr, "%s: out of memory\n", prog);
 		return PYD_E_NOMEM;
@@ -470,7 +450,6 @@ int cli_write_profile(const char *prog, struct pyd_profile *prof,
 	else if (f)
 		ok &= fflush(f) == 0;
 	pyd_buf_free(&b);
-	pyd_profile_free(active);
 	if (!ok && errno != EPIPE) {
 		struct pyd_explain e = {.prog = prog,
 		                        .shell = PYD_SHELL_CLI,
@@ -589,7 +568,7 @@ static void processes_summary(const struct run *r)
 static void idle_summary(const struct run *r)
 {
 	size_t n = 0;
-	for (size_t i = 0; hides_idle(&r->o->opt) && i < r->prof->nthreads; i++)
+	for (size_t i = 0; pyd_profile_hides_idle(&r->o->opt) && i < r->prof->nthreads; i++)
 		n += pyd_prof_thread_idle(&r->prof->threads[i]);
 	if (n)
 		fprintf(stderr,

@@ -23,7 +23,7 @@
 #include "../core/report/report.h"
 #include "../frontend/options.h"
 #include "cli.h"
-#include "procset.h"
+#include "../frontend/procset.h"
 
 #define WINDOW_S      5
 #define RING          (WINDOW_S + 1)

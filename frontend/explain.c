@@ -302,6 +302,18 @@ void pyd_explain_debugger_say(struct pyd_buf *out, const char *prog,
 	pyd_explain(out, &e, say, PYD_OK);
 }
 
+void pyd_explain_skipped(enum pyd_err err, const char *detail, char *out,
+                         size_t size)
+{
+	struct pyd_explain e = {.prog = "pystack-dump",
+	                        .shell = PYD_SHELL_CLI,
+	                        .detail = detail};
+	struct pyd_buf b = {0};
+	pyd_explain(&b, &e, PYD_SAY_SKIPPED, err);
+	snprintf(out, size, "%.*s", (int)b.len, b.data ? b.data : "");
+	pyd_buf_free(&b);
+}
+
 void pyd_explain(struct pyd_buf *out, const struct pyd_explain *e,
 		 enum pyd_say say, enum pyd_err err)
 {

@@ -85,6 +85,11 @@ void pyd_explain_debugger_say(struct pyd_buf *out, const char *prog,
 			      enum pyd_say say, const char *file,
 			      const char *detail);
 
+/* Why --subprocesses reads no stack of a child, or samples no
+ * descendant (err, detail): a reason, in out. */
+void pyd_explain_skipped(enum pyd_err err, const char *detail, char *out,
+                         size_t size);
+
 /* Does err stop a command, with nothing to show?  Otherwise what was
  * decoded is shown, marked incomplete where it is. */
 static inline bool pyd_err_fatal(enum pyd_err err)

@@ -1,7 +1,8 @@
 """pystack-dump as Python people install it (pyproject.toml, meson-python):
 a wheel built from the checkout and installed into a fresh venv, and the
-README's source install; from each, the command, --debugger-setup's
-lines and both plugins loaded by them.
+README's source install; from each, the command, the Python API,
+--debugger-setup's lines and both plugins loaded by them, the man page and
+the completions.
 
 Builds offline, as the README says: python3 -m build --no-isolation and
 pip install --no-build-isolation, with Debian's python3-mesonpy.  Each
@@ -108,9 +109,25 @@ def setup_lines(env):
 
 
 def test_wheel_name(wheel):
-    """One wheel for every Python: no module in it, so not tied to one."""
-    assert re.match(r"pystack_dump-[0-9.]+-py3-none-linux_x86_64\.whl$",
+    """A wheel for the Python that built it (the API's extension is built
+    for its ABI), on Linux x86-64."""
+    tag = "cp%d%d" % sys.version_info[:2]
+    assert re.match(r"pystack_dump-[0-9.]+-%s-%s-linux_x86_64\.whl$" % (tag, tag),
                     os.path.basename(wheel)), wheel
+
+
+def test_installed_api_dumps(env, target):
+    """The issue's check: in the venv, pystack_dump.dump(PID) is the
+    document pystack-dump --json PID prints."""
+    script = ("import json, subprocess, sys, pystack_dump\n"
+              "pid = int(sys.argv[1])\n"
+              "api = pystack_dump.dump(pid)\n"
+              "cli = json.loads(subprocess.run([sys.argv[2], '--json', str(pid)],\n"
+              "                 stdout=subprocess.PIPE, check=True).stdout)\n"
+              "print('same' if api == cli else 'api %r\\ncli %r' % (api, cli))\n")
+    out = check_run([os.path.join(env, "bin", "python"), "-c", script, str(target.pid),
+                     os.path.join(env, "bin", "pystack-dump")], TOOL_TIMEOUT)
+    assert out.strip() == "same", out[-2000:]
 
 
 def test_installed_command_dumps(env, target):

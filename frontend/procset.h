@@ -1,12 +1,13 @@
 /*
- * The processes one `pystack-dump sample` run reads: the one named and,
+ * The processes one sampling run (pystack-dump sample and top, the
+ * Python API's Sampler) reads: the one named and,
  * with --subprocesses, every descendant running CPython, found as they
  * start (a look at /proc every 100 ms) and kept in the profile when they
  * exit.  Each has its own memory source, session and sampler; a round
  * samples each in turn.
  */
-#ifndef PYD_CLI_PROCSET_H
-#define PYD_CLI_PROCSET_H
+#ifndef PYD_FRONTEND_PROCSET_H
+#define PYD_FRONTEND_PROCSET_H
 
 #include "../core/memsrc/layer.h"
 #include "../core/pyd_profile.h"

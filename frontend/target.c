@@ -1,3 +1,6 @@
+/*
+ * Opening what a dump reads (target.h).
+ */
 #include "target.h"
 
 #include <stdio.h>
@@ -93,4 +96,17 @@ void target_close(struct target *t)
 	pyd_core_close(t->core);
 	pyd_live_close(t->live);
 	memset(t, 0, sizeof *t);
+}
+
+struct pyd_explain target_words(const struct target_spec *spec,
+				const char *prog, const char *detail)
+{
+	return (struct pyd_explain){
+		.prog = prog,
+		.shell = PYD_SHELL_CLI,
+		.pid = spec->pid,
+		.file = spec->core ? spec->core : spec->snapshot,
+		.live = !spec->core && !spec->snapshot,
+		.detail = detail,
+	};
 }

@@ -9,7 +9,7 @@
 
 #include "../core/grow.h"
 #include "../core/memsrc/live.h"
-#include "cli.h"
+#include "explain.h"
 #include "procset.h"
 
 /* How often --subprocesses looks for new descendants. */
@@ -187,7 +187,7 @@ static void try_pending(struct procset *ps, struct sampled *e, int64_t now)
 	if (starting || err == PYD_E_NOPROC || err == PYD_E_EXITED)
 		return; /* again next scan; gone ones leave the family */
 	char why[200];
-	cli_skip_reason(err, detail, why, sizeof why);
+	pyd_explain_skipped(err, detail, why, sizeof why);
 	note_skipped(ps, e, why);
 	e->seen_ns = INT64_MAX; /* skipped until it runs exec */
 }

@@ -1,9 +1,10 @@
 /*
- * What pystack-dump reads: a live process, a core file or a snapshot,
- * optionally recorded into a new snapshot as it is read.
+ * What a dump or a sampler reads (pystack-dump, the Python API): a live
+ * process, a core file or a snapshot, optionally recorded into a new
+ * snapshot as it is read.
  */
-#ifndef PYD_CLI_TARGET_H
-#define PYD_CLI_TARGET_H
+#ifndef PYD_FRONTEND_TARGET_H
+#define PYD_FRONTEND_TARGET_H
 
 #include <stdbool.h>
 
@@ -11,6 +12,7 @@
 #include "../core/memsrc/live.h"
 #include "../core/memsrc/snapshot.h"
 #include "../core/pyd.h"
+#include "explain.h"
 
 struct target_spec {
 	int pid;              /* live process, or 0 */
@@ -41,5 +43,8 @@ enum pyd_err target_open(const struct target_spec *spec, struct target *t,
 enum pyd_err target_runtime(struct target *t, struct pyd_runtime *rt,
 			    char *detail, size_t detailsz);
 void target_close(struct target *t);
+/* The message table's words for what the spec names, said by prog. */
+struct pyd_explain target_words(const struct target_spec *spec,
+				const char *prog, const char *detail);
 
 #endif

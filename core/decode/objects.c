@@ -663,7 +663,9 @@ static bool long_header(const struct py_layout *L, int64_t size, bool *neg,
 		*ndigits = (uint64_t)size >> 3;
 	} else {
 		*neg = size < 0;
-		*ndigits = *neg ? (uint64_t)-size : (uint64_t)size;
+		/* negated unsigned: a size of INT64_MIN (garbage) must not
+		 * overflow */
+		*ndigits = *neg ? 0 - (uint64_t)size : (uint64_t)size;
 	}
 	return *ndigits <= 3;
 }
@@ -676,7 +678,7 @@ static int64_t long_digits(const uint8_t *d, uint64_t ndigits, bool neg)
 		memcpy(&digit, d + 4 * i, sizeof digit);
 		val = (val << 30) | (digit & 0x3fffffff);
 	}
-	return neg ? -(int64_t)val : (int64_t)val;
+	return neg ? (int64_t)(0 - val) : (int64_t)val; /* no signed overflow */
 }
 
 bool pyd_long_decode(const struct py_layout *L, const uint8_t *buf,

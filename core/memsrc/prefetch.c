@@ -106,7 +106,8 @@ static size_t gather(struct pyd_prefetch *p)
 			    p->runs[i].addr, p->runs[i].len};
 	for (size_t i = 0; i < p->nmissed; i++)
 		p->next[n++] = p->missed[i];
-	qsort(p->next, n, sizeof *p->next, by_addr);
+	if (n > 1) /* qsort's array may not be NULL, even when empty */
+		qsort(p->next, n, sizeof *p->next, by_addr);
 	return n;
 }
 

@@ -4,6 +4,7 @@
  * strings in place, then the tree rebuilt node by node.  Members it does
  * not know are skipped, so later versions with more members still read.
  */
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,6 +147,23 @@ static bool string(struct jp *j, char **out)
 	j->s = r + 1;
 	*w = 0;
 	return true;
+}
+
+/* A JSON number as the integer a field holds, 0 where it cannot be one
+ * (negative counts, NaN, out of range: converting those is undefined). */
+static uint64_t to_count(double v)
+{
+	return v >= 0 && v < 0x1p63 ? (uint64_t)v : 0;
+}
+
+static int to_int(double v)
+{
+	return v > INT_MIN && v < INT_MAX ? (int)v : 0;
+}
+
+static int64_t to_i64(double v)
+{
+	return v > -0x1p63 && v < 0x1p63 ? (int64_t)v : 0;
 }
 
 static bool number(struct jp *j, double *v)
@@ -326,7 +344,7 @@ static bool frame_member(struct jp *j, const char *key, void *ctx)
 		double v;
 		if (!number(j, &v))
 			return false;
-		f->line = (int)v;
+		f->line = to_int(v);
 		return true;
 	}
 	FIELDS(f, {"function", STR, offsetof(struct pyd_prof_frame, function)},
@@ -430,25 +448,26 @@ static bool count_ok(double v)
 	return v >= 0 && v < 0x1p63 && v == (double)(uint64_t)v;
 }
 
+
 static bool add_processes(struct pyd_profile *p, const struct doc *d)
 {
 	for (size_t i = 0; i < d->nprocesses; i++) {
 		const struct jprocess *pr = &d->processes[i];
-		if (pyd_profile_process(p, (int)pr->pid, (int)pr->ppid,
+		if (pyd_profile_process(p, to_int(pr->pid), to_int(pr->ppid),
 		                        pr->cmdline, pr->version) ==
 		    PYD_PROF_NONE)
 			return false;
 		p->processes[i].exited = pr->exited;
 	}
 	return d->nprocesses ||
-	       pyd_profile_process(p, (int)d->pid, 0, NULL, d->version_str) !=
+	       pyd_profile_process(p, to_int(d->pid), 0, NULL, d->version_str) !=
 	           PYD_PROF_NONE;
 }
 
 static uint32_t process_index(const struct pyd_profile *p, double pid)
 {
 	for (uint32_t i = 0; i < p->nprocesses; i++)
-		if (p->processes[i].pid == (int)pid)
+		if (p->processes[i].pid == to_int(pid))
 			return i;
 	return 0;
 }
@@ -466,7 +485,7 @@ static enum pyd_err add_nodes(struct pyd_profile *p, const struct doc *d,
 			return PYD_E_PROFILE;
 		}
 		map[(size_t)t->node] = pyd_profile_thread_node(
-		    p, process_index(p, t->pid), (int64_t)t->tid, t->name);
+		    p, process_index(p, t->pid), to_i64(t->tid), t->name);
 		if (map[(size_t)t->node] == PYD_PROF_NONE)
 			return PYD_E_NOMEM;
 	}
@@ -500,21 +519,21 @@ static enum pyd_err add_nodes(struct pyd_profile *p, const struct doc *d,
 static void set_meta(struct pyd_profile *p, const struct doc *d)
 {
 	struct pyd_prof_meta *m = &p->meta;
-	m->pid = (int)d->pid;
+	m->pid = to_int(d->pid);
 	m->python_version = p->processes[0].python_version;
 	if (!d->mode || !pyd_sample_mode_named(d->mode, &m->mode))
 		m->mode = PYD_SAMPLE_WALL;
 	m->rate_hz = d->rate;
 	m->duration_s = d->duration;
 	m->interval_s = d->interval;
-	m->start_unix_us = (uint64_t)d->start;
-	m->ticks = (uint64_t)d->ticks;
-	m->samples = (uint64_t)d->samples;
-	m->errors = (uint64_t)d->errors;
-	m->missed = (uint64_t)d->missed;
-	m->reads = (uint64_t)d->reads;
-	m->cpu_samples = (uint64_t)d->cpu;
-	m->await_samples = (uint64_t)d->awaiting;
+	m->start_unix_us = to_count(d->start);
+	m->ticks = to_count(d->ticks);
+	m->samples = to_count(d->samples);
+	m->errors = to_count(d->errors);
+	m->missed = to_count(d->missed);
+	m->reads = to_count(d->reads);
+	m->cpu_samples = to_count(d->cpu);
+	m->await_samples = to_count(d->awaiting);
 	p->truncated = d->truncated;
 	p->by_process = p->nprocesses > 1;
 	/* As sample wrote it without --threads: "all threads", tid 0. */

@@ -178,16 +178,16 @@ static uint32_t frame_of(struct pyd_profile *p, const struct pyd_frame *fr)
 	uint64_t h =
 	    mix(mix(mix(0, (uintptr_t)fr->function), (uintptr_t)fr->file),
 	        (uint64_t)(int64_t)line);
-	/* The strings of every frame outlive the profile's use of them (the
-	 * session's code objects, a recording's tables, <GC>, task names the
-	 * sampler interned here), so a frame is found again by address; but
-	 * an elided frame's text is rewritten each time. */
-	struct pcache_entry none,
-	    *e = fr->elided ? &none : &q->pcache[h & (PCACHE_SIZE - 1)];
-	none.frame = PYD_PROF_NONE;
+	/* A frame is found again by its strings' addresses: a code object's
+	 * live as long as the session.  A frame without a file (a task's
+	 * name, <GC>, a cut stack's note) may come in a buffer that holds
+	 * other text next time: its text is compared too. */
+	struct pcache_entry *e = &q->pcache[h & (PCACHE_SIZE - 1)];
 	if (e->frame != PYD_PROF_NONE && e->function == fr->function &&
 	    e->qualname == fr->qualname && e->file == fr->file &&
-	    e->line == line && e->firstline == fr->firstline)
+	    e->line == line && e->firstline == fr->firstline &&
+	    (fr->file || !strcmp(p->frames[e->frame].function,
+	                         fr->function ? fr->function : "???")))
 		return e->frame;
 	struct pyd_prof_frame f = {
 	    .function = intern(q, fr->function ? fr->function : "???"),

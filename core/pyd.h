@@ -299,4 +299,54 @@ enum pyd_err pyd_dump_tasks(struct pyd_session *s, struct pyd_task_graph *g);
 bool pyd_tasks_supported(const struct pyd_session *s);
 void pyd_task_graph_free(struct pyd_task_graph *g);
 
+/*
+ * Greenlets (the greenlet module, and gevent on it): every greenlet
+ * object of every interpreter, found in the garbage collector's lists,
+ * with the stack it was suspended in.  The module's objects are C++
+ * whose layout changes between its releases: the ones we know are a
+ * table (greenlets.c), and any other is refused (unknown_layout).
+ */
+enum pyd_greenlet_state {
+	PYD_GREENLET_RUNNING,   /* its stack is its thread's */
+	PYD_GREENLET_SUSPENDED,
+	PYD_GREENLET_UNSTARTED,
+	PYD_GREENLET_DEAD,
+};
+
+struct pyd_greenlet {
+	uint64_t id;     /* address of the greenlet object */
+	int64_t thread;  /* OS tid, 0 if unknown */
+	enum pyd_greenlet_state state;
+	bool main;       /* a thread's main greenlet */
+	uint64_t parent; /* id of its parent, 0 if none */
+	char *spawned;   /* the callable it runs, as named; NULL if unknown */
+	struct pyd_frame *frames; /* innermost first; none unless suspended */
+	size_t nframes;
+	/* PYD_OK, or why frames is incomplete (it holds what we got). */
+	enum pyd_err error;
+};
+
+struct pyd_greenlet_set {
+	struct pyd_greenlet *g; /* in the collector's list order */
+	size_t n;
+	bool loaded;         /* the target imported greenlet */
+	char release[32];    /* greenlet.__version__, "" if not read */
+	bool unknown_layout; /* a release (or CPython) we have no table for */
+	bool truncated;      /* more than PYD_MAX_GREENLETS */
+};
+
+/* Most greenlets we list, and objects of the collector's lists we look
+ * at: a corrupt list must end. */
+#define PYD_MAX_GREENLETS 1000000
+#define PYD_MAX_GC_OBJECTS 50000000
+
+/*
+ * The greenlets of the target.  PYD_E_UNSUPPORTED if this CPython's
+ * collector lists are not known; unknown_layout (with PYD_OK and no
+ * greenlets) if the greenlet release is not one we can read.
+ */
+enum pyd_err pyd_dump_greenlets(struct pyd_session *s,
+				struct pyd_greenlet_set *out);
+void pyd_greenlet_set_free(struct pyd_greenlet_set *g);
+
 #endif

@@ -36,6 +36,8 @@ bool pyd_dump_check(const struct target_spec *t, struct pyd_opts *o,
 	else if (o->subprocesses && o->save)
 		why = "--save-snapshot records one process: not with "
 		      "--subprocesses";
+	else if (o->greenlets && o->tasks)
+		why = "give one of --greenlets and --tasks";
 	else if (o->locals && o->tasks)
 		why = "--locals shows the thread stacks' variables: not with "
 		      "--tasks";
@@ -59,6 +61,8 @@ struct run {
 	struct pyd_session *sess;
 	struct pyd_dump dump;
 	struct pyd_task_graph graph;
+	struct pyd_greenlet_set greenlets;
+	enum pyd_err greenlets_err; /* why they were not listed */
 	struct pyd_buf *out, *msg;
 };
 
@@ -111,6 +115,10 @@ static enum pyd_err take_dump(struct run *r, bool *decoding, char *detail,
 	 * exit status unless we ran out of memory. */
 	if (o->locals && !o->tasks && r->dump.nthreads &&
 	    pyd_dump_locals(r->sess, &r->dump, &o->repr) == PYD_E_NOMEM && !err)
+		err = PYD_E_NOMEM;
+	if (o->greenlets && !err &&
+	    (r->greenlets_err = pyd_dump_greenlets(r->sess, &r->greenlets)) ==
+	        PYD_E_NOMEM)
 		err = PYD_E_NOMEM;
 	if (o->native && !o->tasks &&
 	    pyd_dump_native(r->sess, &r->dump, o->native_all) == PYD_E_NOMEM &&
@@ -189,7 +197,12 @@ static void print_dump(const struct run *r)
 	ro.source_line = sc ? source_cache_line : NULL;
 	ro.source_ctx = sc;
 	ro.native_all = o->native_all;
-	pyd_show_dump(r->out, &r->dump, o->json, &ro);
+	if (o->greenlets && o->json)
+		pyd_report_greenlets_json(r->out, &r->greenlets, &ro);
+	else
+		pyd_show_dump(r->out, &r->dump, o->json, &ro);
+	if (o->greenlets && !o->json)
+		pyd_report_greenlets_text(r->out, &r->greenlets, &ro);
 	source_cache_free(sc);
 }
 
@@ -265,11 +278,28 @@ static void note_native(const struct run *r)
 	say(r, &e, PYD_SAY_NATIVE_UNREAD, why);
 }
 
+/* --greenlets: why they are not listed (the threads still are). */
+static void note_greenlets(const struct run *r)
+{
+	struct pyd_explain e = about(r);
+	e.version = pyd_session_version(r->sess);
+	e.detail = r->greenlets.release[0] ? r->greenlets.release : "?";
+	if (r->greenlets_err == PYD_E_UNSUPPORTED)
+		say(r, &e, PYD_SAY_GREENLETS_UNSUPPORTED, r->greenlets_err);
+	else if (r->greenlets.unknown_layout)
+		say(r, &e, PYD_SAY_GREENLET_LAYOUT, PYD_OK);
+}
+
 static enum pyd_err check_complete(const struct run *r)
 {
 	size_t bad = 0;
 	for (size_t i = 0; i < r->dump.nthreads; i++)
 		bad += r->dump.threads[i].error != PYD_OK;
+	if (!bad) {
+		for (size_t i = 0; i < r->greenlets.n; i++)
+			bad += r->greenlets.g[i].error != PYD_OK;
+		return check_incomplete(r, bad, "greenlet(s)");
+	}
 	return check_incomplete(r, bad, "thread(s)");
 }
 
@@ -329,6 +359,8 @@ static enum pyd_err show(struct run *r, enum pyd_err decoded)
 	enum pyd_err err = r->out->failed ? PYD_E_NOMEM : PYD_OK;
 	if (!err && r->dump.has_native)
 		note_native(r);
+	if (!err && o->greenlets)
+		note_greenlets(r);
 	if (!err && o->save)
 		err = save_snapshot(r);
 	if (!err)
@@ -362,6 +394,7 @@ enum pyd_err pyd_dump_run(const struct pyd_dump_job *j, struct pyd_buf *out,
 		how->shown = true;
 	}
 	pyd_task_graph_free(&r.graph);
+	pyd_greenlet_set_free(&r.greenlets);
 	pyd_dump_free(&r.dump);
 	pyd_session_close(r.sess);
 	target_close(&r.t);

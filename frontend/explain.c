@@ -105,6 +105,13 @@ static const struct row rows[] = {
 	 "{prog}: cannot read asyncio tasks: the _asyncio module's debug "
 	 "offsets (its .AsyncioDebug section) were not found. For a core file, "
 	 "make the binaries readable (--exe, --sysroot).\n"},
+	/* Greenlets. */
+	{PYD_SAY_GREENLETS_UNSUPPORTED, ANY_ERR, ANYWHERE, false,
+	 "{prog}: greenlets of Python {version} cannot be listed yet (CPython "
+	 "3.14 can); the threads are shown.\n"},
+	{PYD_SAY_GREENLET_LAYOUT, ANY_ERR, ANYWHERE, false,
+	 "{prog}: greenlet {detail}: layout not recognised; the threads are "
+	 "shown. The README says which greenlet releases are read.\n"},
 	{PYD_SAY_TASKS_PARTIAL, ANY_ERR, ANYWHERE, false,
 	 "{prog}: the task lists could not be read to their end; the graph may "
 	 "miss tasks.{live| Try --locked.}\n"},

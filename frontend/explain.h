@@ -26,6 +26,8 @@ enum pyd_say {
 	PYD_SAY_ERROR,             /* the error given */
 	PYD_SAY_TASKS_UNSUPPORTED, /* no task graphs for this version */
 	PYD_SAY_NO_ASYNCIO_OFFSETS, /* _asyncio's debug offsets not found */
+	PYD_SAY_GREENLETS_UNSUPPORTED, /* no collector lists for this version */
+	PYD_SAY_GREENLET_LAYOUT,   /* greenlet release {detail} not known */
 	PYD_SAY_TRUNCATED,         /* the core misses bytes (count) */
 	PYD_SAY_INCOMPLETE,        /* count threads or tasks not read */
 	PYD_SAY_TASKS_PARTIAL,     /* the task lists not read to their end */

@@ -67,6 +67,7 @@ static const struct opt opts[] = {
     {"locals-items", 0, NULL, SIZE, DUMP, AT(repr.items)},
     {"locals-depth", 0, NULL, DEPTH, DUMP, AT(repr.depth)},
     {"tasks", 0, NULL, FLAG, DUMP, AT(tasks)},
+    {"greenlets", 0, NULL, FLAG, DUMP, AT(greenlets)},
     {"table", 0, "-t", FLAG, DUMP | PYD_IN_TASKS, AT(table)},
     {NULL, 0, "all", FLAG, PYD_IN_BT, AT(all)},
     {"native", 0, "-n", FLAG, DUMP | PYD_IN_BT, AT(native)},

@@ -36,6 +36,7 @@ struct pyd_opts {
 	const char *core, *exe, *sysroot, *snapshot;
 	const char *save; /* --save-snapshot */
 	bool json, locked, no_source, tasks, table;
+	bool greenlets; /* --greenlets */
 	/* --locals (py-bt -l) and how much of each value it shows */
 	bool locals;
 	struct pyd_repr_limits repr;

@@ -39,6 +39,21 @@ verify() {
         >/dev/null 2>&1 || { log "profiling.sampling missing from python3.15"; return 1; }
 }
 
+# greenlet and gevent for tests/test_greenlets.py (built for sid's default
+# python3), best effort: without them (offline, a dated index) those tests
+# skip, and the chroot is still ready for the rest
+GREENLET_PKGS="python3-greenlet python3-gevent"
+install_greenlet() {
+    chroot "$DIR" /usr/bin/python3.14 -B -E -c 'import greenlet, gevent' \
+        >/dev/null 2>&1 && return 0
+    log "installing $GREENLET_PKGS into $DIR"
+    [ -f /etc/resolv.conf ] && cp -L /etc/resolv.conf "$DIR/etc/resolv.conf" 2>/dev/null || true
+    chroot "$DIR" /usr/bin/env DEBIAN_FRONTEND=noninteractive sh -c \
+        "apt-get -o Acquire::Check-Valid-Until=false update -qq && apt-get install -y -qq $GREENLET_PKGS" \
+        >"$DIR.greenlet.log" 2>&1 \
+        || log "could not install $GREENLET_PKGS (see $DIR.greenlet.log): the greenlet tests will skip"
+}
+
 mount_proc() {
     mkdir -p "$DIR/proc"
     if mountpoint -q "$DIR/proc"; then
@@ -71,6 +86,7 @@ find_mirror() {
 
 if [ -f "$MARKER" ] && verify; then
     mount_proc
+    install_greenlet
     log "ready: $DIR"
     exit 0
 fi
@@ -112,4 +128,5 @@ mount_proc
     done
 } >"$MARKER.tmp"
 mv "$MARKER.tmp" "$MARKER"
+install_greenlet
 log "ready: $DIR"

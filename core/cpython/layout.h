@@ -78,6 +78,15 @@ struct py_layout {
 		int32_t gc_collecting;
 	} interp;
 
+	/* The collector's lists of tracked objects (greenlets are found
+	 * there): `lists` struct gc_generation, each a PyGC_Head list head
+	 * first, `stride` bytes apart from `first` in _gc_runtime_state,
+	 * whose int collecting is at `collecting` (so the state starts at
+	 * interp.gc_collecting - collecting).  lists = 0 where not known. */
+	struct {
+		int32_t collecting, first, stride, lists;
+	} gc_lists;
+
 	struct { /* offsets inside struct _gil_runtime_state (3.12+) */
 		int32_t locked;
 		int32_t last_holder;

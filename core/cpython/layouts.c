@@ -563,6 +563,8 @@ static const struct py_layout layouts[] = {
 		OBJECTS_GROUPS_312,
 		.objects = OBJECTS_314,
 		.frame_state = FRAME_STATE_314,
+		.gc_lists = { .collecting = 192, .first = 24, .stride = 24,
+		              .lists = 4 },
 	},
 	/* 3.14d: sid /usr/bin/python3.14d (python3.14-dbg 3.14.10-1) */
 	{

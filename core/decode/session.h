@@ -131,6 +131,16 @@ enum pyd_err pyd_walk_thread(struct pyd_session *s, uint64_t tstate,
 			     const struct pyd_node_reader *r,
 			     struct pyd_frame_buf *out, uint64_t *top);
 
+/* The same from the frame at f, the idx-th node the reader is asked
+ * for: frames that no thread state points at (a suspended greenlet's). */
+enum pyd_err pyd_walk_chain(struct pyd_session *s, uint64_t f, size_t idx,
+			    const struct pyd_node_reader *r,
+			    struct pyd_frame_buf *out);
+
+/* pyd_walk_chain from frame, each node read on its own (out->n reset). */
+enum pyd_err pyd_walk_from(struct pyd_session *s, uint64_t frame,
+			   struct pyd_frame_buf *out);
+
 /* OS thread id of a thread state, 0 if unknown. */
 int64_t pyd_thread_tid(struct pyd_session *s, uint64_t tstate);
 

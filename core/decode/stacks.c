@@ -112,6 +112,16 @@ enum pyd_err pyd_walk_thread(struct pyd_session *s, uint64_t tstate,
 		f = pyd_u64_at(b, 0);
 	}
 	*top = f;
+	return pyd_walk_chain(s, f, idx, r, out);
+}
+
+enum pyd_err pyd_walk_chain(struct pyd_session *s, uint64_t f, size_t idx,
+			    const struct pyd_node_reader *r,
+			    struct pyd_frame_buf *out)
+{
+	const struct py_layout *L = &s->layout;
+	enum pyd_err err = PYD_OK;
+	const uint8_t *b;
 	size_t flen = frame_len(L);
 	/* Brent's cycle check: a frame met again is a chain that loops
 	 * (corrupt memory, or a live stack read mid-change). */
@@ -196,6 +206,18 @@ static enum pyd_err walk_once(struct pyd_session *s, uint64_t tstate,
 	struct pyd_node_reader r = {plain_get, &pr};
 	*top = 0;
 	enum pyd_err err = pyd_walk_thread(s, tstate, &r, out, top);
+	if (pr.cached)
+		pyd_pagecache_free(&pr.cache);
+	return err;
+}
+
+enum pyd_err pyd_walk_from(struct pyd_session *s, uint64_t frame,
+			   struct pyd_frame_buf *out)
+{
+	struct plain_reader pr = {.s = s};
+	struct pyd_node_reader r = {plain_get, &pr};
+	out->n = 0;
+	enum pyd_err err = pyd_walk_chain(s, frame, 0, &r, out);
 	if (pr.cached)
 		pyd_pagecache_free(&pr.cache);
 	return err;

@@ -2,9 +2,8 @@
 
 #include <stdlib.h>
 
-/* kind: with native frames, "kind": "python" first. */
-static void frame_json(struct pyd_buf *b, const struct pyd_frame *f,
-		       bool kind)
+void pyd_report_json_frame(struct pyd_buf *b, const struct pyd_frame *f,
+			   bool kind)
 {
 	if (kind)
 		pyd_buf_printf(b, "{\"kind\": \"python\", ");
@@ -65,7 +64,7 @@ static void native_json(struct pyd_buf *b, const struct pyd_native_frame *f)
 static void python_json(struct pyd_buf *b, const struct pyd_thread *t,
 			size_t j, bool kind)
 {
-	frame_json(b, &t->frames[j], kind);
+	pyd_report_json_frame(b, &t->frames[j], kind);
 	if (t->vars && !b->failed)
 		vars_json(b, &t->vars[j]);
 }

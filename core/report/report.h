@@ -40,6 +40,11 @@ const char *pyd_run_state_name(enum pyd_thread_run r);
 void pyd_report_text(struct pyd_buf *b, const struct pyd_dump *d,
 		     const struct pyd_report_opts *o);
 
+/* One frame as a stack shows it: "  File ..., line N, in F" and its
+ * source line. */
+void pyd_report_frame_line(struct pyd_buf *b, const struct pyd_frame *f,
+			   const struct pyd_report_opts *o);
+
 /* Frame j of thread t on its own, numbered from the innermost (#0), with
  * its source line (py-frame, py-up, py-down). */
 void pyd_report_frame(struct pyd_buf *b, const struct pyd_thread *t,
@@ -77,6 +82,11 @@ size_t pyd_merge_stacks(const struct pyd_thread *t,
  * ("ppid", "cmdline",) "source", "python_version", "binary" (left open). */
 void pyd_report_json_head(struct pyd_buf *b, const struct pyd_report_opts *o);
 
+/* A frame's JSON object {"function", "qualname", "file", "line"} (kind:
+ * with "kind": "python" first, in a stack merged with native frames). */
+void pyd_report_json_frame(struct pyd_buf *b, const struct pyd_frame *f,
+			   bool kind);
+
 /* {"pid", "python_version", "threads": [...]} with frames innermost first. */
 void pyd_report_json(struct pyd_buf *b, const struct pyd_dump *d,
 		     const struct pyd_report_opts *o);
@@ -94,6 +104,18 @@ void pyd_report_tasks_table(struct pyd_buf *b, const struct pyd_task_graph *g,
 			    const struct pyd_report_opts *o);
 void pyd_report_tasks_json(struct pyd_buf *b, const struct pyd_task_graph *g,
 			   const struct pyd_report_opts *o);
+/* Greenlets (pyd_dump_greenlets): a "Greenlets" section for the text
+ * dump, each with its stack like a thread's; the JSON is
+ * docs/greenlets-json.md. */
+void pyd_report_greenlets_text(struct pyd_buf *b,
+			       const struct pyd_greenlet_set *g,
+			       const struct pyd_report_opts *o);
+void pyd_report_greenlets_json(struct pyd_buf *b,
+			       const struct pyd_greenlet_set *g,
+			       const struct pyd_report_opts *o);
+/* "running", "suspended", "unstarted" or "dead" */
+const char *pyd_greenlet_state_name(enum pyd_greenlet_state st);
+
 /* "pending", "done", "cancelled" or "unknown" */
 const char *pyd_task_state_name(enum pyd_task_state st);
 

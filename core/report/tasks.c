@@ -323,18 +323,6 @@ out:
 
 /* ---- JSON ------------------------------------------------------------ */
 
-/* The same frame objects as the thread JSON (json.c). */
-static void frame_json(struct pyd_buf *b, const struct pyd_frame *f)
-{
-	PUT(b, "{\"function\": ");
-	pyd_buf_json_str(b, f->function);
-	PUT(b, ", \"qualname\": ");
-	pyd_buf_json_str(b, f->qualname);
-	PUT(b, ", \"file\": ");
-	pyd_buf_json_str(b, f->file);
-	pyd_buf_printf(b, ", \"line\": %d}", f->line);
-}
-
 static void ids_json(struct pyd_buf *b, const uint64_t *ids, size_t n)
 {
 	PUT(b, "[");
@@ -361,7 +349,7 @@ static void task_json(struct pyd_buf *b, const struct pyd_task *k)
 	for (size_t j = 0; j < k->ncoro; j++) {
 		if (j)
 			PUT(b, ", ");
-		frame_json(b, &k->coro_stack[j]);
+		pyd_report_json_frame(b, &k->coro_stack[j], false);
 	}
 	PUT(b, "],\n   \"awaits\": ");
 	ids_json(b, k->awaits, k->nawaits);

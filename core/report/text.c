@@ -62,10 +62,16 @@ static void vars_lines(struct pyd_buf *b, const struct pyd_frame_vars *fv)
 static void frame_lines(struct pyd_buf *b, const struct pyd_thread *t,
 			size_t j, const struct pyd_report_opts *o)
 {
-	pyd_buf_put(b, "  ", 2);
-	source_lines(b, &t->frames[j], o);
+	pyd_report_frame_line(b, &t->frames[j], o);
 	if (t->vars)
 		vars_lines(b, &t->vars[j]);
+}
+
+void pyd_report_frame_line(struct pyd_buf *b, const struct pyd_frame *f,
+			   const struct pyd_report_opts *o)
+{
+	pyd_buf_put(b, "  ", 2);
+	source_lines(b, f, o);
 }
 
 void pyd_report_frame(struct pyd_buf *b, const struct pyd_thread *t,

@@ -1,0 +1,386 @@
+/*
+ * Greenlets (pyd.h): every greenlet object, found in the collector's
+ * lists, and the stack each one was suspended in.
+ *
+ * A greenlet is a PyGreenlet {PyObject_HEAD, weakreflist, dict, pimpl}
+ * whose pimpl is a C++ greenlet::Greenlet: a vtable, the object back
+ * (_self), the exception state, the switch arguments, the C stack state
+ * (_stack_start, stack_stop, ...) and the Python state saved when it
+ * switched away (_top_frame, a PyFrameObject, ..., current_frame, the
+ * _PyInterpreterFrame it stopped in).  A UserGreenlet adds its run
+ * callable and parent, a MainGreenlet (stack_stop == -1) its
+ * ThreadState, whose current_greenlet is the one running in that thread.
+ * greenlet rewrites a suspended greenlet's frame chain as it switches
+ * away so that it holds only Python frames (its frames that lived on the
+ * C stack are left out, the outermost one's previous is NULL): the
+ * thread-stack walk reads it as it is.
+ *
+ * The offsets change with greenlet's release and the CPython it is built
+ * for: one row per pair in layouts[], each checked on every greenlet
+ * (_self must be the object, the top frame object must hold the frame).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../grow.h"
+#include "../memsrc/pagecache.h"
+#include "objects.h"
+#include "walk.h"
+
+struct glayout {
+	const char *release; /* greenlet.__version__ up to its second dot */
+	int minor;           /* CPython 3.minor it is built for */
+	int32_t pimpl;       /* PyGreenlet.pimpl */
+	/* greenlet::Greenlet */
+	int32_t self, stack_start, stack_stop, top_frame, current_frame;
+	int32_t run_callable, parent; /* UserGreenlet */
+	int32_t thread_state;         /* MainGreenlet */
+	int32_t ts_current;           /* ThreadState.current_greenlet */
+	int32_t f_frame;              /* PyFrameObject.f_frame */
+	uint8_t impl_size;            /* bytes of the C++ object read */
+};
+
+static const struct glayout layouts[] = {
+    /* greenlet 3.3 (TGreenlet.hpp of 3.3.2) on CPython 3.14: checked on
+     * Debian's python3-greenlet 3.3.2 */
+    {"3.3", 14, 32, 8, 56, 64, 104, 144, 184, 192, 184, 8, 24, 200},
+};
+
+#define MAIN_STACK_STOP UINT64_MAX /* a MainGreenlet's stack_stop */
+/* Types whose greenlet-ness we remember, and the tp_base chain we follow. */
+#define TYPE_MEMO 64
+#define MAX_BASES 32
+/* Pages of the collector's lists kept while walking them. */
+#define GC_PAGES 256
+
+struct gctx {
+	struct pyd_session *s;
+	const struct glayout *gl;
+	uint64_t type; /* greenlet.greenlet */
+	struct pyd_greenlet_set *out;
+	size_t cap;
+	struct {
+		uint64_t type;
+		bool yes;
+	} memo[TYPE_MEMO];
+	size_t nmemo;
+	uint64_t *running; /* the current greenlet of every ThreadState */
+	size_t nrunning, running_cap;
+	size_t seen;       /* objects of the lists looked at */
+};
+
+/* ---- the module ------------------------------------------------------ */
+
+/* The dict of module `name` in interp's sys.modules, or 0. */
+static uint64_t module_dict(struct pyd_session *s, uint64_t interp,
+			    const char *name)
+{
+	uint64_t modules, mod, md;
+	if (pyd_read_ptr(s, interp + (uint64_t)s->layout.objects.interp_modules,
+			 &modules) ||
+	    !modules || pyd_dict_get(s, modules, name, &mod) || !mod ||
+	    pyd_read_ptr(s, mod + PYD_MODULE_MD_DICT, &md))
+		return 0;
+	return md;
+}
+
+/* The row for this release on this CPython, or NULL. */
+static const struct glayout *find_layout(const struct pyd_session *s,
+					 const char *release)
+{
+	const char *dot = strchr(release, '.');
+	dot = dot ? strchr(dot + 1, '.') : NULL;
+	size_t n = dot ? (size_t)(dot - release) : strlen(release);
+	for (size_t i = 0; i < sizeof layouts / sizeof *layouts; i++)
+		if (layouts[i].minor == s->layout.minor &&
+		    !s->layout.debug_build &&
+		    strlen(layouts[i].release) == n &&
+		    !strncmp(layouts[i].release, release, n))
+			return &layouts[i];
+	return NULL;
+}
+
+/* greenlet.greenlet and greenlet.__version__ of interp. */
+static void find_module(struct gctx *c, uint64_t interp)
+{
+	uint64_t md = module_dict(c->s, interp, "greenlet._greenlet"), ver;
+	if (!md || pyd_dict_get(c->s, md, "greenlet", &c->type) || !c->type)
+		return;
+	c->out->loaded = true;
+	md = module_dict(c->s, interp, "greenlet");
+	char *str = NULL;
+	if (md && !pyd_dict_get(c->s, md, "__version__", &ver) && ver &&
+	    (str = pyd_read_str(c->s, ver)))
+		snprintf(c->out->release, sizeof c->out->release, "%s", str);
+	free(str);
+	c->gl = find_layout(c->s, c->out->release);
+	c->out->unknown_layout = !c->gl;
+}
+
+/* ---- finding them ---------------------------------------------------- */
+
+/* Is type greenlet.greenlet or a subclass of it? */
+static bool is_greenlet_type(struct gctx *c, uint64_t type)
+{
+	for (size_t i = 0; i < c->nmemo; i++)
+		if (c->memo[i].type == type)
+			return c->memo[i].yes;
+	bool yes = false;
+	uint64_t t = type;
+	for (int depth = 0; t && depth < MAX_BASES && !yes; depth++) {
+		yes = t == c->type;
+		if (pyd_read_ptr(c->s, t + (uint64_t)c->s->layout.objects.tp_base,
+				 &t))
+			break;
+	}
+	if (c->nmemo < TYPE_MEMO) {
+		c->memo[c->nmemo].type = type;
+		c->memo[c->nmemo++].yes = yes;
+	}
+	return yes;
+}
+
+static enum pyd_err add_greenlet(struct gctx *c, uint64_t obj)
+{
+	struct pyd_greenlet_set *g = c->out;
+	if (g->n == PYD_MAX_GREENLETS) {
+		g->truncated = true;
+		return PYD_OK;
+	}
+	if (!pyd_grow_from((void **)&g->g, &c->cap, g->n + 1, sizeof *g->g, 64))
+		return PYD_E_NOMEM;
+	g->g[g->n++] = (struct pyd_greenlet){.id = obj};
+	return PYD_OK;
+}
+
+static int by_id(const void *a, const void *b)
+{
+	uint64_t x = ((const struct pyd_greenlet *)a)->id;
+	uint64_t y = ((const struct pyd_greenlet *)b)->id;
+	return (x > y) - (x < y);
+}
+
+/* In address order, each once: lists that share objects (corrupt, or
+ * changing under a live read) must not list a greenlet twice. */
+static void sort_unique(struct pyd_greenlet_set *g)
+{
+	size_t n = 0;
+	if (g->n)
+		qsort(g->g, g->n, sizeof *g->g, by_id);
+	for (size_t i = 0; i < g->n; i++)
+		if (!n || g->g[n - 1].id != g->g[i].id)
+			g->g[n++] = g->g[i];
+	g->n = n;
+}
+
+/*
+ * One collector list: PyGC_Head {_gc_next, _gc_prev} right before each
+ * object, circular from the head.  Read through a page cache (objects
+ * sit in arenas), bounded and loop-checked (Brent): a list that never
+ * comes back to its head is corrupt.
+ */
+static enum pyd_err walk_list(struct gctx *c, const struct pyd_memsrc *src,
+			      uint64_t head)
+{
+	const int32_t ob_type = c->s->layout.object.ob_type;
+	uint64_t node, mark = 0, w[4];
+	size_t power = 1, steps = 0;
+	enum pyd_err err = pyd_read(src, head, &node, 8);
+	for (; !err && node & ~7ULL && (node & ~7ULL) != head;
+	     node = w[0]) {
+		node &= ~7ULL; /* flag bits while a collection runs */
+		if (node == mark || ++c->seen > PYD_MAX_GC_OBJECTS) {
+			pyd_session_corrupt(c->s, "the collector's list at "
+					    "0x%llx does not end",
+					    (unsigned long long)head);
+			return PYD_E_READ;
+		}
+		if (++steps == power) {
+			mark = node;
+			power *= 2;
+			steps = 0;
+		}
+		if ((err = pyd_read(src, node, w, 16 + (size_t)ob_type + 8)))
+			break;
+		if (is_greenlet_type(c, w[2 + ob_type / 8]) &&
+		    (err = add_greenlet(c, node + 16)))
+			break;
+	}
+	return err;
+}
+
+static enum pyd_err walk_interp(struct gctx *c, const struct pyd_memsrc *src,
+				uint64_t interp)
+{
+	const struct py_layout *L = &c->s->layout;
+	uint64_t gc = interp + (uint64_t)L->interp.gc_collecting -
+		      (uint64_t)L->gc_lists.collecting;
+	enum pyd_err err = PYD_OK;
+	for (int i = 0; i < L->gc_lists.lists && !err; i++)
+		err = walk_list(c, src, gc + (uint64_t)L->gc_lists.first +
+					       (uint64_t)(i * L->gc_lists.stride));
+	return err;
+}
+
+/* ---- reading one ----------------------------------------------------- */
+
+static uint64_t word(const uint8_t *impl, int32_t off)
+{
+	return pyd_u64_at(impl, off);
+}
+
+/* The name of the function a greenlet runs (a plain function only). */
+static char *callable_name(struct pyd_session *s, uint64_t fn)
+{
+	char type[32];
+	uint64_t name;
+	uint64_t flags, t;
+	if (!fn || pyd_obj_type(s, fn, &t) ||
+	    pyd_read_ptr(s, t + (uint64_t)s->layout.object.tp_flags, &flags) ||
+	    !pyd_interp_static_type(s, t, flags))
+		return NULL;
+	pyd_type_name(s, t, type, sizeof type);
+	if (strcmp(type, "function") ||
+	    pyd_read_ptr(s, fn + (uint64_t)s->layout.objects.func_name, &name))
+		return NULL;
+	return pyd_read_str(s, name);
+}
+
+/* The frames a suspended greenlet stopped in. */
+static enum pyd_err suspended_frames(struct gctx *c, const uint8_t *impl,
+				     struct pyd_greenlet *g)
+{
+	uint64_t top = word(impl, c->gl->top_frame), f_frame;
+	uint64_t cur = word(impl, c->gl->current_frame);
+	if (!top)
+		return PYD_OK; /* it switched away before running Python */
+	enum pyd_err err = pyd_read_ptr(c->s, top + (uint64_t)c->gl->f_frame,
+					&f_frame);
+	if (err || f_frame != cur)
+		return err ? err : PYD_E_READ;
+	struct pyd_frame_buf fb = {0};
+	err = pyd_walk_from(c->s, cur, &fb);
+	g->frames = fb.v;
+	g->nframes = fb.n;
+	return err;
+}
+
+static enum pyd_err read_greenlet(struct gctx *c, struct pyd_greenlet *g)
+{
+	const struct glayout *gl = c->gl;
+	uint8_t impl[256];
+	uint64_t pimpl;
+	enum pyd_err err = pyd_read_ptr(c->s, g->id + (uint64_t)gl->pimpl, &pimpl);
+	if (err || !pimpl ||
+	    (err = pyd_read(c->s->src, pimpl, impl, gl->impl_size)))
+		return err ? err : PYD_E_READ;
+	if (word(impl, gl->self) != g->id)
+		return PYD_E_READ;
+	uint64_t stop = word(impl, gl->stack_stop);
+	g->main = stop == MAIN_STACK_STOP;
+	if (!g->main) {
+		g->parent = word(impl, gl->parent);
+		g->spawned = callable_name(c->s, word(impl, gl->run_callable));
+	}
+	if (!stop)
+		g->state = PYD_GREENLET_UNSTARTED;
+	else if (!word(impl, gl->stack_start))
+		g->state = PYD_GREENLET_DEAD;
+	else
+		g->state = PYD_GREENLET_SUSPENDED;
+	return g->state == PYD_GREENLET_SUSPENDED
+		       ? suspended_frames(c, impl, g)
+		       : PYD_OK;
+}
+
+/* The current greenlet of every thread, from its main greenlet. */
+static enum pyd_err note_running(struct gctx *c, const struct pyd_greenlet *g)
+{
+	uint64_t pimpl, ts, cur;
+	if (!g->main || g->error ||
+	    pyd_read_ptr(c->s, g->id + (uint64_t)c->gl->pimpl, &pimpl) ||
+	    pyd_read_ptr(c->s, pimpl + (uint64_t)c->gl->thread_state, &ts) ||
+	    !ts || pyd_read_ptr(c->s, ts + (uint64_t)c->gl->ts_current, &cur))
+		return PYD_OK;
+	if (!pyd_grow((void **)&c->running, &c->running_cap, c->nrunning + 1,
+		      sizeof *c->running))
+		return PYD_E_NOMEM;
+	c->running[c->nrunning++] = cur;
+	return PYD_OK;
+}
+
+static void mark_running(struct gctx *c, struct pyd_greenlet *g)
+{
+	for (size_t i = 0; i < c->nrunning; i++)
+		if (c->running[i] == g->id && g->state != PYD_GREENLET_DEAD) {
+			/* Its frames are its thread's (the saved ones are
+			 * those of an earlier switch). */
+			free(g->frames);
+			g->frames = NULL;
+			g->nframes = 0;
+			g->error = PYD_OK;
+			g->state = PYD_GREENLET_RUNNING;
+		}
+}
+
+static enum pyd_err read_all(struct gctx *c)
+{
+	struct pyd_greenlet_set *set = c->out;
+	enum pyd_err err = PYD_OK;
+	size_t good = 0;
+	for (size_t i = 0; i < set->n && err != PYD_E_NOMEM; i++) {
+		set->g[i].error = read_greenlet(c, &set->g[i]);
+		good += set->g[i].error == PYD_OK;
+		err = note_running(c, &set->g[i]);
+	}
+	for (size_t i = 0; i < set->n && !err; i++)
+		mark_running(c, &set->g[i]);
+	/* Not one greenlet that reads as its layout says: not that layout. */
+	if (set->n && !good && !err)
+		set->unknown_layout = true;
+	return err;
+}
+
+enum pyd_err pyd_dump_greenlets(struct pyd_session *s,
+				struct pyd_greenlet_set *out)
+{
+	memset(out, 0, sizeof *out);
+	if (!s->layout.gc_lists.lists || !s->layout.objects.valid)
+		return PYD_E_UNSUPPORTED;
+	struct gctx c = {.s = s, .out = out};
+	struct pyd_pagecache pc;
+	bool cached = pyd_pagecache_init(&pc, s->src, GC_PAGES);
+	const struct pyd_memsrc *src = cached ? &pc.layer.src : s->src;
+	struct pyd_walk w;
+	uint64_t interp;
+	enum pyd_err err = PYD_OK;
+	for (pyd_walk_interps(&w, s); !err && pyd_walk_next(&w, &interp);) {
+		c.type = 0;
+		c.nmemo = 0;
+		find_module(&c, interp);
+		if (c.type && c.gl)
+			err = walk_interp(&c, src, interp);
+	}
+	pyd_walk_end(&w);
+	if (cached)
+		pyd_pagecache_free(&pc);
+	if (!err)
+		err = w.err;
+	if (!err && c.gl) {
+		sort_unique(out);
+		err = read_all(&c);
+	}
+	free(c.running);
+	return err;
+}
+
+void pyd_greenlet_set_free(struct pyd_greenlet_set *g)
+{
+	for (size_t i = 0; i < g->n; i++) {
+		free(g->g[i].frames);
+		free(g->g[i].spawned);
+	}
+	free(g->g);
+	memset(g, 0, sizeof *g);
+}

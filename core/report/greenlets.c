@@ -1,0 +1,114 @@
+/*
+ * Greenlets as text and JSON (report.h).
+ */
+#include "report.h"
+
+#define PUT(b, lit) pyd_buf_put((b), (lit), sizeof(lit) - 1)
+
+const char *pyd_greenlet_state_name(enum pyd_greenlet_state st)
+{
+	static const char *const names[] = {
+	    [PYD_GREENLET_RUNNING] = "running",
+	    [PYD_GREENLET_SUSPENDED] = "suspended",
+	    [PYD_GREENLET_UNSTARTED] = "unstarted",
+	    [PYD_GREENLET_DEAD] = "dead",
+	};
+	return names[st];
+}
+
+static void greenlet_text(struct pyd_buf *b, const struct pyd_greenlet *g,
+			  const struct pyd_report_opts *o)
+{
+	pyd_buf_printf(b, "\nGreenlet 0x%llx%s%s", (unsigned long long)g->id,
+		       g->main ? " (main, " : " (",
+		       pyd_greenlet_state_name(g->state));
+	if (g->parent)
+		pyd_buf_printf(b, ", parent 0x%llx",
+			       (unsigned long long)g->parent);
+	if (g->spawned)
+		pyd_buf_printf(b, ", runs %s", g->spawned);
+	PUT(b, ")\n");
+	if (g->state == PYD_GREENLET_RUNNING)
+		PUT(b, "  (its stack is its thread's, above)\n");
+	else if (g->state == PYD_GREENLET_SUSPENDED && !g->nframes &&
+		 !g->error)
+		PUT(b, "  (no Python frames)\n");
+	if (g->nframes)
+		PUT(b, "Traceback (most recent call last):\n");
+	for (size_t j = g->nframes; j-- > 0;)
+		pyd_report_frame_line(b, &g->frames[j], o);
+	if (g->error)
+		pyd_buf_printf(b, "  [stack incomplete: %s]\n",
+			       pyd_strerror(g->error));
+}
+
+void pyd_report_greenlets_text(struct pyd_buf *b,
+			       const struct pyd_greenlet_set *g,
+			       const struct pyd_report_opts *o)
+{
+	PUT(b, "\nGreenlets");
+	if (g->release[0])
+		pyd_buf_printf(b, " (greenlet %s)", g->release);
+	PUT(b, ":\n");
+	if (!g->loaded)
+		PUT(b, "  (the target has not imported greenlet)\n");
+	else if (g->unknown_layout)
+		pyd_buf_printf(b, "  greenlet %s: layout not recognised\n",
+			       g->release[0] ? g->release : "(version unknown)");
+	for (size_t i = 0; i < g->n; i++)
+		greenlet_text(b, &g->g[i], o);
+	if (g->truncated)
+		pyd_buf_printf(b, "\n[%zu greenlets shown: there are more]\n",
+			       g->n);
+}
+
+static void greenlet_json(struct pyd_buf *b, const struct pyd_greenlet *g)
+{
+	pyd_buf_printf(b, "{\"id\": %llu, \"thread\": ",
+		       (unsigned long long)g->id);
+	if (g->thread)
+		pyd_buf_printf(b, "%lld", (long long)g->thread);
+	else
+		PUT(b, "null");
+	pyd_buf_printf(b, ", \"state\": \"%s\", \"main\": %s, \"parent\": ",
+		       pyd_greenlet_state_name(g->state),
+		       g->main ? "true" : "false");
+	if (g->parent)
+		pyd_buf_printf(b, "%llu", (unsigned long long)g->parent);
+	else
+		PUT(b, "null");
+	PUT(b, ", \"spawned\": ");
+	pyd_buf_json_str(b, g->spawned);
+	PUT(b, ", \"error\": ");
+	pyd_buf_json_str(b, g->error ? pyd_strerror(g->error) : NULL);
+	PUT(b, ",\n   \"frames\": [");
+	for (size_t j = 0; j < g->nframes; j++) {
+		if (j)
+			PUT(b, ", ");
+		pyd_report_json_frame(b, &g->frames[j], false);
+	}
+	PUT(b, "]}");
+}
+
+void pyd_report_greenlets_json(struct pyd_buf *b,
+			       const struct pyd_greenlet_set *g,
+			       const struct pyd_report_opts *o)
+{
+	pyd_report_json_head(b, o);
+	pyd_buf_printf(b, ", \"greenlet_loaded\": %s, \"greenlet_version\": ",
+		       g->loaded ? "true" : "false");
+	pyd_buf_json_str(b, g->release[0] ? g->release : NULL);
+	pyd_buf_printf(b, ", \"layout_recognised\": %s, \"truncated\": %s",
+		       g->unknown_layout ? "false" : "true",
+		       g->truncated ? "true" : "false");
+	PUT(b, ",\n \"greenlets\": [");
+	for (size_t i = 0; i < g->n; i++) {
+		pyd_buf_put(b, i ? ",\n  " : "\n  ", i ? 4 : 3);
+		greenlet_json(b, &g->g[i]);
+	}
+	if (g->n)
+		PUT(b, "\n ");
+	PUT(b, "]");
+	pyd_report_json_corrupt(b, o);
+	PUT(b, "}\n");
+}

@@ -1,0 +1,131 @@
+# -*- coding: utf-8 -*-
+"""gevent greenlets blocked in a sleep, an Event, a socket read, a Queue
+and a Lock; plain greenlets switched out several levels deep, one the
+child of another; an unstarted one and a dead one.  The main greenlet
+blocks the thread (time.sleep: nothing is monkey-patched).
+
+Ground truth: base_truth() and "greenlets": for every greenlet
+gc.get_objects() holds, {"id", "state", "main", "parent", "spawned",
+"frames"}, its frames walked by this process through gr_frame and f_back
+(innermost first).
+
+usage: greenlets.py GROUND_TRUTH.json
+"""
+import gc
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _pyd_common import _stack, base_truth, fail, write_json  # noqa: E402
+
+try:
+    import gevent
+    import gevent.event
+    import gevent.lock
+    import gevent.queue
+    import gevent.socket
+    import greenlet
+except ImportError as e:
+    fail("greenlet or gevent not installed: %s" % e)
+
+MAIN = greenlet.getcurrent()
+
+
+def in_sleep():
+    gevent.sleep(1e6)
+
+
+def in_event(ev):
+    ev.wait()
+
+
+def in_socket(sock):
+    sock.recv(1)
+
+
+def in_queue(q):
+    q.get()
+
+
+def in_lock(lock):
+    lock.acquire()
+
+
+def level3():
+    MAIN.switch()
+
+
+def level2():
+    level3()
+
+
+def level1():
+    level2()
+
+
+def child_inner():
+    MAIN.switch()
+
+
+def child():
+    child_inner()
+
+
+def never_run():
+    pass
+
+
+def finished():
+    return 1
+
+
+def state(g):
+    if g is greenlet.getcurrent():
+        return "running"
+    if g.dead:
+        return "dead"
+    return "suspended" if g else "unstarted"
+
+
+def spawned(g):
+    run = getattr(g, "run", None) if state(g) == "unstarted" else None
+    return getattr(run, "__name__", None) if hasattr(run, "__code__") else None
+
+
+def truth():
+    out = []
+    for g in gc.get_objects():
+        if not isinstance(g, greenlet.greenlet):
+            continue
+        frames = _stack(g.gr_frame) if g.gr_frame is not None else []
+        out.append({"id": id(g), "state": state(g), "main": g.parent is None,
+                    "parent": id(g.parent) if g.parent is not None else None,
+                    "spawned": spawned(g), "frames": frames})
+    return out
+
+
+def main():
+    a, b = gevent.socket.socketpair()
+    lock = gevent.lock.Semaphore(1)
+    lock.acquire()
+    keep = [gevent.spawn(in_sleep), gevent.spawn(in_event, gevent.event.Event()),
+            gevent.spawn(in_socket, a), gevent.spawn(in_queue, gevent.queue.Queue()),
+            gevent.spawn(in_lock, lock)]
+    outer = greenlet.greenlet(level1)
+    outer.switch()
+    inner = greenlet.greenlet(child, parent=outer)
+    inner.switch()
+    unstarted = greenlet.greenlet(never_run)
+    dead = greenlet.greenlet(finished)
+    dead.switch()
+    gevent.sleep(0.2)   # every gevent greenlet runs to where it blocks
+    doc = base_truth()
+    doc["greenlet_version"] = greenlet.__version__
+    doc["greenlets"] = truth()
+    write_json(sys.argv[1], doc)
+    time.sleep(1e6)
+    return keep, outer, inner, unstarted, dead, b
+
+
+main()

@@ -1,0 +1,116 @@
+"""pystack-dump --greenlets: every greenlet of tests/targets/greenlets.py
+(gevent greenlets blocked in a sleep, an Event, a socket read, a Queue and
+a Lock; plain greenlets switched out several levels deep; an unstarted and
+a dead one), each compared with the target's own ground truth: state,
+parent, main, the function an unstarted one runs, and its frames, frame
+by frame.  Interpreters without greenlet and gevent are skipped."""
+
+import pytest
+
+from conftest import usable
+from harness.procs import run, short
+from harness.target import Target, parse_json_out, tool_run
+
+FRAME_KEYS = ("function", "qualname", "file", "line")
+# The interpreters --greenlets reads (CPython 3.14 release builds).
+SUPPORTED_MINORS = ((3, 14),)
+
+
+def has_gevent(interp):
+    """None, or why interp cannot run the target."""
+    rc, out, err, _ = run(interp.argv(["-c", "import greenlet, gevent"]), 60)
+    if rc != 0:
+        last = (err or b"").decode("utf-8", "replace").strip().splitlines()[-1:]
+        return "greenlet and gevent not importable by %s (tests/setup-sid.sh " \
+               "installs them): %s" % (interp.label, "".join(last))
+    return None
+
+
+def frames(stack):
+    return [tuple(f.get(k) for k in FRAME_KEYS) for f in stack]
+
+
+def compare_greenlets(gt, doc):
+    """The differences between the ground truth and the JSON document."""
+    errs = []
+    want = dict((g["id"], g) for g in gt["greenlets"])
+    got = dict((g["id"], g) for g in doc["greenlets"])
+    if len(got) != len(doc["greenlets"]):
+        errs.append("a greenlet is listed twice")
+    for gid in sorted(set(want) - set(got)):
+        errs.append("greenlet 0x%x (%s) missing" % (gid, want[gid]["state"]))
+    for gid in sorted(set(got) - set(want)):
+        errs.append("greenlet 0x%x is no greenlet of the target" % gid)
+    for gid in sorted(set(want) & set(got)):
+        w, g = want[gid], got[gid]
+        for key in ("state", "main", "parent"):
+            if w[key] != g[key]:
+                errs.append("greenlet 0x%x: %s %r, expected %r" % (gid, key, g[key], w[key]))
+        if w["spawned"] and w["spawned"] != g["spawned"]:
+            errs.append("greenlet 0x%x: spawned %r, expected %r"
+                        % (gid, g["spawned"], w["spawned"]))
+        if g["error"]:
+            errs.append("greenlet 0x%x: error %s" % (gid, g["error"]))
+        fw, fg = frames(w["frames"]), frames(g["frames"])
+        if fw != fg:
+            errs.append("greenlet 0x%x (%s): frames\n  got      %s\n  expected %s"
+                        % (gid, w["state"], fg, fw))
+    return errs
+
+
+def start(interp):
+    usable(interp)
+    why = has_gevent(interp)
+    if why:
+        pytest.skip(why)
+    return Target(interp, "greenlets")
+
+
+@pytest.mark.interps(lambda i: i.minor in SUPPORTED_MINORS and not i.debug)
+def test_greenlets_json(interp, tool):
+    """--greenlets --json lists every greenlet with its exact stack."""
+    with start(interp) as tg:
+        gt = tg.wait_ground_truth()
+        argv, rc, out, err, _ = tool_run(tool, ["--greenlets", "--json", str(tg.pid)])
+        assert rc == 0, "%s exited %s: %s" % (" ".join(argv), rc, short(err))
+        doc, e = parse_json_out(out)
+        assert not e, e
+        assert doc["greenlet_version"] == gt["greenlet_version"]
+        assert doc["layout_recognised"] is True
+        states = sorted(set(g["state"] for g in gt["greenlets"]))
+        assert states == ["dead", "running", "suspended", "unstarted"], states
+        errs = compare_greenlets(gt, doc)
+        assert not errs, "command: %s\n%s" % (" ".join(argv), "\n".join(errs))
+
+
+@pytest.mark.interps(lambda i: i.minor in SUPPORTED_MINORS and not i.debug)
+def test_greenlets_text(interp, tool):
+    """The text dump: the threads, then a "Greenlets" section naming each
+    greenlet, with the innermost frame of each suspended one."""
+    with start(interp) as tg:
+        gt = tg.wait_ground_truth()
+        argv, rc, out, err, _ = tool_run(tool, ["--greenlets", str(tg.pid)])
+        text = out.decode("utf-8", "replace")
+        assert rc == 0, "%s exited %s: %s" % (" ".join(argv), rc, short(err))
+        head, sep, tail = text.partition("\nGreenlets (greenlet %s):\n" % gt["greenlet_version"])
+        assert sep and "Thread " in head, short(out, 2000)
+        for g in gt["greenlets"]:
+            assert "Greenlet 0x%x" % g["id"] in tail, "0x%x missing: %s" % (g["id"], tail)
+            if g["frames"]:
+                f = g["frames"][0]
+                line = 'File "%s", line %d, in %s' % (f["file"], f["line"],
+                                                      f["qualname"] or f["function"])
+                assert line in tail, "%s missing: %s" % (line, tail)
+
+
+@pytest.mark.interps(lambda i: i.minor not in SUPPORTED_MINORS or i.debug)
+def test_greenlets_refused(interp, tool):
+    """Where greenlets cannot be read, --greenlets says why on stderr and
+    still dumps the threads (exit 0)."""
+    with start(interp) as tg:
+        tg.wait_ground_truth()
+        argv, rc, out, err, _ = tool_run(tool, ["--greenlets", str(tg.pid)])
+        assert rc == 0, "%s exited %s: %s" % (" ".join(argv), rc, short(err))
+        assert b"Thread " in out, short(out)
+        msg = err.decode("utf-8", "replace")
+        assert "cannot be listed yet" in msg or "layout not recognised" in msg, msg

@@ -17,6 +17,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "../core/pyd_stream.h"
 #include "../frontend/dump.h"
 #include "../frontend/procset.h"
 #include "../frontend/profile.h"
@@ -155,6 +156,12 @@ typedef struct {
 	pthread_t thread;
 	atomic_bool stop;
 	bool opened, started, running;
+	/* keep_samples: every sample as taken, a raw recording in memory
+	 * (zstd, a few KB per 10,000 samples of a steady program), from
+	 * which write() makes the streamed formats, raw and jsonl */
+	struct pyd_stream *stream;
+	struct pyd_buf rec;
+	bool keep, rec_failed;
 } Sampler;
 
 static uint64_t unix_us(void)
@@ -176,12 +183,30 @@ static enum pyd_err sampler_round(void *ctx, unsigned *nstacks)
 	return procset_round(&s->ps, nstacks);
 }
 
+/* The recording's records due, after every round. */
+static void sampler_tick(void *ctx, const struct pyd_prof_meta *m)
+{
+	Sampler *s = ctx;
+	(void)m;
+	if (!pyd_stream_tick(s->stream))
+		s->rec_failed = true;
+}
+
+/* A stream's sink into a buffer. */
+static bool to_buf(void *ctx, const void *data, size_t n)
+{
+	struct pyd_buf *b = ctx;
+	pyd_buf_put(b, data, n);
+	return !b->failed;
+}
+
 /* The sampling thread: core's loop, never touching Python. */
 static void *sample_thread(void *arg)
 {
 	Sampler *s = arg;
 	struct pyd_sample_loop l = {.rate = s->opt.rate,
 	                            .stop = stop_asked,
+	                            .tick = s->stream ? sampler_tick : NULL,
 	                            .round = sampler_round,
 	                            .ctx = s};
 	struct pyd_prof_meta *m = &s->prof->meta;
@@ -189,6 +214,9 @@ static void *sample_thread(void *arg)
 	pyd_sample_loop(NULL, &l, m);
 	m->reads = procset_reads(&s->ps);
 	m->interval_s = m->ticks ? m->duration_s / (double)m->ticks : 0;
+	if (s->stream && !pyd_stream_close(s->stream))
+		s->rec_failed = true;
+	s->stream = NULL;
 	return NULL;
 }
 
@@ -205,8 +233,11 @@ static int sampler_init(Sampler *s, PyObject *args, PyObject *kw)
 		PyErr_SetString(PyExc_RuntimeError, "Sampler: already set up");
 		return -1;
 	}
-	if (!PyArg_ParseTuple(args, "O!i", &PyList_Type, &list, &s->pid))
+	int keep = 0;
+	if (!PyArg_ParseTuple(args, "O!i|p", &PyList_Type, &list, &s->pid,
+	                      &keep))
 		return -1;
+	s->keep = keep;
 	char *argv[MAX_ARGS], detail[512] = "";
 	if (!parse_opts(PROG ".Sampler", list, PYD_IN_SAMPLE, &s->opt, argv,
 	                MAX_ARGS))
@@ -241,6 +272,11 @@ static int sampler_init(Sampler *s, PyObject *args, PyObject *kw)
 	m->python_version = s->prof->processes[0].python_version;
 	m->mode = s->opt.mode;
 	m->rate_hz = s->opt.rate;
+	if (s->keep && pyd_stream_open(s->prof, pyd_prof_format_named("raw"),
+	                               to_buf, &s->rec, &s->stream)) {
+		raise_msg(PYD_E_NOMEM, PROG ": out of memory");
+		return -1;
+	}
 	return 0;
 }
 
@@ -279,6 +315,41 @@ static PyObject *sampler_stop(Sampler *s, PyObject *unused)
 	Py_RETURN_NONE;
 }
 
+/* The samples kept, as the streamed format f: the recording itself, or
+ * replayed through f's writer (what pystack-dump report does). */
+static PyObject *render_stream(Sampler *s, const struct pyd_prof_format *f)
+{
+	if (!s->keep)
+		return raise_msg(PYD_E_USAGE,
+		                 PROG ".Sampler: the streamed formats (raw, "
+		                      "jsonl) need every sample: "
+		                      "Sampler(..., keep_samples=True)");
+	if (s->rec_failed || s->rec.failed)
+		return raise_msg(PYD_E_NOMEM, PROG ": out of memory");
+	if (!strcmp(f->name, "raw"))
+		return PyBytes_FromStringAndSize(s->rec.data ? s->rec.data : "",
+		                                 (Py_ssize_t)s->rec.len);
+	struct pyd_buf b = {0};
+	struct pyd_stream *st = NULL;
+	struct pyd_replay r = {0};
+	char detail[256];
+	struct pyd_profile *p = pyd_profile_new(s->prof->lines, 0);
+	enum pyd_err err = p ? pyd_stream_open(p, f, to_buf, &b, &st)
+	                     : PYD_E_NOMEM;
+	if (!err)
+		err = pyd_replay(s->rec.data, s->rec.len, p, &r, detail,
+		                 sizeof detail);
+	if (st && !pyd_stream_close(st) && !err)
+		err = PYD_E_NOMEM;
+	pyd_profile_free(p);
+	PyObject *out =
+	    err ? raise_msg(err, PROG ".Sampler: cannot replay its samples")
+	        : PyBytes_FromStringAndSize(b.data ? b.data : "",
+	                                    (Py_ssize_t)b.len);
+	pyd_buf_free(&b);
+	return out;
+}
+
 /* render(options) -> bytes: the profile as pystack-dump sample writes it
  * with options (--format, --threads, --limit, --idle). */
 static PyObject *sampler_render(Sampler *s, PyObject *args)
@@ -300,11 +371,7 @@ static PyObject *sampler_render(Sampler *s, PyObject *args)
 		o.format = o.output ? pyd_prof_format_for_file(o.output)
 		                    : pyd_prof_format_named("json");
 	if (o.format->stream)
-		return raise_msg(PYD_E_USAGE,
-		                 PROG ".Sampler: this format is written as "
-		                      "samples are taken (pystack-dump sample "
-		                      "-f FORMAT -o FILE PID), not from a "
-		                      "finished profile");
+		return render_stream(s, o.format);
 	if (s->root_fd >= 0)
 		snprintf(root, sizeof root, "/proc/self/fd/%d", s->root_fd);
 	struct pyd_buf b = {0};
@@ -333,9 +400,12 @@ static PyObject *sampler_samples(Sampler *s, void *unused)
 static void sampler_dealloc(Sampler *s)
 {
 	join(s);
+	if (s->stream) /* kept samples of a Sampler never started */
+		pyd_stream_close(s->stream);
 	if (s->opened)
 		procset_close(&s->ps);
 	pyd_profile_free(s->prof);
+	pyd_buf_free(&s->rec);
 	if (s->root_fd >= 0)
 		close(s->root_fd);
 	Py_TYPE(s)->tp_free((PyObject *)s);

@@ -182,8 +182,30 @@ def test_api_sampler(newest, python_api, tmp_path):
     s.stop()
     with pytest.raises(python_api.UsageError, match="already started"):
         s.start()
-    with pytest.raises(python_api.UsageError, match="written as samples are taken"):
+    with pytest.raises(python_api.UsageError, match="keep_samples=True"):
         s.write(tmp_path / "p.pydrec")
+
+
+def test_api_sampler_keep_samples(newest, tool, python_api, tmp_path):
+    """keep_samples=True: write() makes the streamed formats too; the raw
+    recording replays (pystack-dump report) into the profile the Sampler
+    aggregated, and jsonl has a line per sample."""
+    with Target(newest, "busy") as tg:
+        tg.wait_ground_truth()
+        with python_api.Sampler(tg.pid, rate=200, keep_samples=True) as s:
+            time.sleep(1.0)
+    prof = s.profile()
+    s.write(tmp_path / "run.pydrec")
+    s.write(tmp_path / "run.jsonl")
+    s.write(tmp_path / "p.collapsed", "collapsed")
+    argv, rc, out, err, _ = tool_run(tool, ["report", str(tmp_path / "run.pydrec"),
+                                            "-f", "collapsed"])
+    assert rc == 0, err[-600:]
+    assert sorted(out.decode().splitlines()) == sorted(
+        (tmp_path / "p.collapsed").read_text().splitlines())
+    lines = (tmp_path / "run.jsonl").read_text().splitlines()
+    samples = [json.loads(l) for l in lines if '"frames"' in l]
+    assert len(samples) == prof["samples"], (len(samples), prof["samples"])
 
 
 LOOP = r"""

@@ -212,12 +212,16 @@ class Sampler(_native.Sampler):
     :meth:`start` raises :class:`UsageError`; :meth:`stop` when not
     sampling does nothing.  :meth:`profile` and :meth:`write` need it
     stopped.  Sampling also ends by itself when the target exits; what
-    was sampled stays.
+    was sampled stays.  ``keep_samples``: also keep every sample as taken
+    (a recording in memory, zstd: a few KB per 10,000 samples of a steady
+    program, more for stacks that keep changing), which the streamed
+    formats (``raw``, ``jsonl``) are written from.
     """
 
-    def __init__(self, pid, rate=1000, mode="wall"):
+    def __init__(self, pid, rate=1000, mode="wall", *, keep_samples=False):
         who = "pystack_dump.Sampler"
-        super().__init__(["--rate", str(rate), "--mode", str(mode)], _pid(pid, who))
+        super().__init__(["--rate", str(rate), "--mode", str(mode)], _pid(pid, who),
+                         bool(keep_samples))
 
     def __enter__(self):
         self.start()
@@ -236,8 +240,8 @@ class Sampler(_native.Sampler):
         ``pystack-dump sample --list-formats``; default: from ``path``'s
         suffix, as ``-o`` picks it).  ``threads``: a tree per thread;
         ``limit``: the table's rows (0: all); ``idle``: keep idle threads
-        in the table.  The streamed formats (raw, jsonl) are written as
-        samples are taken, by ``pystack-dump sample``, not from here."""
+        in the table.  The streamed formats (raw: a recording
+        ``pystack-dump report`` reads; jsonl) need ``keep_samples=True``."""
         path = os.fsdecode(path)
         opts = ["--output", path, "--limit", str(limit)]
         opts += ["--format", str(format)] if format is not None else []

@@ -17,6 +17,7 @@ import time
 
 import pytest
 
+from harness.cores import gcore_slot, run_gcore
 from harness.interps import REPO
 from harness.procs import kill, run, spawn
 
@@ -126,6 +127,23 @@ def test_installed_api_dumps(env, target):
               "                 stdout=subprocess.PIPE, check=True).stdout)\n"
               "print('same' if api == cli else 'api %r\\ncli %r' % (api, cli))\n")
     out = check_run([os.path.join(env, "bin", "python"), "-c", script, str(target.pid),
+                     os.path.join(env, "bin", "pystack-dump")], TOOL_TIMEOUT)
+    assert out.strip() == "same", out[-2000:]
+
+
+def test_installed_core(env, target, tmp_path):
+    """The installed command and API on a gcore core of the target: the
+    same document."""
+    with gcore_slot():
+        core, _warned, err = run_gcore(target.pid, str(tmp_path / "core"))
+    assert not err, err
+    script = ("import json, subprocess, sys, pystack_dump\n"
+              "api = pystack_dump.dump(core=sys.argv[1])\n"
+              "cli = json.loads(subprocess.run([sys.argv[2], '--core', sys.argv[1], '--json'],\n"
+              "                 stdout=subprocess.PIPE, check=True).stdout)\n"
+              "nap = [f for t in api['threads'] for f in t['frames'] if f['function'] == 'nap']\n"
+              "print('same' if api == cli and nap else 'api %r\\ncli %r' % (api, cli))\n")
+    out = check_run([os.path.join(env, "bin", "python"), "-c", script, core,
                      os.path.join(env, "bin", "pystack-dump")], TOOL_TIMEOUT)
     assert out.strip() == "same", out[-2000:]
 

@@ -134,7 +134,7 @@ struct pyd_sampler {
 	const char **names;
 	size_t names_cap;
 	/* ... and the order they are added in: each task's waiter first */
-	long *order;
+	long *order, *waiter; /* waiter: within order's block */
 	size_t order_cap;
 };
 
@@ -796,7 +796,7 @@ static bool task_stack(struct pyd_sampler *sp, const struct pyd_task_graph *g,
 		if (!push_frame(&sp->fb,
 		                (struct pyd_frame){.function = sp->names[k]}))
 			return false;
-		k = t->nawaited_by ? pyd_task_find(g, t->awaited_by[0]) : -1;
+		k = sp->waiter[k];
 	}
 	return true;
 }
@@ -840,22 +840,24 @@ static enum pyd_err read_tasks(struct pyd_sampler *sp, struct pyd_task_graph *g)
  * stack is its waiter's with its own frames inside, so the profile finds
  * the outer part on the path it added last and walks only the new frames.
  * Depth first from the tasks nobody awaits; then those only cycles reach.
- * Into sp->order[0..ntasks). */
+ * Into sp->order[0..ntasks); each task's waiter (-1: none) into
+ * sp->waiter, for task_stack's hops. */
 static bool await_order(struct pyd_sampler *sp, const struct pyd_task_graph *g)
 {
 	size_t n = g->ntasks;
-	if (!pyd_grow((void **)&sp->order, &sp->order_cap, 4 * n + 1,
+	if (!pyd_grow((void **)&sp->order, &sp->order_cap, 5 * n + 1,
 		      sizeof *sp->order))
 		return false;
 	/* first[w]: the head of the list of tasks w is awaited by first
 	 * (first[n]: the roots'); next[i]: i's sibling; then a stack */
 	long *order = sp->order, *first = order + n, *next = first + n + 1,
-	     *stack = next + n;
+	     *stack = next + n, *waiter = sp->waiter = stack + n;
 	for (size_t i = 0; i <= n; i++)
 		first[i] = -1;
 	for (size_t i = n; i-- > 0;) {
 		const struct pyd_task *t = &g->tasks[i];
-		long w = t->nawaited_by ? pyd_task_find(g, t->awaited_by[0]) : -1;
+		long w = waiter[i] =
+		    t->nawaited_by ? pyd_task_find(g, t->awaited_by[0]) : -1;
 		size_t head = w >= 0 && (size_t)w != i ? (size_t)w : n;
 		next[i] = first[head];
 		first[head] = (long)i;

@@ -164,13 +164,18 @@ uint32_t pyd_profile_process(struct pyd_profile *p, int pid, int ppid,
  * awaiting: the sample is of a task suspended in await (async mode).
  * Strings are copied when first seen.  The profile remembers the
  * addresses of frame strings (not of task names) to skip copying them
- * again, so those must stay unchanged at their address as long as the
- * profile is fed: the session's code cache guarantees that.
+ * again, so those must stay unchanged at their address until
+ * pyd_profile_forget_strings is called: a sampler calls it when the
+ * session's code cache frees entries (pyd_code_recheck).
  */
 enum pyd_err pyd_profile_add(struct pyd_profile *p, uint32_t process,
                              int64_t tid, const char *thread_name,
                              const struct pyd_frame *frames, size_t n,
                              bool awaiting);
+
+/* Forget the frame strings' addresses remembered so far: the strings
+ * there may be freed, and others take their place. */
+void pyd_profile_forget_strings(struct pyd_profile *p);
 
 /* A copy of s that lives as long as the profile, one for equal strings;
  * NULL if out of memory. */

@@ -23,6 +23,7 @@ struct pcache_entry {
 	const char *function, *qualname, *file;
 	int line, firstline;
 	uint32_t frame; /* PYD_PROF_NONE: empty */
+	uint32_t era;   /* entries of an earlier era are forgotten */
 };
 
 /* A thread's previous path, outermost first. */
@@ -49,6 +50,7 @@ struct pyd_profile_priv {
 	uint32_t *ids; /* the sample told to on_sample, as frame indexes */
 	size_t ids_cap;
 	struct pcache_entry pcache[PCACHE_SIZE];
+	uint32_t era; /* pyd_profile_forget_strings counts them */
 	size_t max_nodes;
 };
 
@@ -179,11 +181,12 @@ static uint32_t frame_of(struct pyd_profile *p, const struct pyd_frame *fr)
 	    mix(mix(mix(0, (uintptr_t)fr->function), (uintptr_t)fr->file),
 	        (uint64_t)(int64_t)line);
 	/* A frame is found again by its strings' addresses: a code object's
-	 * live as long as the session.  A frame without a file (a task's
+	 * live until pyd_profile_forget_strings.  A frame without a file (a task's
 	 * name, <GC>, a cut stack's note) may come in a buffer that holds
 	 * other text next time: its text is compared too. */
 	struct pcache_entry *e = &q->pcache[h & (PCACHE_SIZE - 1)];
-	if (e->frame != PYD_PROF_NONE && e->function == fr->function &&
+	if (e->frame != PYD_PROF_NONE && e->era == q->era &&
+	    e->function == fr->function &&
 	    e->qualname == fr->qualname && e->file == fr->file &&
 	    e->line == line && e->firstline == fr->firstline &&
 	    (fr->file || !strcmp(p->frames[e->frame].function,
@@ -206,8 +209,17 @@ static uint32_t frame_of(struct pyd_profile *p, const struct pyd_frame *fr)
 	uint32_t idx = frame_index(p, &f);
 	if (idx != PYD_PROF_NONE)
 		*e = (struct pcache_entry){fr->function, fr->qualname, fr->file,
-		                           line, fr->firstline, idx};
+		                           line, fr->firstline, idx, q->era};
 	return idx;
+}
+
+void pyd_profile_forget_strings(struct pyd_profile *p)
+{
+	struct pyd_profile_priv *q = p->priv;
+	/* After 2^32 eras an entry could look current again: empty them. */
+	if (++q->era == 0)
+		for (size_t i = 0; i < PCACHE_SIZE; i++)
+			q->pcache[i].frame = PYD_PROF_NONE;
 }
 
 static uint64_t hash_child(uint32_t parent, uint32_t frame)

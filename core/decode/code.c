@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../grow.h"
 #include "linetable.h"
 #include "objects.h"
 
@@ -82,12 +83,15 @@ static struct pyd_code *code_read(struct pyd_session *s, uint64_t addr)
 		       sizeof c->framesize);
 	c->name_ptr = pyd_u64_at(buf, L->code.name);
 	c->file_ptr = pyd_u64_at(buf, L->code.filename);
+	c->linetable_ptr = pyd_u64_at(buf, L->code.linetable);
 	c->name = pyd_read_str(s, c->name_ptr);
 	c->file = pyd_read_str(s, c->file_ptr);
-	if (L->code.qualname != PYD_NO_FIELD)
-		c->qualname = pyd_read_str(s, pyd_u64_at(buf, L->code.qualname));
-	c->linetable = pyd_read_bytes(s, pyd_u64_at(buf, L->code.linetable),
-				      MAX_LINETABLE, &c->linetable_len);
+	if (L->code.qualname != PYD_NO_FIELD) {
+		c->qualname_ptr = pyd_u64_at(buf, L->code.qualname);
+		c->qualname = pyd_read_str(s, c->qualname_ptr);
+	}
+	c->linetable = pyd_read_bytes(s, c->linetable_ptr, MAX_LINETABLE,
+				      &c->linetable_len);
 	if (!c->name || !c->file) {
 		pyd_code_free(c);
 		return NULL;
@@ -95,10 +99,15 @@ static struct pyd_code *code_read(struct pyd_session *s, uint64_t addr)
 	return c;
 }
 
+static size_t code_home(const struct pyd_session *s, uint64_t addr)
+{
+	return (size_t)((addr >> 4) * 0x9E3779B97F4A7C15ULL) &
+	       (s->codes_cap - 1);
+}
+
 static size_t code_slot(const struct pyd_session *s, uint64_t addr)
 {
-	size_t mask = s->codes_cap - 1;
-	size_t i = (size_t)((addr >> 4) * 0x9E3779B97F4A7C15ULL) & mask;
+	size_t mask = s->codes_cap - 1, i = code_home(s, addr);
 	while (s->codes[i] && s->codes[i]->addr != addr)
 		i = (i + 1) & mask;
 	return i;
@@ -122,12 +131,25 @@ static bool codes_grow(struct pyd_session *s)
 	return true;
 }
 
+/* c was looked up in this check window: pyd_code_take_used() lists it.
+ * Out of memory it is not listed, and not checked this time. */
+static void note_used(struct pyd_session *s, struct pyd_code *c)
+{
+	if (pyd_grow((void **)&s->used, &s->used_cap, s->nused + 1,
+		     sizeof *s->used)) {
+		s->used[s->nused++] = c;
+		c->window = s->window;
+	}
+}
+
 const struct pyd_code *pyd_code_get(struct pyd_session *s, uint64_t addr)
 {
 	if (!addr)
 		return NULL;
 	if (s->codes_cap) {
 		struct pyd_code *hit = s->codes[code_slot(s, addr)];
+		if (hit && hit->window != s->window)
+			note_used(s, hit);
 		if (hit)
 			return hit;
 	}
@@ -144,6 +166,7 @@ const struct pyd_code *pyd_code_get(struct pyd_session *s, uint64_t addr)
 	}
 	s->codes[code_slot(s, addr)] = c;
 	s->ncodes++;
+	note_used(s, c);
 	return c;
 }
 
@@ -177,58 +200,78 @@ int pyd_code_line_cached(struct pyd_session *s, const struct pyd_code *c,
 	return e->line;
 }
 
-/* Does the code object at c->addr still hold what we decoded? */
-static bool code_unchanged(struct pyd_session *s, const struct pyd_code *c)
+size_t pyd_code_id_len(const struct py_layout *L)
+{
+	const int32_t offs[] = {L->object.ob_type, L->code.name,
+				L->code.qualname,  L->code.filename,
+				L->code.firstlineno, L->code.linetable};
+	int32_t end = 0;
+	for (size_t i = 0; i < sizeof offs / sizeof *offs; i++)
+		if (offs[i] != PYD_NO_FIELD && offs[i] + 8 > end)
+			end = offs[i] + 8;
+	return (size_t)end;
+}
+
+/* Does hdr, the header now at c->addr, still hold what we decoded? */
+static bool same_code(const struct pyd_session *s, const struct pyd_code *c,
+		      const uint8_t *hdr)
 {
 	const struct py_layout *L = &s->layout;
-	uint64_t type, name, file;
 	int32_t first;
-	return !pyd_read_ptr(s, c->addr + (uint64_t)L->object.ob_type, &type) &&
-	       type == s->code_type &&
-	       !pyd_read_ptr(s, c->addr + (uint64_t)L->code.name, &name) &&
-	       name == c->name_ptr &&
-	       !pyd_read_ptr(s, c->addr + (uint64_t)L->code.filename, &file) &&
-	       file == c->file_ptr &&
-	       !pyd_read_i32(s, c->addr + (uint64_t)L->code.firstlineno, &first) &&
+	memcpy(&first, hdr + L->code.firstlineno, sizeof first);
+	return pyd_u64_at(hdr, L->object.ob_type) == s->code_type &&
+	       pyd_u64_at(hdr, L->code.name) == c->name_ptr &&
+	       (L->code.qualname == PYD_NO_FIELD ||
+		pyd_u64_at(hdr, L->code.qualname) == c->qualname_ptr) &&
+	       pyd_u64_at(hdr, L->code.filename) == c->file_ptr &&
+	       pyd_u64_at(hdr, L->code.linetable) == c->linetable_ptr &&
 	       first == c->firstlineno;
 }
 
-static bool retire(struct pyd_session *s, struct pyd_code *c)
+size_t pyd_code_take_used(struct pyd_session *s, struct pyd_code ***v,
+			  size_t *cap)
 {
-	void *p = realloc(s->retired, (s->nretired + 1) * sizeof *s->retired);
-	if (!p)
-		return false;
-	s->retired = p;
-	s->retired[s->nretired++] = c;
-	return true;
+	struct pyd_code **mine = *v;
+	size_t mine_cap = *cap, n = s->nused;
+	*v = s->used;
+	*cap = s->used_cap;
+	s->used = mine;
+	s->used_cap = mine_cap;
+	s->nused = 0;
+	s->window = s->window == UINT32_MAX ? 1 : s->window + 1;
+	return n;
 }
 
-size_t pyd_code_cache_revalidate(struct pyd_session *s)
+/* Take c out of the table: linear probing moves each later entry of its
+ * run back into the hole unless its home slot lies after the hole. */
+static void code_remove(struct pyd_session *s, const struct pyd_code *c)
 {
-	size_t changed = 0;
-	struct pyd_code **keep = calloc(s->codes_cap ? s->codes_cap : 1,
-					sizeof *keep);
-	if (!keep)
-		return 0;
-	size_t nkeep = 0;
-	for (size_t i = 0; i < s->codes_cap; i++) {
-		struct pyd_code *c = s->codes[i];
-		if (!c)
+	size_t mask = s->codes_cap - 1, hole = code_slot(s, c->addr);
+	s->codes[hole] = NULL;
+	for (size_t j = (hole + 1) & mask; s->codes[j]; j = (j + 1) & mask) {
+		size_t home = code_home(s, s->codes[j]->addr);
+		if (((j - home) & mask) >= ((j - hole) & mask)) {
+			s->codes[hole] = s->codes[j];
+			s->codes[j] = NULL;
+			hole = j;
+		}
+	}
+	s->ncodes--;
+}
+
+size_t pyd_code_recheck(struct pyd_session *s, struct pyd_code *const *v,
+			size_t n, const uint8_t *hdrs)
+{
+	size_t len = pyd_code_id_len(&s->layout), changed = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (same_code(s, v[i], hdrs + i * len))
 			continue;
-		if (code_unchanged(s, c) || !retire(s, c))
-			keep[nkeep++] = c;
-		else
-			changed++;
+		code_remove(s, v[i]);
+		pyd_code_free(v[i]);
+		changed++;
 	}
-	if (changed) {
-		/* Linear probing cannot delete in place: re-insert the rest. */
-		memset(s->codes, 0, s->codes_cap * sizeof *s->codes);
-		for (size_t i = 0; i < nkeep; i++)
-			s->codes[code_slot(s, keep[i]->addr)] = keep[i];
-		s->ncodes = nkeep;
+	if (changed)
 		memset(s->lines, 0, sizeof s->lines);
-	}
-	free(keep);
 	return changed;
 }
 

@@ -47,11 +47,22 @@ int pyd_code_line_cached(struct pyd_session *s, const struct pyd_code *c,
 			 int offset);
 
 /*
- * Re-read the header of every cached code object and retire those that
- * changed: CPython frees code objects (a reloaded module, an exec'd
- * string) and another may take the address.  A sampler calls this now
- * and then; a one-shot dump does not need it.  Returns how many changed.
+ * Checking the cache.  CPython frees code objects (an exec'd string, a
+ * reloaded module, the imports of a program starting up) and another may
+ * take the address, so a sampler re-reads, now and then, the headers of
+ * the code objects its stacks used: pyd_code_take_used() swaps the ones
+ * looked up since its last call into *v (the array given in *v becomes
+ * the session's), and pyd_code_recheck() drops those whose first
+ * pyd_code_id_len() bytes, read now into hdrs[i * len], no longer match,
+ * so that their address is decoded afresh.  It frees them: frames pushed
+ * from them must be gone, and anything that knew them by their strings'
+ * addresses must forget them (pyd_profile_forget_strings).  Returns how
+ * many it dropped.
  */
-size_t pyd_code_cache_revalidate(struct pyd_session *s);
+size_t pyd_code_id_len(const struct py_layout *L);
+size_t pyd_code_take_used(struct pyd_session *s, struct pyd_code ***v,
+			  size_t *cap);
+size_t pyd_code_recheck(struct pyd_session *s, struct pyd_code *const *v,
+			size_t n, const uint8_t *hdrs);
 
 #endif

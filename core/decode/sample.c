@@ -12,8 +12,11 @@
  *
  * Whether the thread list changed is read in the same batch once a
  * millisecond: each interpreter's list head and each thread state's next
- * pointer.  Cached code objects are re-checked once a second, since
- * their addresses can be reused.
+ * pointer.  So are the headers of the code objects the stacks used since
+ * the last time: CPython frees code objects and another can take the
+ * address (a program starting up imports and drops hundreds), and a
+ * stale entry would name every sample of the new one after the old for
+ * as long as it stayed.  Async mode reads them on their own, as often.
  *
  * The fields a mode decides on come first in the batch: the GIL (gil
  * mode), each thread's exceptions (exception mode).  Each interpreter's
@@ -52,10 +55,12 @@
  */
 #define TAIL_MAX   4
 #define TAIL_BYTES 128
-/* Refresh thread names and re-check cached code objects this often. */
+/* Refresh thread names this often. */
 #define REFRESH_NS 1000000000LL
-/* Check whether threads came or went this often: a thread state freed
- * since can still be walked for up to this long. */
+/* Check whether threads came or went, and whether code objects were
+ * replaced, this often: a thread state freed since can still be walked,
+ * and a replaced code object is named after the old one, for up to this
+ * long. */
 #define HEADS_NS 1000000LL
 /* Ask the source whether threads never seen on a CPU are on one this
  * often (one /proc read each): often enough to tell idle threads, which
@@ -117,6 +122,7 @@ struct pyd_sampler {
 	size_t nsorted, sorted_cap;
 	size_t nfields;     /* iov[0..nfields): GIL, GC, exception fields */
 	size_t nranges;     /* iov[nfields..nranges): nodes; then list heads */
+	size_t nplan;       /* ... to nplan; then code objects' headers */
 	int64_t heads_read; /* CLOCK_MONOTONIC ns the heads were last read */
 	int64_t run_asked;  /* ... and the threads' run states asked */
 	bool plan_valid;    /* iov and sorted still fit the predictions */
@@ -136,6 +142,11 @@ struct pyd_sampler {
 	/* ... and the order they are added in: each task's waiter first */
 	long *order, *waiter; /* waiter: within order's block */
 	size_t order_cap;
+	/* The code objects being checked, and their headers as read */
+	struct pyd_code **codes;
+	size_t ncodes, codes_cap;
+	uint8_t *code_hdrs;
+	size_t code_hdrs_cap;
 };
 
 static int64_t now_ns(void)
@@ -414,8 +425,38 @@ static enum pyd_err plan_batch(struct pyd_sampler *sp)
 	}
 	if (!ok)
 		return PYD_E_NOMEM;
+	sp->nplan = sp->niov;
 	sp->plan_valid = true;
 	return PYD_OK;
+}
+
+/* Take the code objects used since the last check, and lay out the read
+ * of their headers in iov from sp->niov on. */
+static bool plan_code_check(struct pyd_sampler *sp)
+{
+	size_t len = pyd_code_id_len(&sp->s->layout);
+	sp->ncodes = pyd_code_take_used(sp->s, &sp->codes, &sp->codes_cap);
+	if (!pyd_grow((void **)&sp->code_hdrs, &sp->code_hdrs_cap,
+	              sp->ncodes * len, 1)) {
+		sp->ncodes = 0;
+		return false;
+	}
+	bool ok = true;
+	for (size_t i = 0; i < sp->ncodes; i++)
+		ok &= push_iov(sp, sp->codes[i]->addr, sp->code_hdrs + i * len,
+		               len);
+	return ok;
+}
+
+/* Drop those of the checked code objects whose headers, of which the
+ * first nread were read, changed. */
+static void finish_code_check(struct pyd_sampler *sp, size_t nread)
+{
+	if (pyd_code_recheck(sp->s, sp->codes,
+	                     nread < sp->ncodes ? nread : sp->ncodes,
+	                     sp->code_hdrs))
+		pyd_profile_forget_strings(sp->prof);
+	sp->ncodes = 0;
 }
 
 /* Did a thread start or end since the list was read? */
@@ -432,8 +473,8 @@ static bool heads_changed(const struct pyd_sampler *sp)
 
 /*
  * One read of the fields the round decides on, every predicted node of
- * the threads marked in_batch and, once a millisecond, gc.collecting and
- * the thread-list heads.
+ * the threads marked in_batch and, once a millisecond, gc.collecting,
+ * the thread-list heads and the headers of the code objects used.
  * The plan is kept while the predictions hold: a steady stack only reads.
  */
 static enum pyd_err read_batch(struct pyd_sampler *sp)
@@ -442,16 +483,21 @@ static enum pyd_err read_batch(struct pyd_sampler *sp)
 	if (!sp->plan_valid && (err = plan_batch(sp)))
 		return err;
 	bool heads = sp->now - sp->heads_read >= HEADS_NS;
+	sp->niov = sp->nplan;
+	if (heads && !plan_code_check(sp))
+		return PYD_E_NOMEM;
 	size_t done = 0;
 	err = pyd_readv(sp->s->src, sp->iov, heads ? sp->niov : sp->nranges,
 	                &done);
+	if (heads)
+		finish_code_check(sp, done > sp->nplan ? done - sp->nplan : 0);
 	if (err)
 		return err;
 	if (done < sp->nfields)
 		return PYD_E_READ;
 	for (size_t i = 0; i < sp->nsorted; i++)
 		sp->sorted[i]->loaded = sp->sorted[i]->range < done;
-	if (heads && done == sp->niov) {
+	if (heads && done >= sp->nplan) {
 		sp->heads_read = sp->now;
 		if (heads_changed(sp)) {
 			sp->stale = true;
@@ -879,9 +925,23 @@ static bool await_order(struct pyd_sampler *sp, const struct pyd_task_graph *g)
 	return true;
 }
 
+/* Async mode's check of the code objects used: a read of its own, once a
+ * millisecond (the task walk has no batch to carry it). */
+static void check_codes(struct pyd_sampler *sp)
+{
+	if (sp->now - sp->heads_read < HEADS_NS)
+		return;
+	sp->heads_read = sp->now;
+	sp->niov = 0;
+	size_t done = 0;
+	if (plan_code_check(sp))
+		pyd_readv(sp->s->src, sp->iov, sp->niov, &done);
+	finish_code_check(sp, done);
+}
+
 static enum pyd_err sample_tasks(struct pyd_sampler *sp, unsigned *nstacks)
 {
-
+	check_codes(sp);
 	struct pyd_task_graph g;
 	enum pyd_err err = read_tasks(sp, &g);
 	if (!err && (!intern_names(sp, &g) || !await_order(sp, &g)))
@@ -951,6 +1011,8 @@ void pyd_sampler_close(struct pyd_sampler *sp)
 	pyd_prefetch_free(&sp->pf);
 	free(sp->names);
 	free(sp->order);
+	free(sp->codes);
+	free(sp->code_hdrs);
 	free(sp);
 }
 
@@ -973,8 +1035,6 @@ static enum pyd_err sample_round(struct pyd_sampler *sp, unsigned *nstacks)
 	/* The round's one look at the clock, for what is due now and then. */
 	sp->now = now_ns();
 	bool periodic = sp->now - sp->refreshed > REFRESH_NS;
-	if (periodic)
-		pyd_code_cache_revalidate(sp->s);
 	if (periodic || sp->stale) {
 		enum pyd_err err = refresh(sp, periodic);
 		if (err)

@@ -98,6 +98,7 @@ enum pyd_err pyd_session_open(const struct pyd_memsrc *src,
 	pyd_budget_init(&s->budget, src, PYD_DUMP_MAX_READS,
 			PYD_DUMP_MAX_BYTES);
 	s->src = &s->budget.layer.src;
+	s->window = 1;
 	s->rt = *rt;
 	detail[0] = 0;
 	enum pyd_err err = PYD_OK;
@@ -117,10 +118,8 @@ void pyd_session_close(struct pyd_session *s)
 		return;
 	for (size_t i = 0; i < s->codes_cap; i++)
 		pyd_code_free(s->codes[i]);
-	for (size_t i = 0; i < s->nretired; i++)
-		pyd_code_free(s->retired[i]);
 	free(s->codes);
-	free(s->retired);
+	free(s->used);
 	free(s);
 }
 

@@ -18,9 +18,10 @@ struct pyd_code {
 	int framesize; /* 3.12+: words a frame of it takes on the data stack */
 	uint8_t *linetable;
 	size_t linetable_len;
-	/* co_name and co_filename as read: pyd_code_cache_revalidate()
-	 * compares them to tell a reused address. */
-	uint64_t name_ptr, file_ptr;
+	/* Its header's pointers as read: pyd_code_recheck() compares them
+	 * to tell a reused address. */
+	uint64_t name_ptr, qualname_ptr, file_ptr, linetable_ptr;
+	uint32_t window; /* the check window it was last looked up in */
 	/* Its variables (locals.c), read the first time they are asked
 	 * for: vars_state 0 not yet, 1 read, -1 unreadable. */
 	int vars_state;
@@ -78,10 +79,10 @@ struct pyd_session {
 	/* Open-addressing table of code objects by address. */
 	struct pyd_code **codes;
 	size_t ncodes, codes_cap;
-	/* Entries dropped by revalidation; freed with the session, since
-	 * frames and profiles may still point at their strings. */
-	struct pyd_code **retired;
-	size_t nretired;
+	/* The entries looked up in this check window, each once. */
+	struct pyd_code **used;
+	size_t nused, used_cap;
+	uint32_t window; /* from 1: an entry's 0 is no window */
 	struct pyd_line_slot lines[PYD_LINE_CACHE];
 	struct pyd_key_slot keys[PYD_KEY_CACHE];
 	struct pyd_type_slot types[PYD_TYPE_CACHE];

@@ -116,9 +116,20 @@ def target_report(tg, suffix):
         return json.load(f)
 
 
+def sampled_window(doc, t0, t1):
+    """The window the tool says it sampled (start_unix_us, duration_s), in
+    time.monotonic() seconds; [t0, t1] (around the whole run) if it does
+    not say.  Under load the run's start-up and exit take a good part of a
+    second, and the target's split drifts with the load."""
+    if not isinstance(doc.get("start_unix_us"), int):
+        return t0, t1
+    start = doc["start_unix_us"] / 1e6 + (time.monotonic() - time.time())
+    return start, start + doc["duration_s"]
+
+
 def split_truth(tg, t0, t1):
-    """The target's own hot share (percent) over [t0, t1], from the rounds
-    it writes on SIGUSR1."""
+    """The target's own hot share (percent) over [t0, t1] (time.monotonic()
+    seconds), from the rounds it writes on SIGUSR1."""
     rounds = target_report(tg, ".split")["rounds"]
     inside = [r for r in rounds if t0 <= r[0] <= t1]
     if len(inside) < 10:
@@ -133,7 +144,7 @@ def sample_split(interp, tool, tg, gt, name):
     argv, doc, errs, err, t0, t1 = sample_profile(tool, tg.pid, gt, "wall", [], tag="split")
     if doc is None:
         return result(name, errs)
-    want = split_truth(tg, t0, t1)
+    want = split_truth(tg, *sampled_window(doc, t0, t1))
     stacks = profile_stacks(doc)
     hot, cold = samples_in(stacks, gt["hot"]), samples_in(stacks, gt["cold"])
     got = 100.0 * hot / max(1, hot + cold)

@@ -173,6 +173,14 @@ enum pyd_err pyd_profile_add(struct pyd_profile *p, uint32_t process,
                              const struct pyd_frame *frames, size_t n,
                              bool awaiting);
 
+/* The same for a sampler that knows the outermost `same` frames to be
+ * those of the thread's previous sample, strings at the same addresses:
+ * they are not looked at again. */
+enum pyd_err pyd_profile_add_same(struct pyd_profile *p, uint32_t process,
+                                  int64_t tid, const char *thread_name,
+                                  const struct pyd_frame *frames, size_t n,
+                                  size_t same);
+
 /* Forget the frame strings' addresses remembered so far: the strings
  * there may be freed, and others take their place. */
 void pyd_profile_forget_strings(struct pyd_profile *p);

@@ -443,10 +443,11 @@ static enum pyd_err tell(struct pyd_profile *p, size_t ti, size_t kept,
 	return PYD_OK;
 }
 
-enum pyd_err pyd_profile_add(struct pyd_profile *p, uint32_t process,
-                             int64_t tid, const char *thread_name,
-                             const struct pyd_frame *frames, size_t n,
-                             bool awaiting)
+/* Count a sample whose outermost `same` frames are the previous path's. */
+static enum pyd_err add(struct pyd_profile *p, uint32_t process, int64_t tid,
+                        const char *thread_name,
+                        const struct pyd_frame *frames, size_t n,
+                        bool awaiting, size_t same)
 {
 	struct pyd_profile_priv *q = p->priv;
 	size_t ti = thread_index(p, process, tid, thread_name);
@@ -457,8 +458,12 @@ enum pyd_err pyd_profile_add(struct pyd_profile *p, uint32_t process,
 		return PYD_E_NOMEM;
 	uint32_t node = p->threads[ti].node;
 	size_t d = 0, kept = 0;
+	if (same && same <= n && same <= last->n) {
+		d = kept = same;
+		node = last->v[same - 1].node;
+	}
 	/* Outermost first; reuse the previous path while it matches. */
-	for (size_t i = n; i-- > 0; d++) {
+	for (size_t i = n - d; i-- > 0; d++) {
 		uint32_t f = frame_of(p, &frames[i]);
 		if (f == PYD_PROF_NONE)
 			return PYD_E_NOMEM;
@@ -478,6 +483,22 @@ enum pyd_err pyd_profile_add(struct pyd_profile *p, uint32_t process,
 	if (awaiting)
 		p->nodes[node].self_await++;
 	return p->on_sample ? tell(p, ti, kept, awaiting) : PYD_OK;
+}
+
+enum pyd_err pyd_profile_add(struct pyd_profile *p, uint32_t process,
+                             int64_t tid, const char *thread_name,
+                             const struct pyd_frame *frames, size_t n,
+                             bool awaiting)
+{
+	return add(p, process, tid, thread_name, frames, n, awaiting, 0);
+}
+
+enum pyd_err pyd_profile_add_same(struct pyd_profile *p, uint32_t process,
+                                  int64_t tid, const char *thread_name,
+                                  const struct pyd_frame *frames, size_t n,
+                                  size_t same)
+{
+	return add(p, process, tid, thread_name, frames, n, false, same);
 }
 
 const char *pyd_profile_intern(struct pyd_profile *p, const char *s)

@@ -10,6 +10,14 @@
  * batch when its address is the predicted one and reads it on its own
  * where the stack changed; what it walked is the next prediction.
  *
+ * Decoding is the rest of a round's cost, and between two rounds most of
+ * a stack stays put: only the innermost frame's instruction pointer
+ * moves.  The batch buffer alternates between two copies, so a round
+ * sees the bytes each node had the round before; the outermost nodes
+ * that read the same bytes are not decoded again but take their frames
+ * from the thread's last walk (its memo), and the profile is told that
+ * those outer frames are the previous sample's.
+ *
  * Whether the thread list changed is read in the same batch once a
  * millisecond: each interpreter's list head and each thread state's next
  * pointer.  So are the headers of the code objects the stacks used since
@@ -91,6 +99,18 @@ struct sthread {
 	uint8_t tail[TAIL_MAX][TAIL_BYTES]; /* the saved bottom shims */
 	/* exception mode: exc.raised, exc.handled, exc.info as read */
 	uint8_t exc[3][8];
+	/* The frames its last walk pushed (before the <GC> and cut marks),
+	 * memo_at[i] of them before node i, and the round of that walk: a
+	 * round whose nodes from same_from on read the bytes they read then
+	 * takes the frames of those nodes from here. */
+	struct pyd_frame *memo;
+	size_t nmemo, memo_cap;
+	size_t *memo_at;
+	size_t nmemo_at, memo_at_cap;
+	bool memo_more;
+	uint64_t memo_round;
+	size_t same_from;
+	size_t same_out; /* this round: its outermost frames taken from it */
 };
 
 struct sinterp {
@@ -126,8 +146,16 @@ struct pyd_sampler {
 	int64_t heads_read; /* CLOCK_MONOTONIC ns the heads were last read */
 	int64_t run_asked;  /* ... and the threads' run states asked */
 	bool plan_valid;    /* iov and sorted still fit the predictions */
+	uint64_t plan_gen;  /* plans made so far */
 	uint8_t *buf;
 	size_t buf_cap;
+	/* The batch's ranges as the previous round read them, under plan
+	 * prev_gen in round prev_round: the two buffers swap every round. */
+	uint8_t *prev;
+	size_t prev_cap;
+	uint64_t prev_gen, prev_round;
+	uint64_t round; /* rounds taken (thread modes) */
+	bool reuse;     /* this round may take frames from the threads' memos */
 	struct pyd_frame_buf fb;
 	char cut[48]; /* the function of the frame ending a cut stack */
 	char gc[8];   /* "<GC>": a frame's function outlives the round */
@@ -158,10 +186,17 @@ static int64_t now_ns(void)
 
 /* ---- the thread list ---- */
 
+static void free_thread(struct sthread *t)
+{
+	free(t->pred);
+	free(t->memo);
+	free(t->memo_at);
+}
+
 static void free_threads(struct pyd_sampler *sp)
 {
 	for (size_t i = 0; i < sp->nth; i++)
-		free(sp->th[i].pred);
+		free_thread(&sp->th[i]);
 	free(sp->th);
 	sp->th = NULL;
 	sp->nth = 0;
@@ -180,6 +215,12 @@ static void keep_thread(struct sthread *t, struct sthread *old, size_t nold)
 		t->cap = old[i].cap;
 		old[i].pred = NULL;
 		old[i].npred = old[i].cap = 0;
+		t->memo = old[i].memo;
+		t->memo_cap = old[i].memo_cap;
+		t->memo_at = old[i].memo_at;
+		t->memo_at_cap = old[i].memo_at_cap;
+		old[i].memo = NULL;
+		old[i].memo_at = NULL;
 		return;
 	}
 }
@@ -285,7 +326,7 @@ static enum pyd_err refresh(struct pyd_sampler *sp, bool names)
 	if (!err)
 		err = w.err;
 	for (size_t i = 0; i < nold; i++)
-		free(old[i].pred);
+		free_thread(&old[i]);
 	free(old);
 	if (!err && !sp->nin)
 		err = PYD_E_NOTPYTHON;
@@ -396,8 +437,10 @@ static enum pyd_err plan_batch(struct pyd_sampler *sp)
 	size_t n = sort_preds(sp);
 	bool ok = n != SIZE_MAX;
 	size_t bytes = ok ? plan_ranges(sp, n, NULL, &ok) : 0;
-	if (!ok || !pyd_grow((void **)&sp->buf, &sp->buf_cap, bytes, 1))
+	if (!ok || !pyd_grow((void **)&sp->buf, &sp->buf_cap, bytes, 1) ||
+	    !pyd_grow((void **)&sp->prev, &sp->prev_cap, bytes, 1))
 		return PYD_E_NOMEM;
+	sp->plan_gen++;
 	const struct py_layout *L = &sp->s->layout;
 	sp->niov = 0;
 	ok &= plan_fields(sp);
@@ -471,6 +514,20 @@ static bool heads_changed(const struct pyd_sampler *sp)
 	return false;
 }
 
+/* The batch's ranges go to the other buffer: this round's bytes beside
+ * the previous round's. */
+static void swap_buffers(struct pyd_sampler *sp)
+{
+	uint8_t *old = sp->buf;
+	size_t cap = sp->buf_cap;
+	sp->buf = sp->prev;
+	sp->buf_cap = sp->prev_cap;
+	sp->prev = old;
+	sp->prev_cap = cap;
+	for (size_t i = sp->nfields; i < sp->nranges; i++)
+		sp->iov[i].buf = sp->buf + ((uint8_t *)sp->iov[i].buf - old);
+}
+
 /*
  * One read of the fields the round decides on, every predicted node of
  * the threads marked in_batch and, once a millisecond, gc.collecting,
@@ -483,6 +540,11 @@ static enum pyd_err read_batch(struct pyd_sampler *sp)
 	if (!sp->plan_valid && (err = plan_batch(sp)))
 		return err;
 	bool heads = sp->now - sp->heads_read >= HEADS_NS;
+	swap_buffers(sp);
+	/* Frames may come from memos unless the plan changed, or this round
+	 * reads what a memo does not cover: the saved shims, code objects. */
+	sp->reuse = !heads && sp->prev_gen == sp->plan_gen &&
+	            sp->prev_round + 1 == sp->round;
 	sp->niov = sp->nplan;
 	if (heads && !plan_code_check(sp))
 		return PYD_E_NOMEM;
@@ -519,6 +581,8 @@ struct batch_reader {
 	size_t ntail, tail_index[TAIL_MAX];
 	uint8_t tail[TAIL_MAX][TAIL_BYTES];
 	uint8_t scratch[NODE_MAX];
+	bool spliced;   /* the outer frames came from the memo */
+	bool memo_lost; /* out of memory for memo_at: keep no memo */
 };
 
 /* Track the trailing shims (see TAIL_MAX): only frame nodes, which are
@@ -578,6 +642,77 @@ static const uint8_t *batch_get(void *ctx, size_t index, uint64_t addr,
 	return d;
 }
 
+/* Nodes from t->same_from on hold, in this round's batch, the bytes they
+ * held in the round of t's memo (the saved shims are not read again
+ * between heads rounds). */
+static void find_same(struct pyd_sampler *sp, struct sthread *t)
+{
+	size_t j = t->npred;
+	if (sp->reuse && t->nmemo && t->memo_round + 1 == sp->round)
+		for (; j > 0; j--) {
+			const struct pred *p = &t->pred[j - 1];
+			if (!p->saved &&
+			    (!p->loaded || memcmp(sp->buf + p->off,
+			                          sp->prev + p->off, p->len)))
+				break;
+		}
+	t->same_from = j;
+}
+
+/* The frames from the index-th node on are the memo's if that node and
+ * all after it read what they read then; else note where the node's
+ * frames start, for the next memo. */
+static bool batch_known(void *ctx, size_t index, uint64_t addr,
+                        struct pyd_frame_buf *out)
+{
+	struct batch_reader *r = ctx;
+	struct sthread *t = r->t;
+	size_t base = out->n;
+	/* Only at a node that pushed a frame: a shim marks the frame
+	 * before it, which this round decoded afresh, as an entry. */
+	if (r->use_batch && index >= t->same_from && index < t->npred &&
+	    index < t->nmemo_at && t->pred[index].addr == addr &&
+	    t->memo_at[index] < (index + 1 < t->nmemo_at ? t->memo_at[index + 1]
+	                                                 : t->nmemo)) {
+		size_t from = t->memo_at[index], k = t->nmemo - from;
+		if (base + k <= PYD_MAX_FRAMES &&
+		    pyd_grow((void **)&out->v, &out->cap, base + k,
+		             sizeof *out->v)) {
+			memcpy(out->v + base, t->memo + from, k * sizeof *out->v);
+			out->n += k;
+			out->more = t->memo_more;
+			for (size_t j = index; j < t->nmemo_at; j++)
+				t->memo_at[j] = t->memo_at[j] - from + base;
+			t->same_out = k;
+			r->walked = t->npred;
+			r->spliced = true;
+			return true;
+		}
+	}
+	if (!pyd_grow((void **)&t->memo_at, &t->memo_at_cap, index + 1,
+	              sizeof *t->memo_at)) {
+		r->memo_lost = true;
+		return false;
+	}
+	t->memo_at[index] = base;
+	return false;
+}
+
+/* After a walk: its frames are the thread's memo. */
+static void save_memo(struct pyd_sampler *sp, struct sthread *t,
+                      const struct batch_reader *r)
+{
+	t->nmemo = 0;
+	if (r->memo_lost || !pyd_grow((void **)&t->memo, &t->memo_cap,
+	                              sp->fb.n, sizeof *t->memo))
+		return;
+	memcpy(t->memo, sp->fb.v, sp->fb.n * sizeof *t->memo);
+	t->nmemo = sp->fb.n;
+	t->nmemo_at = r->walked;
+	t->memo_more = sp->fb.more;
+	t->memo_round = sp->round;
+}
+
 /* After a whole walk: keep copies of the shims that end the stack. */
 static void save_tail(struct pyd_sampler *sp, struct sthread *t,
                       const struct batch_reader *r)
@@ -598,21 +733,27 @@ static void save_tail(struct pyd_sampler *sp, struct sthread *t,
 static enum pyd_err walk(struct pyd_sampler *sp, struct sthread *t)
 {
 	enum pyd_err err = PYD_OK;
+	t->same_out = 0;
+	if (t->in_batch)
+		find_same(sp, t);
 	for (int attempt = 0; attempt < 2; attempt++) {
 		struct batch_reader r = {
 		    .sp = sp, .t = t, .use_batch = attempt == 0 && t->in_batch};
-		struct pyd_node_reader nr = {batch_get, &r};
+		struct pyd_node_reader nr = {batch_get, &r, batch_known};
 		uint64_t top;
 		err = pyd_walk_thread(sp->s, t->tstate, &nr, &sp->fb, &top);
 		if (r.walked < t->npred) {
 			t->npred = r.walked;
 			sp->plan_valid = false;
 		}
-		if (!err && r.walked == t->npred)
+		if (!err && r.walked == t->npred && !r.spliced)
 			save_tail(sp, t, &r);
+		if (!err)
+			save_memo(sp, t, &r);
 		if (!err || err == PYD_E_EXITED || err == PYD_E_NOMEM)
 			return err;
 	}
+	t->nmemo = 0;
 	return err;
 }
 
@@ -661,8 +802,10 @@ static enum pyd_err record(struct pyd_sampler *sp, const struct sthread *t,
 	if (t->tstate == sp->in[t->interp].collector && !mark_gc(sp))
 		return PYD_E_NOMEM;
 	(*nstacks)++;
-	return pyd_profile_add(sp->prof, sp->process, t->tid, t->name,
-	                       sp->fb.v, sp->fb.n, false);
+	/* A cut stack's outermost frame is the mark, not the memo's. */
+	return pyd_profile_add_same(sp->prof, sp->process, t->tid, t->name,
+	                            sp->fb.v, sp->fb.n,
+	                            sp->fb.more ? 0 : t->same_out);
 }
 
 /* ---- the modes ---- */
@@ -783,11 +926,14 @@ static bool in_exception(struct pyd_sampler *sp, const struct sthread *t)
 
 static enum pyd_err sample_threads(struct pyd_sampler *sp, unsigned *nstacks)
 {
+	sp->round++;
 	enum pyd_err err = select_threads(sp);
 	if (!err)
 		err = read_batch(sp);
 	if (err)
 		return err;
+	sp->prev_gen = sp->plan_gen;
+	sp->prev_round = sp->round;
 	uint64_t holder = 0;
 	if (sp->mode == PYD_SAMPLE_GIL) {
 		for (size_t i = 0; i < sp->nin && !holder; i++)
@@ -1007,6 +1153,7 @@ void pyd_sampler_close(struct pyd_sampler *sp)
 	free(sp->iov);
 	free(sp->sorted);
 	free(sp->buf);
+	free(sp->prev);
 	free(sp->fb.v);
 	pyd_prefetch_free(&sp->pf);
 	free(sp->names);

@@ -124,6 +124,11 @@ struct pyd_node_reader {
 	const uint8_t *(*get)(void *ctx, size_t index, uint64_t addr,
 			      size_t len, enum pyd_err *err);
 	void *ctx;
+	/* Optional, asked before each frame node: are the frames of the
+	 * chain from the index-th node, at addr, known?  If so it appends
+	 * them to out, sets out->more, and the walk ends there. */
+	bool (*known)(void *ctx, size_t index, uint64_t addr,
+		      struct pyd_frame_buf *out);
 };
 
 /* The Python stack of the thread state at tstate into out (innermost

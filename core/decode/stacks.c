@@ -143,6 +143,8 @@ enum pyd_err pyd_walk_chain(struct pyd_session *s, uint64_t f, size_t idx,
 			power *= 2;
 			steps = 0;
 		}
+		if (r->known && r->known(r->ctx, idx, f, out))
+			return PYD_OK;
 		if (!(b = r->get(r->ctx, idx++, f, flen, &err)))
 			return err;
 		size_t had = out->n;
@@ -203,7 +205,7 @@ static enum pyd_err walk_once(struct pyd_session *s, uint64_t tstate,
 			      struct pyd_frame_buf *out, uint64_t *top)
 {
 	struct plain_reader pr = {.s = s};
-	struct pyd_node_reader r = {plain_get, &pr};
+	struct pyd_node_reader r = {plain_get, &pr, NULL};
 	*top = 0;
 	enum pyd_err err = pyd_walk_thread(s, tstate, &r, out, top);
 	if (pr.cached)
@@ -215,7 +217,7 @@ enum pyd_err pyd_walk_from(struct pyd_session *s, uint64_t frame,
 			   struct pyd_frame_buf *out)
 {
 	struct plain_reader pr = {.s = s};
-	struct pyd_node_reader r = {plain_get, &pr};
+	struct pyd_node_reader r = {plain_get, &pr, NULL};
 	out->n = 0;
 	enum pyd_err err = pyd_walk_chain(s, frame, 0, &r, out);
 	if (pr.cached)

@@ -2,7 +2,9 @@
 the same with six locals of different kinds in each frame, `threads N`
 blocks in N threads (each a few frames deep), `spin N` runs a busy loop at
 the bottom of an N-frame stack (<module> and N - 1 calls of spin_rec), for
-the sampling benchmark; `family N` forks N workers that each spin 31
+the sampling benchmark, and `builtins N` a loop calling builtins there (the
+Python stack stands still while C runs: the case a sampler that caches
+unchanged frames does best on); `family N` forks N workers that each spin 31
 frames deep while the parent waits for them; `sleepers N` forks N workers
 that each block 30 frames deep, for the dump benchmark.  Prints "ready" when set up.  Runs on 3.6+."""
 import os
@@ -43,6 +45,16 @@ def spin_rec(n, say_ready=True):
         while True:
             x += 1
     spin_rec(n - 1, say_ready)
+
+
+def builtins_rec(n):
+    if n <= 1:
+        print("ready", flush=True)
+        data = list(range(2000, 0, -1))
+        while True:
+            sorted(data)
+            sum(data)
+    builtins_rec(n - 1)
 
 
 def family(n):
@@ -92,6 +104,8 @@ if __name__ == "__main__":
     sys.setrecursionlimit(n + 100)
     if kind == "spin":
         spin_rec(n - 1)
+    elif kind == "builtins":
+        builtins_rec(n - 1)
     else:
         {"deep": deep, "locals": with_locals, "threads": threads, "family": family,
          "sleepers": sleepers}[kind](n)

@@ -3,13 +3,17 @@
 a Lock; plain greenlets switched out several levels deep; an unstarted and
 a dead one), each compared with the target's own ground truth: state,
 parent, main, the function an unstarted one runs, and its frames, frame
-by frame.  Interpreters without greenlet and gevent are skipped."""
+by frame; live, stopped (--locked), from a gcore core and from a
+snapshot.  Interpreters without greenlet and gevent are skipped."""
+
+import os
 
 import pytest
 
 from conftest import usable
-from harness.procs import run, short
-from harness.target import Target, parse_json_out, tool_run
+from harness.cores import GCORE_TARGET_ENV, gcore_slot, run_gcore
+from harness.procs import host_tmp, run, short
+from harness.target import Target, parse_json_out, tool_file_run, tool_run
 
 FRAME_KEYS = ("function", "qualname", "file", "line")
 # The interpreters --greenlets reads (CPython 3.14 release builds).
@@ -58,12 +62,21 @@ def compare_greenlets(gt, doc):
     return errs
 
 
-def start(interp):
+def start(interp, env_extra=None):
     usable(interp)
     why = has_gevent(interp)
     if why:
         pytest.skip(why)
-    return Target(interp, "greenlets")
+    return Target(interp, "greenlets", env_extra=env_extra)
+
+
+def check_doc(gt, argv, doc):
+    assert doc["greenlet_version"] == gt["greenlet_version"]
+    assert doc["layout_recognised"] is True
+    states = sorted(set(g["state"] for g in gt["greenlets"]))
+    assert states == ["dead", "running", "suspended", "unstarted"], states
+    errs = compare_greenlets(gt, doc)
+    assert not errs, "command: %s\n%s" % (" ".join(argv), "\n".join(errs))
 
 
 @pytest.mark.interps(lambda i: i.minor in SUPPORTED_MINORS and not i.debug)
@@ -75,12 +88,44 @@ def test_greenlets_json(interp, tool):
         assert rc == 0, "%s exited %s: %s" % (" ".join(argv), rc, short(err))
         doc, e = parse_json_out(out)
         assert not e, e
-        assert doc["greenlet_version"] == gt["greenlet_version"]
-        assert doc["layout_recognised"] is True
-        states = sorted(set(g["state"] for g in gt["greenlets"]))
-        assert states == ["dead", "running", "suspended", "unstarted"], states
-        errs = compare_greenlets(gt, doc)
-        assert not errs, "command: %s\n%s" % (" ".join(argv), "\n".join(errs))
+        check_doc(gt, argv, doc)
+
+
+def saved_doc(tool, tg, interp, source):
+    """(argv, rc, stdout, stderr) of --greenlets --json on the target
+    stopped (--locked), on a gcore core of it, or on a snapshot of it."""
+    if source == "locked":
+        return tool_run(tool, ["--greenlets", "--json", "--locked", str(tg.pid)])[:4]
+    if source == "snapshot":
+        path = os.path.join(tg.out_host, "greenlets.snap")
+        argv, rc, out, err, _ = tool_run(tool, ["--greenlets", "--json", "--save-snapshot",
+                                                path, str(tg.pid)])
+        assert rc == 0, "%s exited %s: %s" % (" ".join(argv), rc, short(err))
+        return tool_file_run(tool, ["--greenlets", "--json", "--snapshot", path])
+    prefix = os.path.join(host_tmp(), "gcore-greenlets-" + tg.run_id)
+    with gcore_slot():
+        core, warned, err = run_gcore(tg.pid, prefix)
+        assert core, err
+        try:
+            return tool_file_run(tool, ["--greenlets", "--json", "--core", core]
+                                 + (["--sysroot", interp.chroot] if interp.chroot else []))
+        finally:
+            os.unlink(core)
+
+
+@pytest.mark.interps(lambda i: i.minor in SUPPORTED_MINORS and not i.debug)
+@pytest.mark.parametrize("source", ["locked", "core", "snapshot"])
+def test_greenlets_saved(interp, tool, source):
+    """The same document with the target stopped, from a core of it, and
+    from a snapshot of it, against the same ground truth."""
+    with start(interp, GCORE_TARGET_ENV if source == "core" else None) as tg:
+        gt = tg.wait_ground_truth()
+        argv, rc, out, err = saved_doc(tool, tg, interp, source)
+        assert rc == 0, "%s exited %s: %s" % (" ".join(argv), rc, short(err))
+        doc, e = parse_json_out(out)
+        assert not e, e
+        assert doc["source"] == {"locked": "process"}.get(source, source), doc["source"]
+        check_doc(gt, argv, doc)
 
 
 @pytest.mark.interps(lambda i: i.minor in SUPPORTED_MINORS and not i.debug)

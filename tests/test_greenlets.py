@@ -3,7 +3,8 @@
 a Lock; plain greenlets switched out several levels deep; an unstarted and
 a dead one), each compared with the target's own ground truth: state,
 parent, main, the function an unstarted one runs, and its frames, frame
-by frame; live, stopped (--locked), from a gcore core and from a
+by frame, and the thread it belongs to (the target has greenlets in two
+threads); live, stopped (--locked), from a gcore core and from a
 snapshot.  Interpreters without greenlet and gevent are skipped."""
 
 import os
@@ -47,7 +48,7 @@ def compare_greenlets(gt, doc):
         errs.append("greenlet 0x%x is no greenlet of the target" % gid)
     for gid in sorted(set(want) & set(got)):
         w, g = want[gid], got[gid]
-        for key in ("state", "main", "parent"):
+        for key in ("thread", "state", "main", "parent"):
             if w[key] != g[key]:
                 errs.append("greenlet 0x%x: %s %r, expected %r" % (gid, key, g[key], w[key]))
         if w["spawned"] and w["spawned"] != g["spawned"]:

@@ -18,6 +18,17 @@
  * The offsets change with greenlet's release and the CPython it is built
  * for: one row per pair in layouts[], each checked on every greenlet
  * (_self must be the object, the top frame object must hold the frame).
+ *
+ * Which thread a greenlet belongs to, greenlet does not record in a form
+ * we can read (its per-thread state is C++ thread-local), but its C stack
+ * says: a suspended greenlet's _stack_start is where its thread's stack
+ * pointer was when it switched away.  glibc puts a thread's struct
+ * pthread (the thread state's thread_id) at the top of the mapping its
+ * stack grows down in, so the first struct pthread above that address is
+ * its thread's; above the main thread's stack, the highest mapping, there
+ * is none.  That needs no mappings, which a core does not list for
+ * anonymous memory.  A greenlet's thread is that of the greenlets of its
+ * parent chain, all of one thread.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,6 +79,15 @@ struct gctx {
 	uint64_t *running; /* the current greenlet of every ThreadState */
 	size_t nrunning, running_cap;
 	size_t seen;       /* objects of the lists looked at */
+	uint64_t *stack;   /* each greenlet's _stack_start, by index */
+	/* The Python threads: each one's struct pthread and OS id; the
+	 * last one walked is the main thread (the oldest state of the main
+	 * interpreter, the last of the lists) */
+	struct gthread {
+		uint64_t pthread;
+		int64_t tid;
+	} *threads;
+	size_t nthreads, threads_cap;
 };
 
 /* ---- the module ------------------------------------------------------ */
@@ -210,6 +230,33 @@ static enum pyd_err walk_list(struct gctx *c, const struct pyd_memsrc *src,
 	return err;
 }
 
+/* Note interp's threads for thread_of(). */
+static enum pyd_err note_threads(struct gctx *c, uint64_t interp)
+{
+	const struct py_layout *L = &c->s->layout;
+	struct pyd_walk w;
+	uint64_t ts;
+	enum pyd_err err = PYD_OK;
+	for (pyd_walk_threads(&w, c->s, interp); pyd_walk_next(&w, &ts);) {
+		struct gthread g = {0};
+		if (pyd_read_ptr(c->s, ts + (uint64_t)L->tstate.thread_id,
+				 &g.pthread) ||
+		    L->tstate.native_thread_id == PYD_NO_FIELD ||
+		    pyd_read(c->s->src,
+			     ts + (uint64_t)L->tstate.native_thread_id, &g.tid,
+			     8))
+			continue;
+		if (!pyd_grow((void **)&c->threads, &c->threads_cap,
+			      c->nthreads + 1, sizeof *c->threads)) {
+			err = PYD_E_NOMEM;
+			pyd_walk_end(&w);
+			break;
+		}
+		c->threads[c->nthreads++] = g;
+	}
+	return err ? err : w.err;
+}
+
 static enum pyd_err walk_interp(struct gctx *c, const struct pyd_memsrc *src,
 				uint64_t interp)
 {
@@ -266,7 +313,8 @@ static enum pyd_err suspended_frames(struct gctx *c, const uint8_t *impl,
 	return err;
 }
 
-static enum pyd_err read_greenlet(struct gctx *c, struct pyd_greenlet *g)
+static enum pyd_err read_greenlet(struct gctx *c, struct pyd_greenlet *g,
+				  uint64_t *stack)
 {
 	const struct glayout *gl = c->gl;
 	uint8_t impl[256];
@@ -278,6 +326,7 @@ static enum pyd_err read_greenlet(struct gctx *c, struct pyd_greenlet *g)
 	if (word(impl, gl->self) != g->id)
 		return PYD_E_READ;
 	uint64_t stop = word(impl, gl->stack_stop);
+	*stack = word(impl, gl->stack_start);
 	g->main = stop == MAIN_STACK_STOP;
 	if (!g->main) {
 		g->parent = word(impl, gl->parent);
@@ -324,18 +373,82 @@ static void mark_running(struct gctx *c, struct pyd_greenlet *g)
 		}
 }
 
+/* ---- which thread ---------------------------------------------------- */
+
+/* The thread whose stack holds addr: the one with the first struct
+ * pthread above it, else the main thread. */
+static int64_t thread_of(const struct gctx *c, uint64_t addr)
+{
+	const struct gthread *best = NULL;
+	for (size_t j = 0; j < c->nthreads; j++)
+		if (c->threads[j].pthread > addr &&
+		    (!best || c->threads[j].pthread < best->pthread))
+			best = &c->threads[j];
+	if (!best && c->nthreads)
+		best = &c->threads[c->nthreads - 1];
+	return best ? best->tid : 0;
+}
+
+static long index_of(const struct pyd_greenlet_set *set, uint64_t id)
+{
+	size_t lo = 0, hi = set->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (set->g[mid].id == id)
+			return (long)mid;
+		if (set->g[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -1;
+}
+
+/* The outermost greenlet of i's parent chain (a main greenlet, unless the
+ * chain leaves the set or loops: then where it stopped). */
+static size_t root_of(const struct pyd_greenlet_set *set, size_t i)
+{
+	for (size_t steps = 0; steps < set->n && set->g[i].parent; steps++) {
+		long p = index_of(set, set->g[i].parent);
+		if (p < 0)
+			break;
+		i = (size_t)p;
+	}
+	return i;
+}
+
+/* Each greenlet's thread: its chain's, told by a suspended greenlet of
+ * it.  Needs the set sorted by id (sort_unique). */
+static void assign_threads(struct gctx *c)
+{
+	struct pyd_greenlet_set *set = c->out;
+	for (size_t i = 0; i < set->n; i++) {
+		size_t r = root_of(set, i);
+		if (set->g[i].state == PYD_GREENLET_SUSPENDED && c->stack[i] &&
+		    !set->g[r].thread)
+			set->g[r].thread = thread_of(c, c->stack[i]);
+	}
+	for (size_t i = 0; i < set->n; i++)
+		set->g[i].thread = set->g[root_of(set, i)].thread;
+}
+
 static enum pyd_err read_all(struct gctx *c)
 {
 	struct pyd_greenlet_set *set = c->out;
 	enum pyd_err err = PYD_OK;
 	size_t good = 0;
+	c->stack = calloc(set->n ? set->n : 1, sizeof *c->stack);
+	if (!c->stack)
+		return PYD_E_NOMEM;
 	for (size_t i = 0; i < set->n && err != PYD_E_NOMEM; i++) {
-		set->g[i].error = read_greenlet(c, &set->g[i]);
+		set->g[i].error = read_greenlet(c, &set->g[i], &c->stack[i]);
 		good += set->g[i].error == PYD_OK;
 		err = note_running(c, &set->g[i]);
 	}
 	for (size_t i = 0; i < set->n && !err; i++)
 		mark_running(c, &set->g[i]);
+	if (!err)
+		assign_threads(c);
 	/* Not one greenlet that reads as its layout says: not that layout. */
 	if (set->n && !good && !err)
 		set->unknown_layout = true;
@@ -359,7 +472,7 @@ enum pyd_err pyd_dump_greenlets(struct pyd_session *s,
 		c.type = 0;
 		c.nmemo = 0;
 		find_module(&c, interp);
-		if (c.type && c.gl)
+		if (c.type && c.gl && !(err = note_threads(&c, interp)))
 			err = walk_interp(&c, src, interp);
 	}
 	pyd_walk_end(&w);
@@ -372,6 +485,8 @@ enum pyd_err pyd_dump_greenlets(struct pyd_session *s,
 		err = read_all(&c);
 	}
 	free(c.running);
+	free(c.stack);
+	free(c.threads);
 	return err;
 }
 

@@ -2,18 +2,21 @@
 """gevent greenlets blocked in a sleep, an Event, a socket read, a Queue
 and a Lock; plain greenlets switched out several levels deep, one the
 child of another; an unstarted one and a dead one.  The main greenlet
-blocks the thread (time.sleep: nothing is monkey-patched).
+blocks the thread (time.sleep: nothing is monkey-patched).  A second
+thread has greenlets of its own: one switched out, one unstarted.
 
 Ground truth: base_truth() and "greenlets": for every greenlet
-gc.get_objects() holds, {"id", "state", "main", "parent", "spawned",
-"frames"}, its frames walked by this process through gr_frame and f_back
-(innermost first).
+gc.get_objects() holds, {"id", "thread", "state", "main", "parent",
+"spawned", "frames"}, its frames walked by this process through gr_frame
+and f_back (innermost first), its thread the native id of the thread
+whose main greenlet ends its parent chain.
 
 usage: greenlets.py GROUND_TRUTH.json
 """
 import gc
 import os
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -30,6 +33,7 @@ except ImportError as e:
     fail("greenlet or gevent not installed: %s" % e)
 
 MAIN = greenlet.getcurrent()
+MAINS = {}             # id of each thread's main greenlet: its native id
 
 
 def in_sleep():
@@ -76,12 +80,30 @@ def never_run():
     pass
 
 
+def worker_inner(main):
+    main.switch()
+
+
+def worker(ready, keep):
+    main = greenlet.getcurrent()
+    MAINS[id(main)] = threading.get_native_id()
+    RUNNING.add(id(main))  # it sleeps below, running
+    switched = greenlet.greenlet(worker_inner)
+    switched.switch(main)
+    keep += [main, switched, greenlet.greenlet(never_run)]
+    ready.set()
+    time.sleep(1e6)
+
+
 def finished():
     return 1
 
 
+RUNNING = set()        # ids of the greenlet each thread runs
+
+
 def state(g):
-    if g is greenlet.getcurrent():
+    if id(g) in RUNNING or g is greenlet.getcurrent():
         return "running"
     if g.dead:
         return "dead"
@@ -93,19 +115,34 @@ def spawned(g):
     return getattr(run, "__name__", None) if hasattr(run, "__code__") else None
 
 
+def thread_of(g):
+    while g.parent is not None:
+        g = g.parent
+    return MAINS.get(id(g))
+
+
 def truth():
     out = []
     for g in gc.get_objects():
         if not isinstance(g, greenlet.greenlet):
             continue
-        frames = _stack(g.gr_frame) if g.gr_frame is not None else []
-        out.append({"id": id(g), "state": state(g), "main": g.parent is None,
+        # a running greenlet's stack is its thread's
+        frames = _stack(g.gr_frame) if g.gr_frame is not None and \
+            state(g) != "running" else []
+        out.append({"id": id(g), "thread": thread_of(g), "state": state(g),
+                    "main": g.parent is None,
                     "parent": id(g.parent) if g.parent is not None else None,
                     "spawned": spawned(g), "frames": frames})
     return out
 
 
 def main():
+    MAINS[id(MAIN)] = threading.get_native_id()
+    ready, theirs = threading.Event(), []
+    threading.Thread(target=worker, args=(ready, theirs), name="worker",
+                     daemon=True).start()
+    if not ready.wait(60):
+        fail("the worker thread never set up its greenlets")
     a, b = gevent.socket.socketpair()
     lock = gevent.lock.Semaphore(1)
     lock.acquire()
@@ -125,7 +162,7 @@ def main():
     doc["greenlets"] = truth()
     write_json(sys.argv[1], doc)
     time.sleep(1e6)
-    return keep, outer, inner, unstarted, dead, b
+    return keep, outer, inner, unstarted, dead, b, theirs
 
 
 main()

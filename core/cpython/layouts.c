@@ -182,6 +182,18 @@
 	.yield_from = 2, .executing = 4 }
 
 /*
+ * struct py_layout.gc_lists (greenlets are found in the collector's
+ * lists), from the same DWARF (ptype/o struct _gc_runtime_state, release
+ * and debug builds alike): 3.14's three generations at 24 then the
+ * permanent one, `collecting` at 192; 3.15 moved them to 8, collecting
+ * to 112.
+ */
+#define GC_LISTS_314 { .collecting = 192, .first = 24, .stride = 24, \
+	.lists = 4 }
+#define GC_LISTS_315 { .collecting = 112, .first = 8, .stride = 24, \
+	.lists = 4 }
+
+/*
  * struct py_layout.exc (-m exception), from the same DWARF:
  * PyThreadState.curexc_type (<= 3.11) or current_exception, exc_value
  * (3.6) or exc_state.exc_value, exc_info, and _PyErr_StackItem.exc_value.
@@ -563,8 +575,7 @@ static const struct py_layout layouts[] = {
 		OBJECTS_GROUPS_312,
 		.objects = OBJECTS_314,
 		.frame_state = FRAME_STATE_314,
-		.gc_lists = { .collecting = 192, .first = 24, .stride = 24,
-		              .lists = 4 },
+		.gc_lists = GC_LISTS_314,
 	},
 	/* 3.14d: sid /usr/bin/python3.14d (python3.14-dbg 3.14.10-1) */
 	{
@@ -599,6 +610,7 @@ static const struct py_layout layouts[] = {
 		OBJECTS_GROUPS_312,
 		.objects = OBJECTS_314,
 		.frame_state = FRAME_STATE_314,
+		.gc_lists = GC_LISTS_314,
 	},
 	/* 3.15: sid python3.15 3.15.2-1, its build-id .debug file */
 	{
@@ -633,6 +645,7 @@ static const struct py_layout layouts[] = {
 		OBJECTS_GROUPS_312,
 		.objects = OBJECTS_315,
 		.frame_state = FRAME_STATE_315,
+		.gc_lists = GC_LISTS_315,
 	},
 	/* 3.15d: sid /usr/bin/python3.15d (python3.15-dbg 3.15.2-1) */
 	{
@@ -667,6 +680,7 @@ static const struct py_layout layouts[] = {
 		OBJECTS_GROUPS_312,
 		.objects = OBJECTS_315,
 		.frame_state = FRAME_STATE_315,
+		.gc_lists = GC_LISTS_315,
 	},
 };
 

@@ -41,7 +41,8 @@
 
 struct glayout {
 	const char *release; /* greenlet.__version__ up to its second dot */
-	int minor;           /* CPython 3.minor it is built for */
+	int minor_lo, minor_hi; /* the CPython 3.minors it is built for,
+				 * release and debug builds alike */
 	int32_t pimpl;       /* PyGreenlet.pimpl */
 	/* greenlet::Greenlet */
 	int32_t self, stack_start, stack_stop, top_frame, current_frame;
@@ -53,9 +54,10 @@ struct glayout {
 };
 
 static const struct glayout layouts[] = {
-    /* greenlet 3.3 (TGreenlet.hpp of 3.3.2) on CPython 3.14: checked on
-     * Debian's python3-greenlet 3.3.2 */
-    {"3.3", 14, 32, 8, 56, 64, 104, 144, 184, 192, 184, 8, 24, 200},
+    /* greenlet 3.3 (TGreenlet.hpp of 3.3.2) on CPython 3.14 and 3.15:
+     * checked on Debian's python3-greenlet 3.3.2 under sid's 3.14 and
+     * 3.15, release and debug builds (the same offsets in all four) */
+    {"3.3", 14, 15, 32, 8, 56, 64, 104, 144, 184, 192, 184, 8, 24, 200},
 };
 
 #define MAIN_STACK_STOP UINT64_MAX /* a MainGreenlet's stack_stop */
@@ -113,8 +115,8 @@ static const struct glayout *find_layout(const struct pyd_session *s,
 	dot = dot ? strchr(dot + 1, '.') : NULL;
 	size_t n = dot ? (size_t)(dot - release) : strlen(release);
 	for (size_t i = 0; i < sizeof layouts / sizeof *layouts; i++)
-		if (layouts[i].minor == s->layout.minor &&
-		    !s->layout.debug_build &&
+		if (layouts[i].minor_lo <= s->layout.minor &&
+		    s->layout.minor <= layouts[i].minor_hi &&
 		    strlen(layouts[i].release) == n &&
 		    !strncmp(layouts[i].release, release, n))
 			return &layouts[i];

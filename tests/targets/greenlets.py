@@ -4,6 +4,8 @@ and a Lock; plain greenlets switched out several levels deep, one the
 child of another; an unstarted one and a dead one.  The main greenlet
 blocks the thread (time.sleep: nothing is monkey-patched).  A second
 thread has greenlets of its own: one switched out, one unstarted.
+Without gevent (3.15: Debian builds greenlet for it, not gevent) only the
+plain greenlets; "gevent" in the ground truth says which.
 
 Ground truth: base_truth() and "greenlets": for every greenlet
 gc.get_objects() holds, {"id", "thread", "state", "main", "parent",
@@ -23,14 +25,17 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _pyd_common import _stack, base_truth, fail, write_json  # noqa: E402
 
 try:
+    import greenlet
+except ImportError as e:
+    fail("greenlet not installed: %s" % e)
+try:
     import gevent
     import gevent.event
     import gevent.lock
     import gevent.queue
     import gevent.socket
-    import greenlet
-except ImportError as e:
-    fail("greenlet or gevent not installed: %s" % e)
+except ImportError:
+    gevent = None
 
 MAIN = greenlet.getcurrent()
 MAINS = {}             # id of each thread's main greenlet: its native id
@@ -143,12 +148,14 @@ def main():
                      daemon=True).start()
     if not ready.wait(60):
         fail("the worker thread never set up its greenlets")
-    a, b = gevent.socket.socketpair()
-    lock = gevent.lock.Semaphore(1)
-    lock.acquire()
-    keep = [gevent.spawn(in_sleep), gevent.spawn(in_event, gevent.event.Event()),
-            gevent.spawn(in_socket, a), gevent.spawn(in_queue, gevent.queue.Queue()),
-            gevent.spawn(in_lock, lock)]
+    keep = []
+    if gevent:
+        a, b = gevent.socket.socketpair()
+        lock = gevent.lock.Semaphore(1)
+        lock.acquire()
+        keep = [gevent.spawn(in_sleep), gevent.spawn(in_event, gevent.event.Event()),
+                gevent.spawn(in_socket, a), gevent.spawn(in_queue, gevent.queue.Queue()),
+                gevent.spawn(in_lock, lock), b]
     outer = greenlet.greenlet(level1)
     outer.switch()
     inner = greenlet.greenlet(child, parent=outer)
@@ -156,13 +163,15 @@ def main():
     unstarted = greenlet.greenlet(never_run)
     dead = greenlet.greenlet(finished)
     dead.switch()
-    gevent.sleep(0.2)   # every gevent greenlet runs to where it blocks
+    if gevent:
+        gevent.sleep(0.2)   # every gevent greenlet runs to where it blocks
     doc = base_truth()
     doc["greenlet_version"] = greenlet.__version__
+    doc["gevent"] = gevent is not None
     doc["greenlets"] = truth()
     write_json(sys.argv[1], doc)
     time.sleep(1e6)
-    return keep, outer, inner, unstarted, dead, b, theirs
+    return keep, outer, inner, unstarted, dead, theirs
 
 
 main()

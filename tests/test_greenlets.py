@@ -53,7 +53,7 @@ def compare_greenlets(gt, doc):
         for key in ("thread", "state", "main", "parent"):
             if w[key] != g[key]:
                 errs.append("greenlet 0x%x: %s %r, expected %r" % (gid, key, g[key], w[key]))
-        if w["spawned"] and w["spawned"] != g["spawned"]:
+        if w["spawned"] != g["spawned"]:
             errs.append("greenlet 0x%x: spawned %r, expected %r"
                         % (gid, g["spawned"], w["spawned"]))
         if g["error"]:
@@ -144,6 +144,7 @@ def test_greenlets_text(interp, tool):
         assert sep and "Thread " in head, short(out, 2000)
         for g in gt["greenlets"]:
             assert "Greenlet 0x%x" % g["id"] in tail, "0x%x missing: %s" % (g["id"], tail)
+            assert "thread %d" % g["thread"] in tail, "thread %d missing: %s" % (g["thread"], tail)
             if g["frames"]:
                 f = g["frames"][0]
                 line = 'File "%s", line %d, in %s' % (f["file"], f["line"],

@@ -43,7 +43,7 @@ struct glayout {
 	const char *release; /* greenlet.__version__ up to its second dot */
 	int minor_lo, minor_hi; /* the CPython 3.minors it is built for,
 				 * release and debug builds alike */
-	int32_t pimpl;       /* PyGreenlet.pimpl */
+	int32_t dict, pimpl; /* PyGreenlet.dict, .pimpl */
 	/* greenlet::Greenlet */
 	int32_t self, stack_start, stack_stop, top_frame, current_frame;
 	int32_t run_callable, parent; /* UserGreenlet */
@@ -57,7 +57,7 @@ static const struct glayout layouts[] = {
     /* greenlet 3.3 (TGreenlet.hpp of 3.3.2) on CPython 3.14 and 3.15:
      * checked on Debian's python3-greenlet 3.3.2 under sid's 3.14 and
      * 3.15, release and debug builds (the same offsets in all four) */
-    {"3.3", 14, 15, 32, 8, 56, 64, 104, 144, 184, 192, 184, 8, 24, 200},
+    {"3.3", 14, 15, 24, 32, 8, 56, 64, 104, 144, 184, 192, 184, 8, 24, 200},
 };
 
 #define MAIN_STACK_STOP UINT64_MAX /* a MainGreenlet's stack_stop */
@@ -334,6 +334,13 @@ static enum pyd_err read_greenlet(struct gctx *c, struct pyd_greenlet *g,
 		g->parent = word(impl, gl->parent);
 		g->spawned = callable_name(c->s, word(impl, gl->run_callable));
 	}
+	/* gevent keeps what a Greenlet was spawned with in its __dict__
+	 * until it ends; greenlet drops run once it starts. */
+	uint64_t dict, run;
+	if (!g->main && !g->spawned &&
+	    !pyd_read_ptr(c->s, g->id + (uint64_t)gl->dict, &dict) && dict &&
+	    !pyd_dict_get(c->s, dict, "_run", &run))
+		g->spawned = callable_name(c->s, run);
 	if (!stop)
 		g->state = PYD_GREENLET_UNSTARTED;
 	else if (!word(impl, gl->stack_start))

@@ -22,6 +22,8 @@ static void greenlet_text(struct pyd_buf *b, const struct pyd_greenlet *g,
 	pyd_buf_printf(b, "\nGreenlet 0x%llx%s%s", (unsigned long long)g->id,
 		       g->main ? " (main, " : " (",
 		       pyd_greenlet_state_name(g->state));
+	if (g->thread)
+		pyd_buf_printf(b, ", thread %lld", (long long)g->thread);
 	if (g->parent)
 		pyd_buf_printf(b, ", parent 0x%llx",
 			       (unsigned long long)g->parent);

@@ -116,8 +116,12 @@ def state(g):
 
 
 def spawned(g):
+    """What it runs: an unstarted greenlet's run, a gevent Greenlet's
+    function (its __dict__'s _run, until it ends); plain functions only."""
     run = getattr(g, "run", None) if state(g) == "unstarted" else None
-    return getattr(run, "__name__", None) if hasattr(run, "__code__") else None
+    if run is None and g.parent is not None:
+        run = getattr(g, "__dict__", {}).get("_run")
+    return run.__name__ if hasattr(run, "__code__") else None
 
 
 def thread_of(g):

@@ -22,6 +22,10 @@ int cli_report_error(enum pyd_err err, const struct target_spec *spec,
 struct pyd_explain cli_about(const struct target_spec *spec);
 /* Say the message for (say, err) about e on stderr. */
 void cli_say(const struct pyd_explain *e, enum pyd_say say, enum pyd_err err);
+/* The same for program prog (e.g. "pystack-dump sample") about file (or
+ * NULL), with detail. */
+void cli_say_about(const char *prog, enum pyd_say say, enum pyd_err err,
+		   const char *file, const char *detail);
 /* --debugger-setup: print the lines that load the plugins installed
  * with this executable; the exit status. */
 int cli_debugger_setup(void);

@@ -57,16 +57,6 @@ static int bad_usage(const char *why)
 	return PYD_E_USAGE;
 }
 
-static void say(enum pyd_say what, enum pyd_err err, const char *file,
-                const char *detail)
-{
-	struct pyd_explain e = {.prog = "pystack-dump diff",
-	                        .shell = PYD_SHELL_CLI,
-	                        .file = file,
-	                        .detail = detail};
-	cli_say(&e, what, err);
-}
-
 /* The whole of a file (stdin for "-") into b. */
 static bool slurp(const char *path, struct pyd_buf *b)
 {
@@ -96,8 +86,8 @@ static enum pyd_err load(const char *path, struct pyd_profile **p)
 		snprintf(detail, sizeof detail, "%s",
 		         b.failed ? "out of memory" : strerror(errno));
 	if (err)
-		say(PYD_SAY_ERROR, err, strcmp(path, "-") ? path : "stdin",
-		    detail);
+		cli_say_about("pystack-dump diff", PYD_SAY_ERROR, err,
+		              strcmp(path, "-") ? path : "stdin", detail);
 	pyd_buf_free(&b);
 	return err;
 }
@@ -112,8 +102,9 @@ static enum pyd_err write_out(const struct pyd_opts *o, struct pyd_buf *b)
 		ok &= fflush(f) == 0;
 	if (ok)
 		return PYD_OK;
-	say(PYD_SAY_CANNOT_WRITE, PYD_E_READ,
-	    o->output ? o->output : "the comparison", strerror(errno));
+	cli_say_about("pystack-dump diff", PYD_SAY_CANNOT_WRITE, PYD_E_READ,
+	              o->output ? o->output : "the comparison",
+	              strerror(errno));
 	return PYD_E_READ;
 }
 

@@ -35,6 +35,16 @@ void cli_say(const struct pyd_explain *e, enum pyd_say say, enum pyd_err err)
 	pyd_buf_free(&b);
 }
 
+void cli_say_about(const char *prog, enum pyd_say say, enum pyd_err err,
+		   const char *file, const char *detail)
+{
+	struct pyd_explain e = {.prog = prog,
+				.shell = PYD_SHELL_CLI,
+				.file = file,
+				.detail = detail};
+	cli_say(&e, say, err);
+}
+
 int cli_report_error(enum pyd_err err, const struct target_spec *spec,
 		     const char *detail)
 {

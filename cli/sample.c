@@ -18,7 +18,7 @@
 #include "../core/pyd_stream.h"
 #include "../core/report/report.h"
 #include "../frontend/options.h"
-#include "../frontend/profile.h"
+#include "../frontend/render.h"
 #include "cli.h"
 #include "../frontend/procset.h"
 
@@ -160,17 +160,6 @@ static int bad_usage(const char *fmt, const char *arg)
 	fprintf(stderr, fmt, arg);
 	fprintf(stderr, "\nTry 'pystack-dump sample --help'.\n");
 	return PYD_E_USAGE;
-}
-
-/* The message table's words for sample, about file if it names one. */
-static void say(enum pyd_say what, enum pyd_err err, const char *file,
-                const char *detail)
-{
-	struct pyd_explain e = {.prog = "pystack-dump sample",
-	                        .shell = PYD_SHELL_CLI,
-	                        .file = file,
-	                        .detail = detail};
-	cli_say(&e, what, err);
 }
 
 const struct pyd_prof_format *cli_format_for(const struct pyd_opts *o)
@@ -514,8 +503,9 @@ static int write_interval(struct run *r, struct pyd_profile *prof, int64_t now)
 	struct tm tm;
 	if (!strftime(r->last_file, sizeof r->last_file, r->o->opt.output,
 	              localtime_r(&wall, &tm))) {
-		say(PYD_SAY_CANNOT_WRITE, PYD_E_READ, r->o->opt.output,
-		    "the name is empty or too long after strftime");
+		cli_say_about("pystack-dump sample", PYD_SAY_CANNOT_WRITE,
+		              PYD_E_READ, r->o->opt.output,
+		              "the name is empty or too long after strftime");
 		return PYD_E_READ;
 	}
 	unique_name(r);
@@ -646,7 +636,8 @@ static int open_stream(struct run *r)
 	const char *path = r->o->opt.output;
 	r->out = path ? fopen(path, "wb") : stdout;
 	if (!r->out) {
-		say(PYD_SAY_CANNOT_WRITE, PYD_E_READ, path, strerror(errno));
+		cli_say_about("pystack-dump sample", PYD_SAY_CANNOT_WRITE,
+		              PYD_E_READ, path, strerror(errno));
 		return PYD_E_READ;
 	}
 	if (!pyd_stream_open(r->prof, r->o->opt.format, write_out, r,
@@ -675,8 +666,8 @@ static int close_stream(struct run *r)
 		return PYD_E_NOMEM;
 	}
 	const char *path = r->o->opt.output;
-	say(PYD_SAY_CANNOT_WRITE, PYD_E_READ, path ? path : "the samples",
-	    strerror(r->out_errno));
+	cli_say_about("pystack-dump sample", PYD_SAY_CANNOT_WRITE, PYD_E_READ,
+	              path ? path : "the samples", strerror(r->out_errno));
 	return PYD_E_READ;
 }
 
@@ -756,7 +747,8 @@ static int finish_child(struct run *r, int rc)
 static int launch_error(struct run *r, enum pyd_err err, const char *detail)
 {
 	if (err == PYD_E_EXITED) {
-		say(PYD_SAY_LAUNCH_EXITED, err, r->o->command[0], detail);
+		cli_say_about("pystack-dump sample", PYD_SAY_LAUNCH_EXITED, err,
+		              r->o->command[0], detail);
 		return err;
 	}
 	int rc = cli_report_error(err, &(struct target_spec){.pid = r->o->pid}, detail);
@@ -788,7 +780,8 @@ int sample_main(int argc, char **argv)
 	if (err && o.command) {
 		rc = launch_error(&r, err, detail);
 	} else if (err == PYD_E_UNSUPPORTED && r.ps.mode_unsupported) {
-		say(PYD_SAY_MODE_UNSUPPORTED, err, NULL, detail);
+		cli_say_about("pystack-dump sample", PYD_SAY_MODE_UNSUPPORTED,
+		              err, NULL, detail);
 		rc = err;
 	} else if (err) {
 		rc = cli_report_error(err, &(struct target_spec){.pid = o.pid}, detail);

@@ -463,24 +463,31 @@ static enum pyd_err run_tasks(const struct pyd_cmd *c,
 	return PYD_OK;
 }
 
-enum pyd_err pyd_cmd_run(const struct pyd_cmd *c,
-                         const struct pyd_cmd_target *t, struct pyd_buf *out)
+enum pyd_err pyd_cmd_open(const char *name, const struct pyd_cmd_target *t,
+                          struct pyd_session **s, struct pyd_buf *out)
 {
-	const char *name = cmd_name(c->kind);
 	struct pyd_runtime rt;
-	struct pyd_session *s = NULL;
 	char detail[256] = "";
 	enum pyd_err err = PYD_OK;
+	*s = NULL;
 	if (t->rt)
 		rt = *t->rt;
 	else
 		err = pyd_runtime_find(t->src, t->src, &rt);
 	if (!err)
-		err = pyd_session_open(t->src, &rt, &s, detail, sizeof detail);
-	if (err) {
+		err = pyd_session_open(t->src, &rt, s, detail, sizeof detail);
+	if (err)
 		pyd_explain_debugger(out, name, err, detail);
+	return err;
+}
+
+enum pyd_err pyd_cmd_run(const struct pyd_cmd *c,
+                         const struct pyd_cmd_target *t, struct pyd_buf *out)
+{
+	struct pyd_session *s;
+	enum pyd_err err = pyd_cmd_open(cmd_name(c->kind), t, &s, out);
+	if (err)
 		return err;
-	}
 	err = c->kind == PYD_CMD_BT      ? run_bt(c, t, s, out)
 	      : c->kind == PYD_CMD_TASKS ? run_tasks(c, t, s, out)
 	                                 : run_frame(c, t, s, out);

@@ -98,6 +98,12 @@ bool pyd_cmd_wants_native(const struct pyd_cmd *c);
 enum pyd_err pyd_cmd_run(const struct pyd_cmd *c,
                          const struct pyd_cmd_target *t, struct pyd_buf *out);
 
+/* The session a command named name runs on: the runtime found (or t's)
+ * and a session opened on it; else the message saying why appended to
+ * out, and the error. */
+enum pyd_err pyd_cmd_open(const char *name, const struct pyd_cmd_target *t,
+                          struct pyd_session **s, struct pyd_buf *out);
+
 /* How py-sample lets the inferior run and stops it again (the debugger's
  * business).  resume returns once the inferior runs; stop once it is
  * stopped again; interrupted (optional) says the user pressed Ctrl-C. */

@@ -67,15 +67,10 @@ static bool can_sample(const struct gdb_src *g, struct pyd_buf *out)
 /* Is it a CPython we can decode?  Better said now than after resuming. */
 static bool check_python(struct gdb_src *g, struct pyd_buf *out)
 {
-	struct pyd_runtime rt;
-	struct pyd_session *s = NULL;
-	char detail[256] = "";
-	enum pyd_err err = pyd_runtime_find(&g->src, &g->src, &rt);
-	if (!err)
-		err = pyd_session_open(&g->src, &rt, &s, detail, sizeof detail);
+	struct pyd_session *s;
+	struct pyd_cmd_target t = {.src = &g->src};
+	enum pyd_err err = pyd_cmd_open("py-sample", &t, &s, out);
 	pyd_session_close(s);
-	if (err)
-		pyd_explain_debugger(out, "py-sample", err, detail);
 	return !err;
 }
 

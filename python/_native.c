@@ -20,7 +20,7 @@
 #include "../core/pyd_stream.h"
 #include "../frontend/dump.h"
 #include "../frontend/procset.h"
-#include "../frontend/profile.h"
+#include "../frontend/render.h"
 
 #define PROG "pystack_dump"
 

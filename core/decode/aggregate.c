@@ -444,10 +444,10 @@ static enum pyd_err tell(struct pyd_profile *p, size_t ti, size_t kept,
 }
 
 /* Count a sample whose outermost `same` frames are the previous path's. */
-static enum pyd_err add(struct pyd_profile *p, uint32_t process, int64_t tid,
-                        const char *thread_name,
-                        const struct pyd_frame *frames, size_t n,
-                        bool awaiting, size_t same)
+static enum pyd_err count_sample(struct pyd_profile *p, uint32_t process,
+                                 int64_t tid, const char *thread_name,
+                                 const struct pyd_frame *frames, size_t n,
+                                 bool awaiting, size_t same)
 {
 	struct pyd_profile_priv *q = p->priv;
 	size_t ti = thread_index(p, process, tid, thread_name);
@@ -490,7 +490,8 @@ enum pyd_err pyd_profile_add(struct pyd_profile *p, uint32_t process,
                              const struct pyd_frame *frames, size_t n,
                              bool awaiting)
 {
-	return add(p, process, tid, thread_name, frames, n, awaiting, 0);
+	return count_sample(p, process, tid, thread_name, frames, n, awaiting,
+	                    0);
 }
 
 enum pyd_err pyd_profile_add_same(struct pyd_profile *p, uint32_t process,
@@ -498,7 +499,8 @@ enum pyd_err pyd_profile_add_same(struct pyd_profile *p, uint32_t process,
                                   const struct pyd_frame *frames, size_t n,
                                   size_t same)
 {
-	return add(p, process, tid, thread_name, frames, n, false, same);
+	return count_sample(p, process, tid, thread_name, frames, n, false,
+	                    same);
 }
 
 const char *pyd_profile_intern(struct pyd_profile *p, const char *s)

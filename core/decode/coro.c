@@ -514,35 +514,6 @@ enum pyd_err tasks_running_stack(struct tctx *c, uint64_t tstate,
 
 /* ---- names ----------------------------------------------------------- */
 
-/* A short compact ASCII str that is all in buf (one read instead of
- * pyd_read_str's two: names are read once per task); NULL if it is not. */
-static char *short_ascii(const struct py_layout *L, const uint8_t *buf,
-			 size_t got)
-{
-	uint32_t state;
-	if ((size_t)L->unicode.ascii_size > got ||
-	    (size_t)L->unicode.state + 4 > got)
-		return NULL;
-	memcpy(&state, buf + L->unicode.state, sizeof state);
-	struct pyd_str_state st = pyd_str_state_decode(state);
-	int64_t len = (int64_t)pyd_u64_at(buf, (uint64_t)L->unicode.length);
-	if (!st.compact || !st.ascii || st.kind != 1 || len < 0 ||
-	    (uint64_t)len > got - (size_t)L->unicode.ascii_size)
-		return NULL;
-	char *out = malloc((size_t)len + 1);
-	if (!out)
-		return NULL;
-	memcpy(out, buf + L->unicode.ascii_size, (size_t)len);
-	out[len] = 0;
-	/* ASCII means < 0x80, but the bytes are the target's: check. */
-	for (int64_t i = 0; i < len; i++)
-		if ((unsigned char)out[i] >= 0x80 || !out[i]) {
-			free(out);
-			return NULL;
-		}
-	return out;
-}
-
 char *tasks_name(struct tctx *c, uint64_t obj)
 {
 	const struct py_layout *L = c->L;
@@ -554,7 +525,7 @@ char *tasks_name(struct tctx *c, uint64_t obj)
 	uint64_t flags = type_of(c, pyd_u64_at(buf, (uint64_t)L->object.ob_type))
 				 .flags;
 	if (flags & TPFLAGS_UNICODE_SUBCLASS) {
-		char *s = short_ascii(L, buf, got);
+		char *s = pyd_short_ascii(L, buf, got);
 		return s ? s : pyd_read_str(c->s, obj);
 	}
 	int64_t v;

@@ -650,8 +650,49 @@ enum pyd_err pyd_seq_items(struct pyd_session *s, uint64_t seq, bool is_list,
 	return PYD_OK;
 }
 
-/* Sign and digit count from an int's ob_size / lv_tag; false if bad or
- * past 90 bits (none we need). */
+/* A short compact ASCII str that is all in buf (one read instead of
+ * pyd_read_str's two: names are read once per task); NULL if it is not. */
+char *pyd_short_ascii(const struct py_layout *L, const uint8_t *buf,
+		      size_t got)
+{
+	uint32_t state;
+	if ((size_t)L->unicode.ascii_size > got ||
+	    (size_t)L->unicode.state + 4 > got)
+		return NULL;
+	memcpy(&state, buf + L->unicode.state, sizeof state);
+	struct pyd_str_state st = pyd_str_state_decode(state);
+	int64_t len = (int64_t)pyd_u64_at(buf, (uint64_t)L->unicode.length);
+	if (!st.compact || !st.ascii || st.kind != 1 || len < 0 ||
+	    (uint64_t)len > got - (size_t)L->unicode.ascii_size)
+		return NULL;
+	char *out = malloc((size_t)len + 1);
+	if (!out)
+		return NULL;
+	memcpy(out, buf + L->unicode.ascii_size, (size_t)len);
+	out[len] = 0;
+	/* ASCII means < 0x80, but the bytes are the target's: check. */
+	for (int64_t i = 0; i < len; i++)
+		if ((unsigned char)out[i] >= 0x80 || !out[i]) {
+			free(out);
+			return NULL;
+		}
+	return out;
+}
+
+enum pyd_err pyd_tuple_item(struct pyd_session *s, uint64_t tuple,
+			    size_t i, uint64_t *item)
+{
+	const struct py_objects *o = OT(s);
+	int64_t len;
+	enum pyd_err err = rd(s, tuple + (uint64_t)o->seq_size, &len, sizeof len);
+	if (err)
+		return err;
+	if (len < 0 || (uint64_t)len <= i)
+		return PYD_E_READ;
+	return pyd_read_ptr(s, tuple + (uint64_t)o->tuple_items + 8 * i, item);
+}
+
+/* Sign and digit count from an int's ob_size / lv_tag; false if bad. */
 static bool long_header(const struct py_layout *L, int64_t size, bool *neg,
 			uint64_t *ndigits)
 {
@@ -667,7 +708,19 @@ static bool long_header(const struct py_layout *L, int64_t size, bool *neg,
 		 * overflow */
 		*ndigits = *neg ? 0 - (uint64_t)size : (uint64_t)size;
 	}
-	return *ndigits <= 3;
+	return true;
+}
+
+enum pyd_err pyd_long_header(struct pyd_session *s, uint64_t obj, bool *neg,
+			     uint64_t *ndigits)
+{
+	int64_t size;
+	enum pyd_err err =
+	    rd(s, obj + (uint64_t)s->layout.pylong.size, &size, sizeof size);
+	if (err)
+		return err;
+	return long_header(&s->layout, size, neg, ndigits) ? PYD_OK
+							   : PYD_E_READ;
 }
 
 static int64_t long_digits(const uint8_t *d, uint64_t ndigits, bool neg)
@@ -689,7 +742,7 @@ bool pyd_long_decode(const struct py_layout *L, const uint8_t *buf,
 	if ((size_t)L->pylong.size + 8 > len ||
 	    !long_header(L, (int64_t)pyd_u64_at(buf, (uint64_t)L->pylong.size),
 			 &neg, &ndigits) ||
-	    (size_t)L->pylong.digit + 4 * ndigits > len)
+	    ndigits > 3 || (size_t)L->pylong.digit + 4 * ndigits > len)
 		return false;
 	*v = long_digits(buf + L->pylong.digit, ndigits, neg);
 	return true;
@@ -697,19 +750,17 @@ bool pyd_long_decode(const struct py_layout *L, const uint8_t *buf,
 
 enum pyd_err pyd_long_value(struct pyd_session *s, uint64_t obj, int64_t *v)
 {
-	const struct py_layout *L = &s->layout;
-	int64_t size;
 	bool neg;
 	uint64_t ndigits;
 	uint8_t d[12];
 	*v = 0;
-	enum pyd_err err = rd(s, obj + (uint64_t)L->pylong.size, &size, sizeof size);
+	enum pyd_err err = pyd_long_header(s, obj, &neg, &ndigits);
 	if (err)
 		return err;
-	if (!long_header(L, size, &neg, &ndigits))
-		return PYD_E_READ;
-	if (ndigits &&
-	    (err = rd(s, obj + (uint64_t)L->pylong.digit, d, ndigits * 4)))
+	if (ndigits > 3)
+		return PYD_E_READ; /* past 90 bits: none we need */
+	if (ndigits && (err = rd(s, obj + (uint64_t)s->layout.pylong.digit, d,
+				 ndigits * 4)))
 		return err;
 	*v = long_digits(d, ndigits, neg);
 	return PYD_OK;

@@ -103,6 +103,15 @@ enum pyd_err pyd_kv_find(struct pyd_session *s, uint64_t owner,
 enum pyd_err pyd_set_items(struct pyd_session *s, uint64_t set, size_t max,
 			   uint64_t **keys, size_t *n, size_t *used);
 
+/* A short compact ASCII str whose object is all in the got bytes of buf
+ * (already read: one read instead of pyd_read_str's two); malloc'd, NULL
+ * if it is not one. */
+char *pyd_short_ascii(const struct py_layout *L, const uint8_t *buf,
+		      size_t got);
+/* Item i of a tuple; PYD_E_READ past its end. */
+enum pyd_err pyd_tuple_item(struct pyd_session *s, uint64_t tuple,
+			    size_t i, uint64_t *item);
+
 /* The first max items of a tuple (is_list false) or a list; malloc'd;
  * *size (if not NULL) is its length. */
 enum pyd_err pyd_seq_items(struct pyd_session *s, uint64_t seq, bool is_list,
@@ -113,6 +122,10 @@ enum pyd_err pyd_seq_items(struct pyd_session *s, uint64_t seq, bool is_list,
  * if it does not fit 90 bits or its digits are not all in buf. */
 bool pyd_long_decode(const struct py_layout *L, const uint8_t *buf,
 		     size_t len, int64_t *v);
+/* An int's sign and how many 30-bit digits it has (at
+ * layout.pylong.digit); PYD_E_READ if its header is not an int's. */
+enum pyd_err pyd_long_header(struct pyd_session *s, uint64_t obj, bool *neg,
+			     uint64_t *ndigits);
 /* The value of an int that fits in 64 bits (sign kept). */
 enum pyd_err pyd_long_value(struct pyd_session *s, uint64_t obj, int64_t *v);
 

@@ -332,20 +332,11 @@ static void repr_int(struct pyd_repr *r, uint64_t obj, bool is_bool,
 		     struct pyd_buf *out)
 {
 	const struct py_layout *L = &r->s->layout;
-	int64_t size;
-	if (pyd_read(r->s->src, obj + (uint64_t)L->pylong.size, &size,
-		     sizeof size)) {
-		unreadable(out, obj);
-		return;
-	}
 	bool neg;
 	uint64_t n;
-	if (L->pylong.tagged) {
-		neg = (size & 3) == 2;
-		n = (uint64_t)size >> 3;
-	} else {
-		neg = size < 0;
-		n = neg ? -(uint64_t)size : (uint64_t)size;
+	if (pyd_long_header(r->s, obj, &neg, &n)) {
+		unreadable(out, obj);
+		return;
 	}
 	if (is_bool) {
 		pyd_buf_printf(out, n ? "True" : "False");

@@ -374,6 +374,7 @@ enum pyd_err pyd_dump_tasks(struct pyd_session *s, struct pyd_task_graph *g)
 	c->s = s;
 	c->L = &s->layout;
 	c->nlisters = pick_listers(c->L, c->listers);
+	c->tf = tasks_builtin_fields(c->L);
 	enum pyd_err err = PYD_OK;
 	bool none = false;
 	for (size_t l = 0; !err && !none && l < c->nlisters; l++)

@@ -79,20 +79,13 @@ static bool py_task(struct tctx *c, uint64_t id, struct raw_task *r)
 /* A pending C task's fields; false if it is not one. */
 static bool c_task(struct tctx *c, uint64_t id, struct raw_task *r)
 {
-	const struct py_objects *o = &c->L->objects;
 	uint8_t obj[MAX_TASK_SIZE];
-	int32_t st;
-	if ((size_t)o->task_size > sizeof obj ||
-	    tasks_rd(c, id, obj, (size_t)o->task_size))
+	if (c->tf.size <= 0 || c->tf.size > (int64_t)sizeof obj ||
+	    tasks_rd(c, id, obj, (size_t)c->tf.size))
 		return false;
-	memcpy(&st, obj + o->fut_state, sizeof st);
-	r->type = pyd_u64_at(obj, (uint64_t)c->L->object.ob_type);
-	r->name = o->task_name >= 0 ? pyd_u64_at(obj, (uint64_t)o->task_name)
-				    : 0;
-	r->coro = pyd_u64_at(obj, (uint64_t)o->task_coro);
-	r->waiter = pyd_u64_at(obj, (uint64_t)o->task_fut_waiter);
-	r->loop = pyd_u64_at(obj, (uint64_t)o->fut_loop);
-	return st == FUT_PENDING;
+	tasks_fields(c, obj, r);
+	r->loop = pyd_u64_at(obj, (uint64_t)c->L->objects.fut_loop);
+	return r->state == FUT_PENDING;
 }
 
 /* Record a pending task (anything else is skipped). */
@@ -213,23 +206,16 @@ static enum pyd_task_state module_state_now(struct tctx *c,
 					    const struct raw_task *r,
 					    uint64_t *coro)
 {
-	const struct py_objects *o = &c->L->objects;
-	int32_t st;
 	uint64_t state;
-	if (r->py) {
-		if (pyd_obj_attr(c->s, r->id, "_coro", coro) ||
-		    pyd_obj_attr(c->s, r->id, "_state", &state))
-			return PYD_TASK_UNKNOWN;
-		return !state || pyd_str_eq(c->s, state, "PENDING")
-			       ? PYD_TASK_PENDING
-		       : pyd_str_eq(c->s, state, "CANCELLED") ? PYD_TASK_CANCELLED
-		       : pyd_str_eq(c->s, state, "FINISHED")  ? PYD_TASK_DONE
-							      : PYD_TASK_UNKNOWN;
-	}
-	if (pyd_read_ptr(c->s, r->id + (uint64_t)o->task_coro, coro) ||
-	    tasks_rd(c, r->id + (uint64_t)o->fut_state, &st, sizeof st))
+	if (!r->py)
+		return tasks_state_now(c, r, coro);
+	if (pyd_obj_attr(c->s, r->id, "_coro", coro) ||
+	    pyd_obj_attr(c->s, r->id, "_state", &state))
 		return PYD_TASK_UNKNOWN;
-	return tasks_task_state(st);
+	return !state || pyd_str_eq(c->s, state, "PENDING") ? PYD_TASK_PENDING
+	       : pyd_str_eq(c->s, state, "CANCELLED")      ? PYD_TASK_CANCELLED
+	       : pyd_str_eq(c->s, state, "FINISHED")       ? PYD_TASK_DONE
+							   : PYD_TASK_UNKNOWN;
 }
 
 /* The tasks whose done-callbacks lead to a future: (future, task index)
@@ -312,8 +298,7 @@ static enum pyd_err callbacks(struct tctx *c, size_t task,
 	/* Items are (callback, context) tuples. */
 	for (size_t i = 0; i < n && !err; i++) {
 		uint64_t cb;
-		if (!pyd_read_ptr(c->s, items[i] + (uint64_t)o->tuple_items, &cb) &&
-		    cb)
+		if (!pyd_tuple_item(c->s, items[i], 0, &cb) && cb)
 			err = callback(c, cb, task, e);
 	}
 	free(items);

@@ -76,6 +76,15 @@ static enum pyd_err native_open(struct tctx *c, bool *none)
 	if (!err && pyd_asyncio_offsets_parse(raw, sizeof raw, &c->ao))
 		err = PYD_E_READ;
 	c->asyncio_known = !err;
+	/* The published TaskObj fields; what a task waits on is not
+	 * published: the built-in table's, for pure-Python tasks' edges. */
+	const struct pyd_asyncio_offsets *o = &c->ao;
+	struct task_fields tf = {(int64_t)o->task_size, (int64_t)o->task_name,
+				 (int64_t)o->task_coro, o->task_state, -1};
+	if (!err && py_layout_has_py_tasks(c->L))
+		tf.waiter = tasks_builtin_fields(c->L).waiter;
+	if (!err)
+		c->tf = tf;
 	return err;
 }
 
@@ -106,24 +115,11 @@ static enum pyd_err add_raw(struct tctx *c, uint64_t id, const uint8_t *obj,
 	struct raw_task *r = tasks_add(c, id, &err);
 	if (!r)
 		return err;
-	r->type = pyd_u64_at(obj, (uint64_t)c->L->object.ob_type);
-	r->name = pyd_u64_at(obj, o->task_name);
+	tasks_fields(c, obj, r);
 	r->awaited_by = pyd_u64_at(obj, o->task_awaited_by);
-	r->coro = pyd_u64_at(obj, o->task_coro);
 	r->awaited_by_is_set = obj[o->task_awaited_by_is_set] != 0;
 	r->thread = thread;
 	r->running = thread >= 0 && c->threads[thread].running_task == id;
-	if (o->task_state >= 0) {
-		int32_t st;
-		memcpy(&st, obj + o->task_state, sizeof st);
-		r->state = st;
-	}
-	/* What the task waits on (not published; from the built-in table),
-	 * for the edges a pure-Python task is on. */
-	const struct py_objects *ob = &c->L->objects;
-	if (py_layout_has_py_tasks(c->L) && ob->task_fut_waiter >= 16 &&
-	    (uint64_t)ob->task_fut_waiter + 8 <= o->task_size)
-		r->waiter = pyd_u64_at(obj, (uint64_t)ob->task_fut_waiter);
 	bool known = false;
 	for (size_t i = 0; i < c->ntask_types; i++)
 		known |= c->task_types[i] == r->type;
@@ -170,22 +166,6 @@ static enum pyd_err native_list(struct tctx *c, uint64_t interp,
 		err = walk_list(c, c->threads[i].tstate + c->ao.tstate_tasks_head,
 				(long)i);
 	return err ? err : walk_list(c, interp + c->ao.interp_tasks_head, -1);
-}
-
-/* The task's coroutine and state as its TaskObj says now. */
-static enum pyd_task_state native_state_now(struct tctx *c,
-					    const struct raw_task *r,
-					    uint64_t *coro)
-{
-	uint8_t obj[MAX_TASK_SIZE];
-	int32_t st;
-	if (tasks_rd(c, r->id, obj, c->ao.task_size))
-		return PYD_TASK_UNKNOWN;
-	*coro = pyd_u64_at(obj, c->ao.task_coro);
-	if (c->ao.task_state < 0)
-		return PYD_TASK_UNKNOWN;
-	memcpy(&st, obj + c->ao.task_state, sizeof st);
-	return tasks_task_state(st);
 }
 
 /* ---- awaited-by ------------------------------------------------------ */
@@ -244,6 +224,6 @@ const struct task_lister pyd_native_lister = {
 	.open = native_open,
 	.thread = native_thread,
 	.list = native_list,
-	.state_now = native_state_now,
+	.state_now = tasks_state_now,
 	.task_edges = native_edges,
 };

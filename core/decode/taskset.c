@@ -137,3 +137,41 @@ enum pyd_task_state tasks_task_state(int32_t st)
 	}
 	return PYD_TASK_UNKNOWN;
 }
+
+struct task_fields tasks_builtin_fields(const struct py_layout *L)
+{
+	const struct py_objects *o = &L->objects;
+	return (struct task_fields){
+	    .size = o->task_size,
+	    .name = o->task_name >= 0 ? o->task_name : -1,
+	    .coro = o->task_coro,
+	    .state = o->fut_state,
+	    .waiter = o->task_fut_waiter >= 16 ? o->task_fut_waiter : -1,
+	};
+}
+
+void tasks_fields(const struct tctx *c, const uint8_t *obj,
+		  struct raw_task *r)
+{
+	const struct task_fields *f = &c->tf;
+	r->type = pyd_u64_at(obj, (uint64_t)c->L->object.ob_type);
+	r->name = f->name >= 0 ? pyd_u64_at(obj, (uint64_t)f->name) : 0;
+	r->coro = pyd_u64_at(obj, (uint64_t)f->coro);
+	if (f->waiter >= 0 && f->waiter + 8 <= f->size)
+		r->waiter = pyd_u64_at(obj, (uint64_t)f->waiter);
+	if (f->state >= 0)
+		memcpy(&r->state, obj + f->state, sizeof r->state);
+}
+
+enum pyd_task_state tasks_state_now(struct tctx *c, const struct raw_task *r,
+				    uint64_t *coro)
+{
+	uint8_t obj[MAX_TASK_SIZE];
+	struct raw_task now = {.state = -1};
+	if (c->tf.size <= 0 || c->tf.size > (int64_t)sizeof obj ||
+	    tasks_rd(c, r->id, obj, (size_t)c->tf.size))
+		return PYD_TASK_UNKNOWN;
+	tasks_fields(c, obj, &now);
+	*coro = now.coro;
+	return now.state < 0 ? PYD_TASK_UNKNOWN : tasks_task_state(now.state);
+}

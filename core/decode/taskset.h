@@ -107,6 +107,13 @@ struct thread_info {
 	uint64_t running_task; /* 3.14+: the task it runs now, or 0 */
 };
 
+/* Where a TaskObj (a C task) keeps what both listers read, in bytes
+ * (-1: not there): the built-in table's (3.7-3.13), or what the _asyncio
+ * module publishes (3.14+, set when tasks_native.c opens). */
+struct task_fields {
+	int64_t size, name, coro, state, waiter;
+};
+
 struct tctx;
 
 /* Where tasks come from (tasks_native.c, tasks_module.c). */
@@ -143,6 +150,7 @@ struct tctx {
 	size_t first_thread; /* the interpreter being listed: its threads */
 	bool asyncio_known; /* a lister found asyncio loaded when opened */
 	struct pyd_asyncio_offsets ao; /* tasks_native.c's */
+	struct task_fields tf;
 	/* Listing */
 	struct raw_task *raw;
 	size_t nraw, rawcap;
@@ -184,5 +192,14 @@ long tasks_thread_by_pthread(const struct tctx *c, uint64_t pth);
 /* Record that task i is awaited by task waiter (once). */
 enum pyd_err tasks_edge(struct tctx *c, size_t i, size_t waiter);
 enum pyd_task_state tasks_task_state(int32_t st);
+/* The built-in table's TaskObj fields (tf's default). */
+struct task_fields tasks_builtin_fields(const struct py_layout *L);
+/* A C task's type, name, coroutine, what it waits on and its state, from
+ * its TaskObj read whole (c->tf.size bytes) into obj. */
+void tasks_fields(const struct tctx *c, const uint8_t *obj,
+		  struct raw_task *r);
+/* A listed C task's state and coroutine, read again. */
+enum pyd_task_state tasks_state_now(struct tctx *c, const struct raw_task *r,
+				    uint64_t *coro);
 
 #endif

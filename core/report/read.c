@@ -78,13 +78,19 @@ struct collapsed {
 	size_t detailsz;
 };
 
+void pyd_read_why(char *detail, size_t detailsz, const char *where,
+                  size_t at, const char *fmt, va_list ap)
+{
+	int n = snprintf(detail, detailsz, "%s %zu: ", where, at);
+	if (n > 0 && (size_t)n < detailsz)
+		vsnprintf(detail + n, detailsz - (size_t)n, fmt, ap);
+}
+
 static enum pyd_err bad(struct collapsed *c, const char *fmt, ...)
 {
-	int n = snprintf(c->detail, c->detailsz, "line %zu: ", c->lineno);
 	va_list ap;
 	va_start(ap, fmt);
-	if (n > 0 && (size_t)n < c->detailsz)
-		vsnprintf(c->detail + n, c->detailsz - (size_t)n, fmt, ap);
+	pyd_read_why(c->detail, c->detailsz, "line", c->lineno, fmt, ap);
 	va_end(ap);
 	return PYD_E_PROFILE;
 }

@@ -5,6 +5,7 @@
 #ifndef PYD_REPORT_READ_H
 #define PYD_REPORT_READ_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 #include "../pyd_profile.h"
@@ -15,6 +16,10 @@
 typedef enum pyd_err (*pyd_prof_reader)(char *text, size_t len,
                                         struct pyd_profile **out,
                                         char *detail, size_t detailsz);
+
+/* Why a file is not a profile, into detail: "WHERE AT: " then fmt. */
+void pyd_read_why(char *detail, size_t detailsz, const char *where,
+                  size_t at, const char *fmt, va_list ap);
 
 enum pyd_err pyd_read_prof_json(char *text, size_t len,
                                 struct pyd_profile **out, char *detail,

@@ -30,12 +30,10 @@ static bool fail(struct jp *j, const char *fmt, ...)
 	if (j->failed)
 		return false;
 	j->failed = true;
-	int n = snprintf(j->detail, j->detailsz, "at byte %zu: ",
-	                 (size_t)(j->s - j->start));
 	va_list ap;
 	va_start(ap, fmt);
-	if (n > 0 && (size_t)n < j->detailsz)
-		vsnprintf(j->detail + n, j->detailsz - (size_t)n, fmt, ap);
+	pyd_read_why(j->detail, j->detailsz, "at byte",
+	             (size_t)(j->s - j->start), fmt, ap);
 	va_end(ap);
 	return false;
 }

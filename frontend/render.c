@@ -3,7 +3,7 @@
  */
 #include <string.h>
 
-#include "profile.h"
+#include "render.h"
 #include "source.h"
 
 bool pyd_profile_hides_idle(const struct pyd_opts *o)

@@ -3,8 +3,8 @@
  * idle), for every shell that writes one: pystack-dump sample and report,
  * and the Python API's Sampler.
  */
-#ifndef PYD_FRONTEND_PROFILE_H
-#define PYD_FRONTEND_PROFILE_H
+#ifndef PYD_FRONTEND_RENDER_H
+#define PYD_FRONTEND_RENDER_H
 
 #include "../core/buf.h"
 #include "../core/pyd_profile.h"

@@ -328,6 +328,36 @@ static void put_decimal(struct pyd_repr *r, bool neg, const uint32_t *limbs,
 	free(dec);
 }
 
+/*
+ * An int past MAX_INT_DIGITS (Python itself prints none past 4,300
+ * digits unless told to): how many decimal digits it has, from its top
+ * three 30-bit digits and its length, in long double.  The log is good to
+ * about 1e-12 there, so the count is exact unless the value lies that
+ * close to a power of ten: then it says "about".
+ */
+static void repr_giant_int(struct pyd_repr *r, uint64_t obj, bool neg,
+			   uint64_t n, struct pyd_buf *out)
+{
+	const struct py_layout *L = &r->s->layout;
+	uint32_t top[3];
+	if (pyd_read(r->s->src,
+		     obj + (uint64_t)L->pylong.digit + 4 * (n - 3), top,
+		     sizeof top)) {
+		unreadable(out, obj);
+		return;
+	}
+	long double m = 0;
+	for (int i = 2; i >= 0; i--)
+		m = m * 1073741824.0L + (long double)(top[i] & 0x3fffffff);
+	long double lg = log10l(m) + (long double)(n - 3) * 30 * log10l(2.0L);
+	long double frac = lg - floorl(lg);
+	bool near = frac < 1e-10L || frac > 1 - 1e-10L;
+	pyd_buf_printf(out, "<%sint of %s%llu digits at 0x%llx>",
+		       neg ? "negative " : "", near ? "about " : "",
+		       (unsigned long long)floorl(lg) + 1,
+		       (unsigned long long)obj);
+}
+
 static void repr_int(struct pyd_repr *r, uint64_t obj, bool is_bool,
 		     struct pyd_buf *out)
 {
@@ -343,9 +373,7 @@ static void repr_int(struct pyd_repr *r, uint64_t obj, bool is_bool,
 		return;
 	}
 	if (n > MAX_INT_DIGITS) {
-		pyd_buf_printf(out, "<int of about %llu digits at 0x%llx>",
-			       (unsigned long long)(n * 30 * 0.30103) + 1,
-			       (unsigned long long)obj);
+		repr_giant_int(r, obj, neg, n, out);
 		return;
 	}
 	uint32_t *d = malloc((n + 1) * sizeof *d);

@@ -7,8 +7,12 @@ items, "..."), and <TYPE object at 0xADDR> for anything else.
 Must run unchanged on CPython 3.6 through 3.15."""
 
 import ctypes
+import sys
 
 STRING, ITEMS, DEPTH, DIGITS, INT_HEAD = 80, 10, 2, 60, 20
+# An int of more 30-bit digits than this shows only how many decimal
+# digits it has: <int of N digits at 0xADDR> (repr.c's MAX_INT_DIGITS).
+GIANT_DIGITS30 = 2000
 HEAPTYPE = 1 << 9
 CO_VARARGS, CO_VARKEYWORDS = 0x4, 0x8
 EMPTY = {tuple: "()", list: "[]", dict: "{}", set: "set()", frozenset: "frozenset()"}
@@ -24,12 +28,38 @@ def type_name(t):
         return t.__name__
 
 
+def int_str(v):
+    """str(v) past the 4,300 digits 3.11+ refuses by default."""
+    limit = getattr(sys, "get_int_max_str_digits", None)
+    if limit is None:
+        return repr(v)
+    old = limit()
+    sys.set_int_max_str_digits(0)
+    try:
+        return repr(v)
+    finally:
+        sys.set_int_max_str_digits(old)
+
+
+def decimal_digits(v):
+    """How many decimal digits v > 0 has, exactly."""
+    n = int(v.bit_length() * 0.30102999566398120)
+    while 10 ** n <= v:
+        n += 1
+    while n > 1 and 10 ** (n - 1) > v:
+        n -= 1
+    return n
+
+
 def brepr(v, level=0):
     t = type(v)
     if v is None or t is bool or t is float:
         return repr(v)
     if t is int:
-        s = repr(v)
+        if (abs(v).bit_length() + 29) // 30 > GIANT_DIGITS30:
+            n = decimal_digits(abs(v))
+            return "<%sint of %d digits at 0x%x>" % ("negative " if v < 0 else "", n, id(v))
+        s = int_str(v)
         digits = s.lstrip("-")
         if len(digits) > DIGITS:
             return s[:len(s) - len(digits)] + digits[:INT_HEAD] + "... (%d digits)" % len(digits)

@@ -35,6 +35,8 @@ class MyInt(int):
 def scalars(a, b=-7, *args, key=None, **kwargs):
     none, true, false = None, True, False
     small, big, huge, neg_huge = 42, 2 ** 64, 2 ** 1000, -(10 ** 70) - 1
+    # past Python's own 4,300-digit limit; past 2,000 30-bit digits
+    large, giant, neg_giant = 7 ** 6000, 3 ** 50000, -(3 ** 50001)
     zero, fl = 0, 0.1
     floats = (1.5e-7, 1e16, 1e15, 123456789.125, -0.0, float("inf"),
               float("-inf"), float("nan"), 5e-324, 1 / 3.0, 1e-5, 1e-4)

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from harness.locals import (DEBUGGER_CHECKS, FRAME_COMMANDS, core_host_file,
+from harness.locals import (DEBUGGER_CHECKS, FRAME_COMMANDS, UP, core_host_file,
                             frame_expectations, frame_results)
 from harness.procs import host_tmp, kill, run, spawn, task_states
 from harness.results import Result, settle
@@ -224,12 +224,14 @@ def locals_job(interp, tool, plugin):
         t.wait_ground_truth()
         t.wait_settled()
         pid = str(t.pid)
-        cmds = (["py-bt -l", "py-bt all -l"] + FRAME_COMMANDS[:7] + ["frame"] + FRAME_COMMANDS[7:]
-                + MODULE_PRINTS)
+        cmds = (["py-bt -l", "py-bt full", "py-bt all -l"] + FRAME_COMMANDS[:UP] + ["frame"]
+                + FRAME_COMMANDS[UP:] + MODULE_PRINTS)
         rc, parts, raw = gdb(plugin, ["-p", pid], cmds)
         got = dict((c, parts.get(i, "")) for i, c in enumerate(cmds))
         want = cli(tool, ["--locals", pid])[1]
         res.append(same("py-bt -l (live)", got["py-bt -l"],
+                        thread_block(want, t.gt["main_tid"]) or "(no main thread)"))
+        res.append(same("py-bt full (live)", got["py-bt full"],
                         thread_block(want, t.gt["main_tid"]) or "(no main thread)"))
         res.append(same("py-bt all -l (live)", got["py-bt all -l"], want))
         res += frame_results(frame_expectations(t.gt, interp.host_path), got, "live", Result)

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from harness.cores import GCORE_TARGET_ENV
-from harness.locals import (DEBUGGER_CHECKS, FRAME_COMMANDS, core_host_file,
+from harness.locals import (DEBUGGER_CHECKS, FRAME_COMMANDS, UP, core_host_file,
                             frame_expectations, frame_results)
 from harness.procs import TOOL_TIMEOUT, alive, host_tmp, kill, run, spawn, tracer_pid
 from harness.results import Result, settle
@@ -188,11 +188,13 @@ def locals_job(interp, tool, plugin):
         t.wait_settled()
         pid = str(t.pid)
         want = cli(tool, ["--locals", pid])[1]
-        cmds = (["py-bt -l", "py-bt all -l"] + FRAME_COMMANDS[:7] + ["frame info"]
-                + FRAME_COMMANDS[7:] + MODULE_PRINTS)
+        cmds = (["py-bt -l", "py-bt full", "py-bt all -l"] + FRAME_COMMANDS[:UP] + ["frame info"]
+                + FRAME_COMMANDS[UP:] + MODULE_PRINTS)
         rc, out, err = lldb(plugin, cmds, ["-p", pid])
         got = sections(out)
         res.append(same("py-bt -l (live)", selected_part(want, t.pid), got.get("py-bt -l", err)))
+        res.append(same("py-bt full (live)", selected_part(want, t.pid),
+                        got.get("py-bt full", err)))
         res.append(same("py-bt all -l (live)", want, got.get("py-bt all -l", err)))
         res += frame_results(frame_expectations(t.gt, interp.host_path), got, "live", Result)
         res += module_results(got, "live", err)

@@ -10,7 +10,8 @@ import re
 
 import pytest
 
-from harness.cores import CORE_PATTERN, kernel_core, remove
+from harness.cores import (CORE_PATTERN, GCORE_TARGET_ENV, gcore_slot, kernel_core, remove,
+                           run_gcore)
 from harness.dumps import compare, core_doc_checks, gt_sanity, parse_dump, roundtrip_errors
 from harness.interps import TARGETS_DIR
 from harness.locals import check_locals_doc
@@ -19,9 +20,9 @@ from harness.results import Result, settle
 from harness.target import Target, parse_json_out, tool_file_run
 
 
-def dump(tool, args):
-    """(doc, error) of pystack-dump --locals --json ARGS."""
-    argv = [tool.path, "--locals", "--json"] + args
+def dump(tool, args, flag="--locals"):
+    """(doc, error) of pystack-dump --locals --json ARGS (or -L: flag)."""
+    argv = [tool.path, flag, "--json"] + args
     rc, out, err, secs = run(argv, TOOL_TIMEOUT)
     vlog("%s -> rc=%s in %.2fs" % (" ".join(argv), rc, secs))
     doc, e = parse_dump(rc, out, err, secs)
@@ -64,6 +65,8 @@ def locals_job(interp, tool):
         gt = tg.settled_truth(gt_sanity)
         live, e = dump(tool, [str(tg.pid)])
         results.append(result("live", [e] if e else check_locals_doc(gt, live, interp, tg.pid)))
+        doc, e = dump(tool, [str(tg.pid)], flag="-L")
+        results.append(result("-L", [e] if e else check_locals_doc(gt, doc, interp, tg.pid)))
         doc, e = dump(tool, ["--locked", str(tg.pid)])
         results.append(result("locked", [e] if e else check_locals_doc(gt, doc, interp, tg.pid)))
         tg.wait_settled()  # resumed threads restart their sleeps: runnable for a moment
@@ -110,26 +113,51 @@ def core_result(tool, tg, gt, interp):
 
 
 @pytest.mark.job("locals")
-@pytest.mark.parametrize("kind", ["live", "locked", "text", "snapshot", "core"])
+@pytest.mark.parametrize("kind", ["live", "-L", "locked", "text", "snapshot", "core"])
 def test_locals(interp, kind, tool, jobs, request):
     """Arguments and locals of every frame equal the target's own repr()."""
     settle(jobs.result(kind, locals_job, interp, tool), request.node)
 
 
-def test_locals_dangling(interp, tool, request):
+def dangling_doc(tool, tg, interp, source):
+    """(doc, error) of --locals --json on the target live, on a snapshot of
+    it, or on a gcore core of it."""
+    if source == "live":
+        return dump(tool, [str(tg.pid)])
+    if source == "snapshot":
+        path = os.path.join(tg.out_host, "dangling.snap")
+        doc, e = dump(tool, ["--save-snapshot", path, str(tg.pid)])
+        return (None, e) if e else dump(tool, ["--snapshot", path])
+    prefix = os.path.join(host_tmp(), "gcore-dangling-" + tg.run_id)
+    with gcore_slot():
+        core, warned, err = run_gcore(tg.pid, prefix)
+        if not core:
+            return None, err
+        try:
+            return dump(tool, ["--core", core]
+                        + (["--sysroot", interp.chroot] if interp.chroot else []))
+        finally:
+            os.unlink(core)
+
+
+@pytest.mark.parametrize("source", ["live", "snapshot", "core"])
+def test_locals_dangling(interp, tool, source, request):
     """A local whose object was freed (its memory unmapped): that value
     shows as <unreadable at 0xADDR>, the rest of the dump is complete and
-    the exit status 0."""
-    with Target(interp, "locals_dangling", extra=["addr.txt"]) as tg:
+    the exit status 0; live, from a snapshot (which cannot hold what could
+    not be read) and from a gcore core (which leaves the unmapped page
+    out)."""
+    with Target(interp, "locals_dangling", extra=["addr.txt"],
+                env_extra=GCORE_TARGET_ENV if source == "core" else None) as tg:
         gt = tg.settled_truth(gt_sanity)
         with open(tg.host_extra(0)) as f:
             addr = int(f.read())
-        doc, e = dump(tool, [str(tg.pid)])
+        doc, e = dangling_doc(tool, tg, interp, source)
         errs = [e] if e else []
         if doc:
             errs += compare(gt, doc, interp, tg.pid)
             frames = [fr for t in doc["threads"] for fr in t["frames"]
-                      if fr["function"] == "dangling"]
+                      if fr.get("function") == "dangling"]
             want = {"blob": "<unreadable at 0x%x>" % addr, "other": "'ok'"}
             if len(frames) != 1:
                 errs.append("expected one frame of dangling(), got %d" % len(frames))

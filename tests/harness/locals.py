@@ -2,9 +2,11 @@
 against the reprs the target recorded itself (tests/targets/_pyd_vars.py);
 and of the debuggers' frame commands (py-up ... py-print)."""
 
+import importlib.util
 import os
 
 from .dumps import compare
+from .interps import TARGETS_DIR
 
 
 def vars_schema_errors(doc):
@@ -61,12 +63,18 @@ def check_locals_doc(gt, doc, interp, pid):
 # The frame commands of both debuggers on the locals target's main thread
 # (selected when a debugger attaches): main() is #0, <module> #1.
 FRAME_COMMANDS = ["py-frame", "py-locals", "py-print req", "py-print Request",
-                  "py-print len", "py-print nope", "py-up", "py-list", "py-up 5",
-                  "py-down", "py-down 3"]
+                  "py-print len", "py-print nope", "py-print deep", "py-print wide",
+                  "py-up", "py-list", "py-up 5", "py-down", "py-down 3"]
+# The native frame is looked at right after the first py-up (it selects
+# the one running that Python frame): FRAME_COMMANDS[:UP] come before.
+UP = FRAME_COMMANDS.index("py-up") + 1
+# py-print's limits (PYD_REPR_DEEP) and its cap on the text (commands.c)
+PRINT_LIMITS = (1000, 100, 5)
+PRINT_MAX_TEXT = 64 << 10
 
 
 # What test_gdb.py and test_lldb.py check of them, live and on a core.
-DEBUGGER_CHECKS = (["py-bt -l (live)", "py-bt all -l (live)"]
+DEBUGGER_CHECKS = (["py-bt -l (live)", "py-bt full (live)", "py-bt all -l (live)"]
                    + ["%s (live)" % c for c in FRAME_COMMANDS]
                    + ["py-up selects the eval loop (live)", "py-bt all -l (core)"]
                    + ["%s (core)" % c for c in FRAME_COMMANDS])
@@ -95,6 +103,22 @@ def frame_text(fr, level, host_file):
     return out + ("    %s\n" % src if src else "")
 
 
+def print_reprs():
+    """py-print's reprs of the target's deep and wide (print_values() of
+    tests/targets/_pyd_vars.py): its renderer, loaded apart, under
+    py-print's limits, the text cut where py-print cuts it."""
+    spec = importlib.util.spec_from_file_location(
+        "_pyd_vars_print", os.path.join(TARGETS_DIR, "_pyd_vars.py"))
+    pv = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pv)
+    pv.STRING, pv.ITEMS, pv.DEPTH = PRINT_LIMITS
+    out = []
+    for v in pv.print_values():
+        r = pv.brepr(v)
+        out.append(r if len(r) <= PRINT_MAX_TEXT else r[:PRINT_MAX_TEXT - 3] + "...")
+    return out
+
+
 def frame_expectations(gt, host_file):
     """{command: (how, text)} for FRAME_COMMANDS: how is "equal" or
     "prefix"; host_file(path) is where the target's file is here (None:
@@ -105,6 +129,7 @@ def frame_expectations(gt, host_file):
     vars0 = "".join("    %s:\n%s" % (head, "".join("      %s = %s\n" % (n, r) for n, r in f0[k]))
                     for head, k in (("Arguments", "arguments"), ("Locals", "locals")) if f0[k])
     req = dict(f0["locals"])["req"]
+    deep, wide = print_reprs()
     exp = {
         "py-frame": ("equal", frame_text(f0, 0, hf0)),
         "py-locals": ("equal", frame_text(f0, 0, hf0) + vars0),
@@ -113,6 +138,8 @@ def frame_expectations(gt, host_file):
         "py-print len": ("prefix", "builtin len = <builtin_function_or_method object at 0x"),
         "py-print nope": ("equal", "py-print: 'nope' is not a local, global or builtin "
                                    "name of #0 (main)\n"),
+        "py-print deep": ("equal", "local deep = %s\n" % deep),
+        "py-print wide": ("equal", "local wide = %s\n" % wide),
         "py-up": ("equal", frame_text(f1, 1, hf1)),
         "py-up 5": ("equal", "py-up: #1 is the outermost Python frame\n"),
         "py-down": ("equal", frame_text(f0, 0, hf0)),

@@ -88,6 +88,16 @@ def brepr(v, level=0):
     return "<%s object at 0x%x>" % (type_name(t), id(v))
 
 
+def print_values():
+    """What py-print shows deeper than the dump (1000 characters, 100
+    items, 5 levels): locals.py's main() holds them, the test renders
+    them here.  deep passes every default limit and some of py-print's;
+    wide's repr passes py-print's 64 KiB."""
+    deep = [["x" * 1200, "y"], list(range(150)), [[[[[[1]]]]]]]
+    wide = ["z" * 1200] * 100
+    return deep, wide
+
+
 def ordered_names(code):
     """Every variable of a code object in code-object order (arguments
     first), and how many are arguments."""

@@ -15,6 +15,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _pyd_common  # noqa: E402
 from _pyd_common import BLOCK, checkpoint, ready, spawn  # noqa: E402
+from _pyd_vars import print_values  # noqa: E402
 
 _pyd_common.RECORD_VARS = True
 
@@ -79,8 +80,9 @@ def main(argv, *rest):
     spawn("containers", containers)
     spawn("closures", closures, "cellarg", b"plain")
     req = Request("/main")
+    deep, wide = print_values()
     checkpoint(); time.sleep(1e6)
-    return req
+    return req, deep, wide
 
 
 main(sys.argv, "rest")

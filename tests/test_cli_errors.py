@@ -2,6 +2,8 @@
 status and a message naming the cause."""
 
 import os
+import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -183,6 +185,20 @@ def test_root_advice(tool):
     assert rc in (0, 4, 5, 9), "unexpected exit %s: %s" % (rc, short(err, 300))
     if rc == 4:
         assert "even as root" in text, short(err, 400)
+
+
+def test_pid1_not_python(tool):
+    """Inside a pid namespace whose pid 1 is a shell (a container's init
+    that is not Python), `pystack-dump 1` says it is not a Python process
+    (exit 5), with no permission advice."""
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        pytest.skip("needs root and unshare (util-linux)")
+    argv = ["unshare", "--pid", "--fork", "--mount-proc", "sh", "-c",
+            "sleep 30 & exec 2>&1; %s 1; echo rc=$?" % shlex.quote(tool.path)]
+    rc, out, err, secs = run(argv, TOOL_TIMEOUT)
+    text = out.decode("utf-8", "replace")
+    assert "rc=5" in text and "is not running CPython" in text, short(out + err, 400)
+    assert "root" not in text and "permission" not in text.lower(), short(out, 400)
 
 
 def after_pid_errors(tool, tg, interp):

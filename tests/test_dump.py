@@ -104,18 +104,19 @@ def growing(path, secs=0.4):
     return file_size(path) > a >= 0
 
 
-def locked_kill(interp, tool):
-    """SIGKILL `pystack-dump --locked` while it holds the target paused; the
+def locked_kill(interp, tool, option):
+    """SIGKILL `pystack-dump OPTION` (--locked, or --native, which pauses
+    a live target to unwind it) while it holds the target paused; the
     target must carry on running (not stopped, not traced, heartbeat
     growing) and be dumpable again."""
-    name = "locked-kill"
+    name = "locked-kill " + option
     with Target(interp, "heartbeat", extra=["heartbeat.txt"]) as tg:
         gt = tg.wait_ground_truth()
         tg.wait_settled()
         hb = tg.host_extra(0)
         if not growing(hb):
             return Result(name, "FAIL", "heartbeat not growing before the test")
-        argv = [tool.path, "--locked", "--json", str(tg.pid)]
+        argv = [tool.path, option, "--json", str(tg.pid)]
         env = dict(os.environ, PYD_TEST_LOCKED_PAUSE_MS=str(LOCK_PAUSE_MS))
         errs = []
         tp = spawn(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
@@ -146,13 +147,13 @@ def locked_kill(interp, tool):
                     errs.append("target observed stopped/traced but heartbeat kept "
                                 "growing (not all threads paused?)")
             if tp.poll() is not None:
-                errs.append("pystack-dump --locked exited (rc=%s) before it could be killed; "
+                errs.append("pystack-dump %s exited (rc=%s) before it could be killed; "
                             "is PYD_TEST_LOCKED_PAUSE_MS=%d implemented? stderr: %s"
-                            % (tp.returncode, LOCK_PAUSE_MS, short(tp.stderr.read())))
+                            % (option, tp.returncode, LOCK_PAUSE_MS, short(tp.stderr.read())))
             elif paused is None:
                 errs.append("never saw the target paused (no task in t/T state, TracerPid "
-                            "!= tool) within %.1fs of starting --locked"
-                            % (LOCK_PAUSE_MS / 1000.0 * 0.8))
+                            "!= tool) within %.1fs of starting %s"
+                            % (LOCK_PAUSE_MS / 1000.0 * 0.8, option))
         finally:
             kill(tp)                                        # SIGKILL the tracer
             if tp.stderr:
@@ -169,9 +170,11 @@ def locked_kill(interp, tool):
         return Result(name, "FAIL" if errs else "PASS", "\n".join(errs))
 
 
-def test_locked_kill(interp, tool, request):
-    """SIGKILL pystack-dump --locked mid-pause: the target runs on."""
-    settle(locked_kill(interp, tool), request.node)
+@pytest.mark.parametrize("option", ["--locked", "--native"])
+def test_locked_kill(interp, tool, option, request):
+    """SIGKILL pystack-dump --locked (or --native) mid-pause: the target
+    runs on."""
+    settle(locked_kill(interp, tool, option), request.node)
 
 
 def test_very_deep(interp, tool, request):

@@ -12,7 +12,7 @@ import pytest
 
 from harness.cores import remove
 from harness.dumps import base_gt_sanity
-from harness.procs import TARGET_ENV, alive, kill, short, spawn
+from harness.procs import TARGET_ENV, alive, kill, run, short, spawn
 from harness.profiles import (ASYNC_AWAIT_MIN, ASYNC_BURN_MIN, ASYNC_MAX_READS,
                               ASYNC_MIN_TICK_SHARE, CPU_BUSY_MIN, GIL_HOLDER_MIN, GIL_IDLE_MAX, GIL_IN_HOLD_MIN, IDLE_MAX,
                               MAX_MIN_RATE, MAX_READS, MAX_TICKS, SAMPLE_ASYNC_MIN,
@@ -479,13 +479,21 @@ def test_sample_very_deep(interp, tool, request):
 CUT_DEPTH = 1000050                    # dive() calls, 50 past PYD_MAX_FRAMES
 CUT_MIN = (3, 11)                      # older versions recurse in C: too slow, too big
 MAX_FRAMES = 1000000                   # PYD_MAX_FRAMES
+CUT_RSS_MAX_KB = 1 << 20               # 1 GiB: 160 MB measured (ASan build 400 MB)
 
 
-def _cut_dump_errors(tool, pid):
-    """The dump of the deep thread: its innermost MAX_FRAMES, "truncated"."""
-    argv, rc, so, se, secs = tool_run(tool, ["--json", str(pid)], timeout=60)
+def _cut_dump_errors(tool, pid, out_dir):
+    """The dump of the deep thread: its innermost MAX_FRAMES, "truncated",
+    in bounded memory (peak RSS under CUT_RSS_MAX_KB, by /usr/bin/time)."""
+    rss_file = os.path.join(out_dir, "cut.rss")
+    argv = ["/usr/bin/time", "-f", "%M", "-o", rss_file, tool.path, "--json", str(pid)]
+    rc, so, se, secs = run(argv, 60)
     if rc != 0:
         return ["%s exited %s: %s" % (" ".join(argv), rc, short(se))]
+    with open(rss_file) as f:
+        rss = int(f.read().split()[-1])
+    if rss > CUT_RSS_MAX_KB:
+        return ["%s: peak RSS %d KB, more than %d KB" % (" ".join(argv), rss, CUT_RSS_MAX_KB)]
     threads = json.loads(so)["threads"]
     deep = [t for t in threads if t["name"] == "very_deep"]
     if not deep or len(deep[0]["frames"]) != MAX_FRAMES or deep[0]["truncated"] is not True:
@@ -530,6 +538,7 @@ def test_deeper_than_cap(interp, tool, request):
                       "before 3.11: the target alone would take minutes"), request.node)
     with Target(interp, "very_deep", args=[str(CUT_DEPTH)]) as tg:
         tg.settled_truth(lambda gt, interp: [])
-        errs = _cut_dump_errors(tool, tg.pid) + _cut_sample_errors(tool, tg, interp)
+        errs = (_cut_dump_errors(tool, tg.pid, tg.out_host)
+                + _cut_sample_errors(tool, tg, interp))
     settle(Result("deeper than the cap", "FAIL" if errs else "PASS", "\n".join(errs)),
            request.node)

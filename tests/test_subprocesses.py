@@ -8,11 +8,16 @@ that start and exit while it samples."""
 import gzip
 import json
 import os
+import shutil
 import signal
+import subprocess
 import time
 
+import pytest
+
+from conftest import usable
 from harness.dumps import compare, gt_sanity
-from harness.procs import TOOL_TIMEOUT, parent_pid, run, short
+from harness.procs import TOOL_TIMEOUT, kill, parent_pid, run, short, spawn
 from harness.profiles import check_profile
 from harness.results import Result, settle
 from harness.target import Target, parse_json_out, tool_run
@@ -115,6 +120,48 @@ def test_subprocesses(interp, tool, request):
         if "(parent %d: " % tg.pid not in text or "skipped, not a Python process" not in text:
             errs.append("text lacks a parent line or the skipped child:\n" + text[-1500:])
     settle(Result("subprocesses", "FAIL" if errs else "PASS", "\n".join(errs)), request.node)
+
+
+# A container's processes: Python as the init of a pid namespace, with two
+# Python children; it prints "ready" once they run.
+NAMESPACE_INIT = """
+import subprocess, sys, time
+kids = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1e6)"])
+        for _ in range(2)]
+time.sleep(0.5)
+print("ready", flush=True)
+time.sleep(1e6)
+"""
+
+
+def test_subprocesses_pid_namespace(interp, tool, request):
+    """A family in a pid namespace of its own (a container's): its init
+    and both children found from outside through /proc and dumped."""
+    usable(interp)
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        pytest.skip("needs root and unshare (util-linux)")
+    ns = spawn(["unshare", "--pid", "--fork", "--kill-child"]
+               + interp.argv(["-c", NAMESPACE_INIT]), stdout=subprocess.PIPE)
+    errs = []
+    try:
+        line = ns.stdout.readline()
+        init = [c for c, pp in descendants(ns.pid).items() if pp == ns.pid]
+        if line.strip() != b"ready" or len(init) != 1:
+            errs.append("the namespace's init did not start: %r, children %s" % (line, init))
+        else:
+            argv = [tool.path, "--subprocesses", "--json", str(init[0])]
+            rc, out, err, secs = run(argv, TOOL_TIMEOUT)
+            doc, e = parse_json_out(out) if rc == 0 else (None, "exit %s: %s" % (rc, short(err)))
+            procs = doc["processes"] if doc else []
+            dumped = [p for p in procs if "skipped" not in p and any(
+                f.get("function") == "<module>" for t in p.get("threads", [])
+                for f in t.get("frames", []))]
+            if e or len(dumped) != 3:
+                errs.append("%s: %s" % (" ".join(argv), e or "%d of 3 processes dumped: %s"
+                                        % (len(dumped), short(out, 800))))
+    finally:
+        kill(ns)
+    settle(Result("pid namespace", "FAIL" if errs else "PASS", "\n".join(errs)), request.node)
 
 
 SAMPLE_SECS = 3.0      # long enough for the churn target's children to come and go

@@ -227,6 +227,46 @@ def side_by_side(tool, rounds, secs, workload):
 FAMILY_WORKERS = 3
 FAMILY_RATE = 1000
 ASYNC_TASKS = 1000
+GREENLETS = 1000
+
+
+def greenlet_cost(tool, secs):
+    """-m greenlet on GREENLETS switched-out plain greenlets (bench/targets.py
+    greenlets): rounds per second at max rate, reads per round and per
+    greenlet, and whether 1 kHz is kept.  No other sampler reads greenlets:
+    the figures stand alone, with the thread mode on the same process."""
+    target = start_target("greenlets", GREENLETS, ANCHOR_PY)
+    try:
+        fast, _ = ours_json(tool, target.pid, ["-m", "greenlet", "--rate", "max",
+                                               "-d", str(secs)])
+        fast_cpu = LAST_CPU[0]
+        kept, _ = ours_json(tool, target.pid, ["-m", "greenlet", "--rate", "1000",
+                                               "-d", str(secs)])
+        wall, _ = ours_json(tool, target.pid, ["--rate", "max", "-d", str(secs)])
+    finally:
+        stop(target)
+    rate = fast["ticks"] / fast["duration_s"]
+    reads = fast["reads"] / max(fast["ticks"], 1)
+    asked = kept["ticks"] + kept["missed"]
+    print("## Greenlet mode: sid python3.15, %d switched-out greenlets (5 frames each), %d s"
+          % (GREENLETS, secs))
+    print()
+    print("| run | rounds/s | samples/s | reads per round | reads per greenlet | CPU s |")
+    print("|---|---|---|---|---|---|")
+    print("| -m greenlet --rate max | %s | %s | %.1f | %.3f | %.2f |"
+          % (fmt_rate(rate), fmt_rate(fast["samples"] / fast["duration_s"]), reads,
+             reads / GREENLETS, fast_cpu))
+    print("| wall mode --rate max (the same process) | %s | %s | %.1f | - | - |"
+          % (fmt_rate(wall["ticks"] / wall["duration_s"]),
+             fmt_rate(wall["samples"] / wall["duration_s"]),
+             wall["reads"] / max(wall["ticks"], 1)))
+    print()
+    print("At --rate 1000: %d of %d ticks sampled (%.1f%%), %d missed. The collector's "
+          "lists are walked once a second for new greenlets; the known ones are read again "
+          "every round in one batch." % (kept["ticks"], asked,
+                                         100.0 * kept["ticks"] / max(asked, 1),
+                                         kept["missed"]))
+    print()
 
 
 def tachyon_async(pid, secs):
@@ -502,6 +542,7 @@ def main():
     ap.add_argument("--skip-others", action="store_true")
     ap.add_argument("--skip-family", action="store_true")
     ap.add_argument("--skip-async", action="store_true")
+    ap.add_argument("--skip-greenlets", action="store_true")
     args = ap.parse_args()
     tool = tool_path(args.build)
     setup_sid()
@@ -511,6 +552,8 @@ def main():
     results = [side_by_side(tool, args.rounds, args.secs, w) for w in WORKLOADS]
     if not args.skip_async:
         async_side_by_side(tool, args.rounds, args.secs)
+    if not args.skip_greenlets:
+        greenlet_cost(tool, args.secs)
     if not args.skip_family:
         family_side_by_side(tool, args.rounds, args.secs)
         follow_cost(tool, args.other_secs)

@@ -47,6 +47,24 @@ def spin_rec(n, say_ready=True):
     spin_rec(n - 1, say_ready)
 
 
+def greenlets(n):
+    """n plain greenlets, each switched out 5 frames deep (greenlet is
+    sid's python3-greenlet); the main greenlet sleeps."""
+    import greenlet
+    main = greenlet.getcurrent()
+
+    def level(k):
+        if k:
+            return level(k - 1)
+        main.switch()
+
+    keep = [greenlet.greenlet(level) for _ in range(n)]
+    for g in keep:
+        g.switch(4)
+    print("ready", flush=True)
+    time.sleep(1e6)
+
+
 def builtins_rec(n):
     if n <= 1:
         print("ready", flush=True)
@@ -108,4 +126,4 @@ if __name__ == "__main__":
         builtins_rec(n - 1)
     else:
         {"deep": deep, "locals": with_locals, "threads": threads, "family": family,
-         "sleepers": sleepers}[kind](n)
+         "sleepers": sleepers, "greenlets": greenlets}[kind](n)

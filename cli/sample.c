@@ -44,7 +44,11 @@ static const char usage_head[] =
     "                            code, waiting ones at the await they sit\n"
     "                            in, joined to the tasks awaiting them\n"
     "                      exception  only threads raising an exception\n"
-    "                            or in an except/finally handling one\n"
+    "                            or in an except/finally handling one\n"    "                      greenlet every greenlet (greenlet, gevent): the\n"
+    "                            running ones where their thread runs,\n"
+    "                            under <greenlet NAME>; switched-out ones\n"
+    "                            at the call they switched away in (the\n"
+    "                            greenlet releases --greenlets reads)\n"
     "      --no-gc         no <GC> frame: by default a thread running the\n"
     "                      garbage collector has one on top of its stack\n"
     "                      (CPython 3.7 and later; 3.6 has no marker)\n"
@@ -584,6 +588,12 @@ static void summary(const struct run *r, const struct pyd_prof_meta *m)
 		fprintf(stderr,
 		        "pystack-dump sample: task samples on CPU %llu, "
 		        "awaiting %llu.\n",
+		        (unsigned long long)m->cpu_samples,
+		        (unsigned long long)m->await_samples);
+	else if (m->mode == PYD_SAMPLE_GREENLET)
+		fprintf(stderr,
+		        "pystack-dump sample: greenlet samples running %llu, "
+		        "switched out %llu.\n",
 		        (unsigned long long)m->cpu_samples,
 		        (unsigned long long)m->await_samples);
 	if (r->o->opt.subprocesses)

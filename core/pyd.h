@@ -333,6 +333,7 @@ struct pyd_greenlet_set {
 	char release[32];    /* greenlet.__version__, "" if not read */
 	bool unknown_layout; /* a release (or CPython) we have no table for */
 	bool truncated;      /* more than PYD_MAX_GREENLETS */
+	const void *layout;  /* the release's row, for pyd_greenlets_reread */
 };
 
 /* Most greenlets we list, and objects of the collector's lists we look
@@ -347,6 +348,14 @@ struct pyd_greenlet_set {
  */
 enum pyd_err pyd_dump_greenlets(struct pyd_session *s,
 				struct pyd_greenlet_set *out);
+/*
+ * Read the greenlets of set again, as they are now, without looking for
+ * new ones (the collector's lists are the costly part: a sampler walks
+ * them now and then, and reads the greenlets it knows every round).  One
+ * that is gone has error set; each keeps the thread it was found on.
+ */
+enum pyd_err pyd_greenlets_reread(struct pyd_session *s,
+				  struct pyd_greenlet_set *set);
 void pyd_greenlet_set_free(struct pyd_greenlet_set *g);
 
 #endif

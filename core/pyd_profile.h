@@ -24,9 +24,19 @@ enum pyd_sample_mode {
 	PYD_SAMPLE_GIL,   /* the thread holding the GIL */
 	PYD_SAMPLE_ASYNC, /* every asyncio task, running or awaiting */
 	PYD_SAMPLE_EXCEPTION, /* threads raising or handling an exception */
+	PYD_SAMPLE_GREENLET,  /* every greenlet, running or switched out */
+	PYD_SAMPLE_MODES      /* how many there are */
 };
 
-/* "wall", "cpu", "gil", "async", "exception" */
+/* Modes whose samples include stacks waiting rather than running
+ * (asyncio tasks awaiting, greenlets switched out): the profile counts
+ * those apart (self_await, await_samples). */
+static inline bool pyd_sample_mode_awaits(enum pyd_sample_mode m)
+{
+	return m == PYD_SAMPLE_ASYNC || m == PYD_SAMPLE_GREENLET;
+}
+
+/* "wall", "cpu", "gil", "async", "exception", "greenlet" */
 const char *pyd_sample_mode_name(enum pyd_sample_mode m);
 /* The mode of that name; false if there is none. */
 bool pyd_sample_mode_named(const char *name, enum pyd_sample_mode *m);

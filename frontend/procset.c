@@ -108,6 +108,10 @@ static enum pyd_err open_sources(struct procset *ps, struct sampled *e,
 		             ? "-m async is not supported on Python %s: it "
 		               "needs asyncio task graphs (CPython 3.7 and "
 		               "later)"
+		         : ps->mode == PYD_SAMPLE_GREENLET
+		             ? "-m greenlet is not supported on Python %s: it "
+		               "needs greenlet loaded, in a release --greenlets "
+		               "reads (3.3), on CPython 3.14 or 3.15"
 		             : "-m exception is not supported on Python %s: "
 		               "its layout has no thread exception state",
 		         pyd_session_version(e->sess));

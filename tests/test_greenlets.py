@@ -8,6 +8,7 @@ threads); live, stopped (--locked), from a gcore core and from a
 snapshot.  Interpreters without greenlet are skipped; with greenlet but
 not gevent (sid's 3.15) the target has plain greenlets only."""
 
+import json
 import os
 
 import pytest
@@ -15,6 +16,7 @@ import pytest
 from conftest import usable
 from harness.cores import GCORE_TARGET_ENV, gcore_slot, run_gcore
 from harness.procs import host_tmp, run, short
+from harness.profiles import profile_stacks
 from harness.target import Target, parse_json_out, tool_file_run, tool_run
 
 FRAME_KEYS = ("function", "qualname", "file", "line")
@@ -163,3 +165,65 @@ def test_greenlets_refused(interp, tool):
         assert b"Thread " in out, short(out)
         msg = err.decode("utf-8", "replace")
         assert "cannot be listed yet" in msg or "layout not recognised" in msg, msg
+
+
+SAMPLE_TICKS = 200
+SAMPLE_SHARE = 0.8     # of the rounds in which each greenlet's stack must be
+
+
+def label(g):
+    """The boundary frame greenlet mode puts outside g's stack."""
+    if g["spawned"]:
+        return "<greenlet %s>" % g["spawned"]
+    return "<greenlet main>" if g["main"] else "<greenlet 0x%x>" % g["id"]
+
+
+@pytest.mark.interps(lambda i: i.minor in SUPPORTED_MINORS)
+def test_sample_greenlet(interp, tool):
+    """sample -m greenlet --threads: every round, each switched-out
+    greenlet's stack (its frames as the ground truth has them, under
+    <greenlet NAME>) counted as waiting on its thread, and each thread's
+    stack under the greenlet it runs."""
+    with start(interp) as tg:
+        gt = tg.wait_ground_truth()
+        out = os.path.join(tg.out_host, "greenlets.json")
+        argv, rc, so, err, _ = tool_run(tool, ["sample", "-m", "greenlet", "--threads", "-n",
+                                               str(SAMPLE_TICKS), "-f", "json", "-o", out,
+                                               str(tg.pid)])
+        assert rc == 0, "%s exited %s: %s" % (" ".join(argv), rc, short(err))
+        with open(out) as f:
+            doc = json.load(f)
+    assert doc["mode"] == "greenlet", doc["mode"]
+    rounds = doc["ticks"] - doc["missed"]
+    stacks = profile_stacks(doc)
+    errs = []
+    for g in gt["greenlets"]:
+        if g["state"] == "suspended" and g["frames"]:
+            want = [label(g)] + ["%s:%d" % (f["function"], f["line"])
+                                 for f in reversed(g["frames"])]
+            waiting = True
+        elif g["state"] == "running" and g["main"]:
+            want, waiting = [label(g)], False    # its thread's stack follows
+        else:
+            continue
+        hits = [s for s in stacks if s["tid"] == g["thread"] and
+                [f["function"] if f.get("kind") == "task" else
+                 "%s:%d" % (f["function"], f["line"]) for f in s["frames"]][:len(want)] == want]
+        got = sum(s["self_await" if waiting else "self"] for s in hits)
+        if got < SAMPLE_SHARE * rounds:
+            errs.append("greenlet 0x%x (%s, thread %s): %d samples of %s in %d rounds"
+                        % (g["id"], g["state"], g["thread"], got, " > ".join(want), rounds))
+    assert not errs, "command: %s\n%s" % (" ".join(argv), "\n".join(errs))
+
+
+def test_sample_greenlet_refused(interp, tool):
+    """-m greenlet on a process without greenlet: refused before sampling
+    (exit 6, naming what it needs), as -m async is where it cannot be."""
+    usable(interp)
+    with Target(interp, "sample_split") as tg:
+        tg.wait_ground_truth()
+        argv, rc, out, err, _ = tool_run(tool, ["sample", "-m", "greenlet", "-n", "10",
+                                                "-f", "json", str(tg.pid)])
+    msg = err.decode("utf-8", "replace")
+    assert rc == 6 and "-m greenlet is not supported" in msg, \
+        "%s: exit %s: %s" % (" ".join(argv), rc, short(err))

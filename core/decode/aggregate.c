@@ -683,8 +683,8 @@ struct pyd_profile *pyd_profile_of_process(const struct pyd_profile *p,
 
 #define COUNT(a) (sizeof(a) / sizeof *(a))
 
-static const char *const mode_names[] = {"wall", "cpu", "gil", "async",
-                                         "exception"};
+static const char *const mode_names[PYD_SAMPLE_MODES] = {
+    "wall", "cpu", "gil", "async", "exception", "greenlet"};
 
 const char *pyd_sample_mode_name(enum pyd_sample_mode m)
 {

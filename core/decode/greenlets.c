@@ -456,8 +456,6 @@ static enum pyd_err read_all(struct gctx *c)
 	}
 	for (size_t i = 0; i < set->n && !err; i++)
 		mark_running(c, &set->g[i]);
-	if (!err)
-		assign_threads(c);
 	/* Not one greenlet that reads as its layout says: not that layout. */
 	if (set->n && !good && !err)
 		set->unknown_layout = true;
@@ -491,8 +489,44 @@ enum pyd_err pyd_dump_greenlets(struct pyd_session *s,
 		err = w.err;
 	if (!err && c.gl) {
 		sort_unique(out);
+		out->layout = c.gl;
 		err = read_all(&c);
 	}
+	if (!err && c.gl)
+		assign_threads(&c);
+	free(c.running);
+	free(c.stack);
+	free(c.threads);
+	return err;
+}
+
+/* Forget what a greenlet was read as, but its id and its thread (a
+ * greenlet never moves to another thread). */
+static void clear_greenlet(struct pyd_greenlet *g)
+{
+	free(g->frames);
+	free(g->spawned);
+	*g = (struct pyd_greenlet){.id = g->id, .thread = g->thread};
+}
+
+enum pyd_err pyd_greenlets_reread(struct pyd_session *s,
+				  struct pyd_greenlet_set *set)
+{
+	struct gctx c = {.s = s, .gl = set->layout, .out = set};
+	if (!c.gl)
+		return PYD_OK;
+	for (size_t i = 0; i < set->n; i++)
+		clear_greenlet(&set->g[i]);
+	struct pyd_walk w;
+	uint64_t interp;
+	enum pyd_err err = PYD_OK;
+	for (pyd_walk_interps(&w, s); !err && pyd_walk_next(&w, &interp);)
+		err = note_threads(&c, interp);
+	pyd_walk_end(&w);
+	if (!err)
+		err = w.err;
+	if (!err)
+		err = read_all(&c);
 	free(c.running);
 	free(c.stack);
 	free(c.threads);

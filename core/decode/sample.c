@@ -63,6 +63,8 @@
  */
 #define TAIL_MAX   4
 #define TAIL_BYTES 128
+/* A greenlet's boundary frame: "<greenlet NAME>". */
+#define GLABEL_MAX 96
 /* Refresh thread names this often. */
 #define REFRESH_NS 1000000000LL
 /* Check whether threads came or went, and whether code objects were
@@ -175,6 +177,12 @@ struct pyd_sampler {
 	size_t ncodes, codes_cap;
 	uint8_t *code_hdrs;
 	size_t code_hdrs_cap;
+	/* greenlet mode: the greenlets known (looked for again once a
+	 * second, read again every round) and their boundary labels */
+	struct pyd_greenlet_set gs;
+	int64_t greenlets_found; /* CLOCK_MONOTONIC ns of the last search */
+	char (*glabels)[GLABEL_MAX];
+	size_t glabels_cap;
 };
 
 static int64_t now_ns(void)
@@ -792,6 +800,8 @@ static bool mark_gc(struct pyd_sampler *sp)
 	return true;
 }
 
+static bool mark_greenlet(struct pyd_sampler *sp, const struct sthread *t);
+
 static enum pyd_err record(struct pyd_sampler *sp, const struct sthread *t,
                            unsigned *nstacks)
 {
@@ -801,11 +811,17 @@ static enum pyd_err record(struct pyd_sampler *sp, const struct sthread *t,
 		return PYD_E_NOMEM;
 	if (t->tstate == sp->in[t->interp].collector && !mark_gc(sp))
 		return PYD_E_NOMEM;
+	bool greenlets = sp->mode == PYD_SAMPLE_GREENLET;
+	if (greenlets && !mark_greenlet(sp, t))
+		return PYD_E_NOMEM;
 	(*nstacks)++;
-	/* A cut stack's outermost frame is the mark, not the memo's. */
+	if (greenlets)
+		sp->prof->meta.cpu_samples++;
+	/* A cut stack's outermost frame is the mark, not the memo's; the
+	 * greenlet a thread runs may change from round to round. */
 	return pyd_profile_add_same(sp->prof, sp->process, t->tid, t->name,
 	                            sp->fb.v, sp->fb.n,
-	                            sp->fb.more ? 0 : t->same_out);
+	                            sp->fb.more || greenlets ? 0 : t->same_out);
 }
 
 /* ---- the modes ---- */
@@ -840,7 +856,8 @@ static enum pyd_err select_threads(struct pyd_sampler *sp)
 	for (size_t i = 0; i < sp->nth; i++) {
 		struct sthread *t = &sp->th[i];
 		bool in = sp->mode == PYD_SAMPLE_WALL ||
-		          sp->mode == PYD_SAMPLE_EXCEPTION;
+		          sp->mode == PYD_SAMPLE_EXCEPTION ||
+		          sp->mode == PYD_SAMPLE_GREENLET;
 		if (sp->mode == PYD_SAMPLE_GIL)
 			in = t->tstate == sp->last_holder;
 		enum pyd_thread_run run = PYD_RUN_UNKNOWN;
@@ -943,7 +960,10 @@ static enum pyd_err sample_threads(struct pyd_sampler *sp, unsigned *nstacks)
 		sp->last_holder = holder;
 	}
 	find_collectors(sp, holder);
-	bool ask_run = sp->now - sp->run_asked >= RUN_NS;
+	/* Greenlet mode shows switched-out greenlets of sleeping threads
+	 * too: no thread is left out as idle, so none is asked about. */
+	bool ask_run = sp->mode != PYD_SAMPLE_GREENLET &&
+	               sp->now - sp->run_asked >= RUN_NS;
 	if (ask_run)
 		sp->run_asked = sp->now;
 	enum pyd_err failed = PYD_OK;
@@ -1113,6 +1133,101 @@ static enum pyd_err sample_tasks(struct pyd_sampler *sp, unsigned *nstacks)
 	return err;
 }
 
+/* ---- greenlet mode ---- */
+
+static bool label_greenlets(struct pyd_sampler *sp);
+
+/* The greenlets, through the prefetching source: looked for in the
+ * collector's lists once a second, the known ones read again in between. */
+static enum pyd_err read_greenlets(struct pyd_sampler *sp)
+{
+	enum pyd_err err = pyd_prefetch_pass(&sp->pf);
+	if (err)
+		return err;
+	const struct pyd_memsrc *own = sp->s->src;
+	sp->s->src = &sp->pf.layer.src;
+	if (!sp->gs.layout || sp->now - sp->greenlets_found >= REFRESH_NS) {
+		pyd_greenlet_set_free(&sp->gs);
+		err = pyd_dump_greenlets(sp->s, &sp->gs);
+		sp->greenlets_found = sp->now;
+		if (!err && !label_greenlets(sp))
+			err = PYD_E_NOMEM;
+	} else {
+		err = pyd_greenlets_reread(sp->s, &sp->gs);
+	}
+	sp->s->src = own;
+	return err;
+}
+
+/* Each greenlet's boundary frame: what it was spawned with, else "main"
+ * for a thread's main greenlet, else its address; made when greenlets
+ * are looked for (a greenlet runs what it was spawned with until it
+ * ends: the labels hold between searches). */
+static bool label_greenlets(struct pyd_sampler *sp)
+{
+	const struct pyd_greenlet_set *gs = &sp->gs;
+	if (!pyd_grow((void **)&sp->glabels, &sp->glabels_cap, gs->n,
+	              sizeof *sp->glabels))
+		return false;
+	for (size_t i = 0; i < gs->n; i++) {
+		const struct pyd_greenlet *g = &gs->g[i];
+		if (g->spawned)
+			snprintf(sp->glabels[i], GLABEL_MAX, "<greenlet %.80s>",
+			         g->spawned);
+		else if (g->main)
+			snprintf(sp->glabels[i], GLABEL_MAX, "<greenlet main>");
+		else
+			snprintf(sp->glabels[i], GLABEL_MAX, "<greenlet 0x%llx>",
+			         (unsigned long long)g->id);
+	}
+	return true;
+}
+
+/* Put the boundary of the greenlet thread t runs outside its stack. */
+static bool mark_greenlet(struct pyd_sampler *sp, const struct sthread *t)
+{
+	for (size_t i = 0; i < sp->gs.n; i++) {
+		const struct pyd_greenlet *g = &sp->gs.g[i];
+		if (g->state == PYD_GREENLET_RUNNING && g->thread == t->tid)
+			return push_frame(&sp->fb,
+			                  (struct pyd_frame){.function =
+			                                         sp->glabels[i]});
+	}
+	return true;
+}
+
+/* Every thread as in wall mode, under the greenlet it runs; then every
+ * switched-out greenlet at the call where it switched away. */
+static enum pyd_err sample_greenlets(struct pyd_sampler *sp,
+                                     unsigned *nstacks)
+{
+	enum pyd_err err = read_greenlets(sp);
+	if (err)
+		return err;
+	enum pyd_err threads = sample_threads(sp, nstacks);
+	if (threads == PYD_E_EXITED || threads == PYD_E_NOMEM)
+		return threads;
+	for (size_t i = 0; !err && i < sp->gs.n; i++) {
+		const struct pyd_greenlet *g = &sp->gs.g[i];
+		if (g->state != PYD_GREENLET_SUSPENDED || g->error ||
+		    !g->nframes)
+			continue;
+		sp->fb.n = 0;
+		for (size_t j = 0; j < g->nframes; j++)
+			if (!push_frame(&sp->fb, g->frames[j]))
+				return PYD_E_NOMEM;
+		if (!push_frame(&sp->fb,
+		                (struct pyd_frame){.function = sp->glabels[i]}))
+			return PYD_E_NOMEM;
+		err = pyd_profile_add(sp->prof, sp->process, g->thread,
+		                      thread_name(sp, g->thread), sp->fb.v,
+		                      sp->fb.n, true);
+		(*nstacks)++;
+		sp->prof->meta.await_samples++;
+	}
+	return err ? err : threads;
+}
+
 /* ---- the API ---- */
 
 enum pyd_err pyd_sampler_open(struct pyd_session *s, enum pyd_sample_mode mode,
@@ -1132,6 +1247,15 @@ enum pyd_err pyd_sampler_open(struct pyd_session *s, enum pyd_sample_mode mode,
 	/* Async mode needs the task decoder: say so now, not every round. */
 	if (!err && mode == PYD_SAMPLE_ASYNC && !pyd_tasks_supported(s))
 		err = PYD_E_UNSUPPORTED;
+	/* Greenlet mode needs greenlet loaded, in a release we read. */
+	if (!err && mode == PYD_SAMPLE_GREENLET) {
+		err = pyd_dump_greenlets(s, &sp->gs);
+		if (!err && (!sp->gs.loaded || sp->gs.unknown_layout))
+			err = PYD_E_UNSUPPORTED;
+		if (!err && !label_greenlets(sp))
+			err = PYD_E_NOMEM;
+		sp->greenlets_found = sp->now;
+	}
 	if (!err && mode == PYD_SAMPLE_EXCEPTION &&
 	    (s->layout.exc.raised == PYD_NO_FIELD ||
 	     s->layout.exc.handled == PYD_NO_FIELD))
@@ -1160,6 +1284,8 @@ void pyd_sampler_close(struct pyd_sampler *sp)
 	free(sp->order);
 	free(sp->codes);
 	free(sp->code_hdrs);
+	pyd_greenlet_set_free(&sp->gs);
+	free(sp->glabels);
 	free(sp);
 }
 
@@ -1189,6 +1315,8 @@ static enum pyd_err sample_round(struct pyd_sampler *sp, unsigned *nstacks)
 	}
 	if (sp->mode == PYD_SAMPLE_ASYNC)
 		return sample_tasks(sp, nstacks);
+	if (sp->mode == PYD_SAMPLE_GREENLET)
+		return sample_greenlets(sp, nstacks);
 	return sample_threads(sp, nstacks);
 }
 

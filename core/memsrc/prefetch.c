@@ -11,9 +11,11 @@
  * two reads touched (a gap is under a page), so reading them cannot fail
  * where the reads did not, and one range costs the kernel less than two. */
 #define PREFETCH_GAP 256u
-/* One batch is one process_vm_readv: at most the kernel's UIO_MAXIOV
- * ranges, and a bound on the bytes copied each pass. */
-#define PREFETCH_MAX_RUNS 1024u
+/* A bound on the runs and bytes of one batch: the source splits the runs
+ * into process_vm_readv calls of UIO_MAXIOV (1,024) each, so a thousand
+ * greenlets, each with its frames in a data-stack chunk of its own, cost
+ * a few calls, not thousands of reads. */
+#define PREFETCH_MAX_RUNS 16384u
 #define PREFETCH_MAX_BYTES (16u << 20)
 /* Reads a pass remembers for the next, and the largest one worth it. */
 #define PREFETCH_MAX_MISSES 65536u

@@ -15,8 +15,10 @@
 /* Tasks without a name (3.7) are already called "<task 0x...>". */
 const char *pyd_task_label(const char *name, char *buf, size_t bufsz)
 {
-	snprintf(buf, bufsz, strncmp(name, "<task ", 6) ? "<task %s>" : "%s",
-		 name);
+	/* A label already made (read back from a file; greenlet mode's
+	 * "<greenlet NAME>") is kept as it is. */
+	bool made = !strncmp(name, "<task ", 6) || !strncmp(name, "<greenlet ", 10);
+	snprintf(buf, bufsz, made ? "%s" : "<task %s>", name);
 	return buf;
 }
 

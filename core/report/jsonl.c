@@ -29,7 +29,7 @@ static void jsonl_sample(struct pyd_buf *b, const struct pyd_profile *p,
 	               (double)p->meta.round_us / 1e6,
 	               p->processes[t->process].pid, (long long)t->tid);
 	pyd_buf_json_str(b, t->name);
-	if (p->meta.mode == PYD_SAMPLE_ASYNC)
+	if (pyd_sample_mode_awaits(p->meta.mode))
 		pyd_buf_printf(b, ", \"awaiting\": %s",
 		               x->awaiting ? "true" : "false");
 	pyd_buf_put(b, ", \"frames\": [", 13);

@@ -363,7 +363,7 @@ static void put_sample(struct pp *e, const struct pp_thread *t, size_t depth,
 static void put_node_samples(struct pp *e, const struct pp_thread *t,
                              const struct pyd_prof_node *n, size_t depth)
 {
-	if (e->p->meta.mode != PYD_SAMPLE_ASYNC) {
+	if (!pyd_sample_mode_awaits(e->p->meta.mode)) {
 		if (n->self)
 			put_sample(e, t, depth, n->self, 0);
 		return;
@@ -442,7 +442,7 @@ static void put_comments(struct pp *e)
 static void put_header(struct pp *e)
 {
 	const struct pyd_prof_meta *m = &e->p->meta;
-	const char *type = m->mode == PYD_SAMPLE_ASYNC
+	const char *type = pyd_sample_mode_awaits(m->mode)
 	                       ? "wall"
 	                       : pyd_sample_mode_name(m->mode);
 	e->period_ns = (int64_t)(m->interval_s * 1e9 + 0.5);

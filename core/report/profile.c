@@ -206,16 +206,20 @@ static void table_header(struct pyd_buf *b, const struct pyd_profile *p)
 	               p->merged && nthreads > 1 ? " (merged)" : "");
 	if (p->by_process)
 		process_line(b, p);
-	if (m->mode == PYD_SAMPLE_ASYNC)
+	if (pyd_sample_mode_awaits(m->mode))
 		pyd_buf_printf(b,
-		               "Tasks on CPU: %llu samples (%.1f%%), "
-		               "awaiting: %llu samples (%.1f%%)\n",
+		               "%s on CPU: %llu samples (%.1f%%), "
+		               "%s: %llu samples (%.1f%%)\n",
+		               m->mode == PYD_SAMPLE_GREENLET ? "Greenlets running"
+		                                              : "Tasks",
 		               (unsigned long long)(all - awaiting),
 		               pct(all - awaiting, all),
+		               m->mode == PYD_SAMPLE_GREENLET ? "switched out"
+		                                              : "awaiting",
 		               (unsigned long long)awaiting, pct(awaiting, all));
 	pyd_buf_printf(b, "\n%10s %7s %10s %10s %7s %10s%s  %s\n", "direct",
 	               "direct%", "est.time", "cumul", "cumul%", "est.time",
-	               m->mode == PYD_SAMPLE_ASYNC ? "   await%" : "",
+	               pyd_sample_mode_awaits(m->mode) ? "   await%" : "",
 	               "function (file)");
 }
 
@@ -233,7 +237,7 @@ static void table_row(struct pyd_buf *b, const struct pyd_profile *p,
 	pyd_buf_printf(b, " %10llu %6.1f%% ", (unsigned long long)r->cum,
 	               pct(r->cum, all));
 	put_time(b, (double)r->cum * iv);
-	if (p->meta.mode == PYD_SAMPLE_ASYNC)
+	if (pyd_sample_mode_awaits(p->meta.mode))
 		pyd_buf_printf(b, " %7.1f%%", pct(r->self_await, r->self));
 	pyd_buf_printf(b, "  %s\n",
 	               pyd_prof_frame_label(&f, label, sizeof label));
@@ -267,9 +271,14 @@ static void await_sites(struct pyd_buf *b, const struct pyd_profile *p,
 	}
 	if (n)
 		pyd_buf_printf(b,
-		               "\nAwait sites (samples of tasks suspended "
-		               "there):\n%10s %7s %10s  %s\n",
-		               "samples", "%", "est.time", "await at");
+		               p->meta.mode == PYD_SAMPLE_GREENLET
+		                   ? "\nSwitch-out sites (samples of greenlets "
+		                     "switched out there):\n%10s %7s %10s  %s\n"
+		                   : "\nAwait sites (samples of tasks suspended "
+		                     "there):\n%10s %7s %10s  %s\n",
+		               "samples", "%", "est.time",
+		               p->meta.mode == PYD_SAMPLE_GREENLET ? "switched out at"
+		                                                   : "await at");
 	for (size_t i = 0; i < n && i < limit; i++) {
 		char label[1024];
 		uint64_t s = by_frame[order[i]];
@@ -308,7 +317,7 @@ static void table_of(struct pyd_buf *b, const struct pyd_profile *p,
 		               "... %zu more functions (--limit 0 shows "
 		               "all)\n",
 		               nrows - shown);
-	if (p->meta.mode == PYD_SAMPLE_ASYNC)
+	if (pyd_sample_mode_awaits(p->meta.mode))
 		await_sites(b, p, limit ? limit : SIZE_MAX);
 	free(rows);
 }

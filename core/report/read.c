@@ -129,6 +129,10 @@ static struct pyd_prof_frame parse_frame(char *s)
 		f.kind = PYD_PF_TASK;
 		return f;
 	}
+	if (!strncmp(s, "<greenlet ", 10) && s[n - 1] == '>') {
+		f.kind = PYD_PF_TASK; /* greenlet mode's boundary, whole */
+		return f;
+	}
 	if (!strncmp(s, "<truncated ", 11) && s[n - 1] == '>') {
 		f.kind = PYD_PF_ELIDED;
 		return f;

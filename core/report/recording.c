@@ -392,7 +392,7 @@ static bool read_head(struct reader *rd, struct cur *c)
 	uint64_t flags = get_u(c);
 	if (c->state != C_OK)
 		return false;
-	if (mode > PYD_SAMPLE_ASYNC)
+	if (mode >= PYD_SAMPLE_MODES)
 		return bad(c, "an unknown sampling mode");
 	m->mode = (enum pyd_sample_mode)mode;
 	rd->p->lines &= (flags & F_LINES) != 0;
@@ -694,7 +694,7 @@ static void fill_meta(struct reader *rd)
 	if (rd->p->nprocesses)
 		m->python_version = rd->p->processes[0].python_version;
 	m->samples = rd->fed;
-	if (m->mode == PYD_SAMPLE_ASYNC) {
+	if (pyd_sample_mode_awaits(m->mode)) {
 		m->await_samples = rd->awaiting;
 		m->cpu_samples = rd->fed - rd->awaiting;
 	}

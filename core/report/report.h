@@ -129,7 +129,8 @@ struct pyd_prof_frame;
 struct pyd_prof_thread;
 struct pyd_prof_opts;
 
-/* A task boundary as shown: "<task NAME>", into buf. */
+/* A task boundary as shown: "<task NAME>" (or a greenlet's, "<greenlet
+ * NAME>", as it is), into buf. */
 const char *pyd_task_label(const char *name, char *buf, size_t bufsz);
 /* How a frame is shown: "qualname (file:line)", "qualname (file)" when
  * lines are off, "<task NAME>" for a task boundary.  Into buf. */

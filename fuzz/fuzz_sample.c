@@ -4,7 +4,7 @@
  * or loop their nodes, frames rewritten under a cached prediction.
  *
  * Input: a snapshot file as is (sampled unchanged), or
- *	u8 mode (wall, gil, async), u32 snapshot length, the snapshot,
+ *	u8 mode (wall, gil, async, greenlet), u32 snapshot length, the snapshot,
  *	then patches: u16 read index, u16 offset, u8 length, the bytes.
  * A patch lands on memory the previous round read (its read number
  * index, at offset into it), so mutations hit what the sampler looks at;
@@ -137,14 +137,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const enum pyd_sample_mode modes[] = {
-	    PYD_SAMPLE_WALL, PYD_SAMPLE_GIL, PYD_SAMPLE_ASYNC};
+	    PYD_SAMPLE_WALL, PYD_SAMPLE_GIL, PYD_SAMPLE_ASYNC,
+	    PYD_SAMPLE_GREENLET};
 	enum pyd_sample_mode mode = PYD_SAMPLE_WALL;
 	const uint8_t *snapshot = data, *patches = data + size;
 	size_t len = size;
 	if (size >= 5 && memcmp(data, "PYDSNAP\n", size < 8 ? size : 8)) {
 		uint32_t n;
 		memcpy(&n, data + 1, 4);
-		mode = modes[data[0] % 3];
+		mode = modes[data[0] % (sizeof modes / sizeof *modes)];
 		snapshot = data + 5;
 		len = n < size - 5 ? n : size - 5;
 		patches = snapshot + len;

@@ -711,8 +711,11 @@ static void save_memo(struct pyd_sampler *sp, struct sthread *t,
                       const struct batch_reader *r)
 {
 	t->nmemo = 0;
-	if (r->memo_lost || !pyd_grow((void **)&t->memo, &t->memo_cap,
-	                              sp->fb.n, sizeof *t->memo))
+	/* A stack of no frames (a thread that runs no Python yet) leaves
+	 * nothing to take. */
+	if (r->memo_lost || !sp->fb.n ||
+	    !pyd_grow((void **)&t->memo, &t->memo_cap, sp->fb.n,
+	              sizeof *t->memo))
 		return;
 	memcpy(t->memo, sp->fb.v, sp->fb.n * sizeof *t->memo);
 	t->nmemo = sp->fb.n;

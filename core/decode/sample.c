@@ -777,6 +777,17 @@ static bool push_frame(struct pyd_frame_buf *b, struct pyd_frame f)
 	return true;
 }
 
+/* Append n frames (innermost first), then the boundary frame outside
+ * them that names their task or greenlet. */
+static bool push_unit(struct pyd_frame_buf *b, const struct pyd_frame *v,
+                      size_t n, const char *boundary)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!push_frame(b, v[i]))
+			return false;
+	return push_frame(b, (struct pyd_frame){.function = boundary});
+}
+
 /* A stack the walk cut at PYD_MAX_FRAMES is kept, its outer frames
  * standing as one: how many where the recursion counter tells (3.12+; it
  * counts generators run from C too), else just that some are left out. */
@@ -1005,11 +1016,7 @@ static bool task_stack(struct pyd_sampler *sp, const struct pyd_task_graph *g,
 	sp->fb.n = 0;
 	for (size_t hops = 0; k >= 0 && hops <= g->ntasks; hops++) {
 		const struct pyd_task *t = &g->tasks[k];
-		for (size_t i = 0; i < t->ncoro; i++)
-			if (!push_frame(&sp->fb, t->coro_stack[i]))
-				return false;
-		if (!push_frame(&sp->fb,
-		                (struct pyd_frame){.function = sp->names[k]}))
+		if (!push_unit(&sp->fb, t->coro_stack, t->ncoro, sp->names[k]))
 			return false;
 		k = sp->waiter[k];
 	}
@@ -1216,11 +1223,7 @@ static enum pyd_err sample_greenlets(struct pyd_sampler *sp,
 		    !g->nframes)
 			continue;
 		sp->fb.n = 0;
-		for (size_t j = 0; j < g->nframes; j++)
-			if (!push_frame(&sp->fb, g->frames[j]))
-				return PYD_E_NOMEM;
-		if (!push_frame(&sp->fb,
-		                (struct pyd_frame){.function = sp->glabels[i]}))
+		if (!push_unit(&sp->fb, g->frames, g->nframes, sp->glabels[i]))
 			return PYD_E_NOMEM;
 		err = pyd_profile_add(sp->prof, sp->process, g->thread,
 		                      thread_name(sp, g->thread), sp->fb.v,

@@ -19,10 +19,10 @@ from harness.profiles import (ASYNC_AWAIT_MIN, ASYNC_BURN_MIN, ASYNC_MAX_READS,
                               SAMPLE_EXIT_AFTER, SAMPLE_FORMAT_TICKS, SAMPLE_MAX_ERROR_SHARE,
                               SAMPLE_MIN_TICK_SHARE, SAMPLE_NO_ASYNC, SAMPLE_RATE, SAMPLE_SECS,
                               SAMPLE_STOP_AFTER, SAMPLE_TIMEOUT, SPLIT_TOLERANCE, SUMMARY_WORDS,
-                              chain_matches, collapsed_errors, explain, flabel, is_fn,
-                              label_errors, overlap, profile_info, profile_stacks, read_profile,
-                              result, sample_out, sample_profile, sample_rate_errors, samples_in,
-                              shares_info, stopped_run_errors, task_label, threads_profile)
+                              chain_matches, collapsed_errors, collapsed_run, explain, flabel,
+                              is_fn, label_errors, overlap, profile_info, profile_stacks,
+                              read_profile, result, sample_out, sample_profile,
+                              sample_rate_errors, samples_in, shares_info, stopped_run_errors, task_label, threads_profile)
 from harness.results import Result, settle
 from harness.target import Target, TargetError, tool_run
 from harness.tasks import TASKS_DOCUMENTED_MIN, TASKS_UNSUPPORTED
@@ -459,15 +459,10 @@ def test_sample_very_deep(interp, tool, request):
     with Target(interp, "very_deep") as tg:
         gt = tg.settled_truth(base_gt_sanity)
         deep = [t for t in gt["threads"] if t["name"] == "very_deep"][0]
-        out = os.path.join(tg.out_host, "deep.collapsed")
-        argv, rc, so, se, secs = tool_run(tool, ["sample", "-d", "1", "-q", "-f", "collapsed",
-                                                 "-o", out, str(tg.pid)], timeout=60)
-        errs = []
-        if rc != 0:
-            errs.append("%s exited %s: %s" % (" ".join(argv), rc, short(se)))
-        else:
-            with open(out) as f:
-                depths = [len(line.rsplit(" ", 1)[0].split(";")) for line in f if line.strip()]
+        stacks, errs = collapsed_run(tool, tg.pid, 1,
+                                     os.path.join(tg.out_host, "deep.collapsed"))
+        if not errs:
+            depths = [len(labels) for labels, n in stacks]
             # the collapsed stack: the thread's frames, plus a root for the thread
             want = len(deep["frames"])
             if not any(d >= want for d in depths):

@@ -7,9 +7,9 @@ import collections
 import os
 
 from harness.dumps import base_gt_sanity
-from harness.procs import short
+from harness.profiles import collapsed_run
 from harness.results import Result, settle
-from harness.target import Target, tool_run
+from harness.target import Target
 
 FUNCTIONS = 4          # work_0..work_3, a quarter of the time each
 SHARE_TOLERANCE = 10   # points either side of 25%; a stale name gives 0 or 50+
@@ -29,22 +29,16 @@ def test_sample_code_reuse(interp, tool, request):
                           "code objects a new address: nothing to tell apart" % gt["rounds"]),
                    request.node)
             return
-        out = os.path.join(tg.out_host, "reuse.collapsed")
-        argv, rc, so, se, secs = tool_run(tool, ["sample", "-d", "2", "-q", "-f", "collapsed",
-                                                 "-o", out, str(tg.pid)], timeout=60)
-        errs = []
-        if rc != 0:
-            errs.append("%s exited %s: %s" % (" ".join(argv), rc, short(se)))
-        else:
+        stacks, errs = collapsed_run(tool, tg.pid, 2,
+                                     os.path.join(tg.out_host, "reuse.collapsed"))
+        if not errs:
             counts = collections.Counter()
-            with open(out) as f:
-                for line in f:
-                    stack, _, n = line.rstrip("\n").rpartition(" ")
-                    for frame in stack.split(";"):
-                        name = frame.split(" ", 1)[0]
-                        if name.startswith("work_") and "gen_%s.py" % name[5:] in frame:
-                            counts[name] += int(n)
-                            break
+            for labels, n in stacks:
+                for frame in labels:
+                    name = frame.split(" ", 1)[0]
+                    if name.startswith("work_") and "gen_%s.py" % name[5:] in frame:
+                        counts[name] += n
+                        break
             total = sum(counts.values())
             shares = dict(("work_%d" % k, 100.0 * counts["work_%d" % k] / max(1, total))
                           for k in range(FUNCTIONS))

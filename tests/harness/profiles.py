@@ -278,6 +278,20 @@ def parse_collapsed(text):
     return out
 
 
+def collapsed_run(tool, pid, secs, path):
+    """`pystack-dump sample -d SECS -q -f collapsed -o PATH PID`: (its
+    stacks as parse_collapsed gives them, errors); no stacks if it failed."""
+    argv, rc, so, se, _ = tool_run(tool, ["sample", "-d", str(secs), "-q", "-f", "collapsed",
+                                          "-o", path, str(pid)], timeout=60)
+    if rc != 0:
+        return [], ["%s exited %s: %s" % (" ".join(argv), rc, short(se))]
+    with open(path) as f:
+        try:
+            return parse_collapsed(f.read()), []
+        except ValueError as e:
+            return [], ["%s: %s" % (" ".join(argv), e)]
+
+
 def collapsed_label(info, line):
     """How a collapsed stack names a frame of the function code_info()
     describes: `qualname (file:line)`, `qualname (file)` without lines; the

@@ -22,8 +22,8 @@
 struct pcache_entry {
 	const char *function, *qualname, *file;
 	int line, firstline;
-	uint32_t frame; /* PYD_PROF_NONE: empty */
-	uint32_t era;   /* entries of an earlier era are forgotten */
+	uint32_t frame;
+	uint32_t era;   /* 0: empty; an earlier era: forgotten */
 };
 
 /* A thread's previous path, outermost first. */
@@ -49,8 +49,10 @@ struct pyd_profile_priv {
 	struct last_path *last; /* per thread */
 	uint32_t *ids; /* the sample told to on_sample, as frame indexes */
 	size_t ids_cap;
-	struct pcache_entry pcache[PCACHE_SIZE];
-	uint32_t era; /* pyd_profile_forget_strings counts them */
+	/* Allocated by the first sample: a profile read from a file, or
+	 * copied to be written, never looks frames up by address. */
+	struct pcache_entry *pcache;
+	uint32_t era; /* from 1; pyd_profile_forget_strings counts them */
 	size_t max_nodes;
 };
 
@@ -184,8 +186,11 @@ static uint32_t frame_of(struct pyd_profile *p, const struct pyd_frame *fr)
 	 * live until pyd_profile_forget_strings.  A frame without a file (a task's
 	 * name, <GC>, a cut stack's note) may come in a buffer that holds
 	 * other text next time: its text is compared too. */
-	struct pcache_entry *e = &q->pcache[h & (PCACHE_SIZE - 1)];
-	if (e->frame != PYD_PROF_NONE && e->era == q->era &&
+	if (!q->pcache)
+		q->pcache = calloc(PCACHE_SIZE, sizeof *q->pcache);
+	struct pcache_entry dummy, *e =
+	    q->pcache ? &q->pcache[h & (PCACHE_SIZE - 1)] : &dummy;
+	if (q->pcache && e->era == q->era &&
 	    e->function == fr->function &&
 	    e->qualname == fr->qualname && e->file == fr->file &&
 	    e->line == line && e->firstline == fr->firstline &&
@@ -217,9 +222,11 @@ void pyd_profile_forget_strings(struct pyd_profile *p)
 {
 	struct pyd_profile_priv *q = p->priv;
 	/* After 2^32 eras an entry could look current again: empty them. */
-	if (++q->era == 0)
-		for (size_t i = 0; i < PCACHE_SIZE; i++)
-			q->pcache[i].frame = PYD_PROF_NONE;
+	if (++q->era == 0) {
+		if (q->pcache)
+			memset(q->pcache, 0, PCACHE_SIZE * sizeof *q->pcache);
+		q->era = 1;
+	}
 }
 
 static uint64_t hash_child(uint32_t parent, uint32_t frame)
@@ -291,8 +298,7 @@ struct pyd_profile *pyd_profile_new(bool lines, size_t max_nodes)
 	q->max_nodes = max_nodes ? max_nodes : DEFAULT_MAX_NODES;
 	if (q->max_nodes > PYD_PROF_NONE - 1)
 		q->max_nodes = PYD_PROF_NONE - 1;
-	for (size_t i = 0; i < PCACHE_SIZE; i++)
-		q->pcache[i].frame = PYD_PROF_NONE;
+	q->era = 1; /* a zeroed entry, of era 0, is empty */
 	if (new_node(p, PYD_PROF_NONE, PYD_PROF_NONE) == PYD_PROF_NONE) {
 		pyd_profile_free(p);
 		return NULL;
@@ -316,6 +322,7 @@ void pyd_profile_free(struct pyd_profile *p)
 	free(q->process_threads);
 	free(q->last);
 	free(q->ids);
+	free(q->pcache);
 	free(q);
 	free(p->frames);
 	free(p->nodes);

@@ -435,6 +435,14 @@ static void put_comments(struct pp *e)
 		               "frames were folded into their callers"));
 }
 
+/* Seconds as nanoseconds; 0 for what no int64 holds (a profile read from
+ * a file may say anything, and converting that is undefined). */
+static int64_t nanos(double s)
+{
+	double ns = s * 1e9 + 0.5;
+	return ns >= 0 && ns < 0x1p63 ? (int64_t)ns : 0;
+}
+
 /*
  * Two values per sample: the count, and the time it stands for.  Async
  * samples stand for wall time too; the others for the time of their mode.
@@ -445,15 +453,17 @@ static void put_header(struct pp *e)
 	const char *type = pyd_sample_mode_awaits(m->mode)
 	                       ? "wall"
 	                       : pyd_sample_mode_name(m->mode);
-	e->period_ns = (int64_t)(m->interval_s * 1e9 + 0.5);
+	e->period_ns = nanos(m->interval_s);
 	put_value_type(e, PROFILE_SAMPLE_TYPE, "samples", "count");
 	put_value_type(e, PROFILE_SAMPLE_TYPE, type, "nanoseconds");
 	put_int(&e->out, PROFILE_DEFAULT_SAMPLE_TYPE, intern(&e->st, type));
 	put_value_type(e, PROFILE_PERIOD_TYPE, type, "nanoseconds");
 	put_int(&e->out, PROFILE_PERIOD, e->period_ns);
-	put_int(&e->out, PROFILE_TIME_NANOS, (int64_t)m->start_unix_us * 1000);
-	put_int(&e->out, PROFILE_DURATION_NANOS,
-	        (int64_t)(m->duration_s * 1e9 + 0.5));
+	put_int(&e->out, PROFILE_TIME_NANOS,
+	        m->start_unix_us < INT64_MAX / 1000
+	            ? (int64_t)m->start_unix_us * 1000
+	            : 0);
+	put_int(&e->out, PROFILE_DURATION_NANOS, nanos(m->duration_s));
 	put_comments(e);
 	e->key_thread = intern(&e->st, "thread");
 	e->key_tid = intern(&e->st, "thread id");

@@ -171,14 +171,19 @@ enum pyd_err pyd_dump_stacks(struct pyd_session *s, struct pyd_dump *out);
 void pyd_dump_free(struct pyd_dump *d);
 
 /*
- * The variables of every frame of a dump (struct pyd_thread.vars), their
+ * The variables of every frame of a dump (struct pyd_thread.vars) and,
+ * if g is not NULL, of its greenlets (struct pyd_greenlet.vars), their
  * values rendered as Python's repr() within lim, reading at most
- * PYD_LOCALS_MAX_READS / _BYTES and rendering PYD_LOCALS_MAX_TEXT.  A
- * value that cannot be read shows as
+ * PYD_LOCALS_MAX_READS / _BYTES and rendering PYD_LOCALS_MAX_TEXT for
+ * all of them together.  A value that cannot be read shows as
  * <unreadable at 0xADDR>; nothing else of the dump changes.
  */
+struct pyd_greenlet_set;
 enum pyd_err pyd_dump_locals(struct pyd_session *s, struct pyd_dump *d,
+			     struct pyd_greenlet_set *g,
 			     const struct pyd_repr_limits *lim);
+/* Free the variables of n frames (pyd_dump_locals's). */
+void pyd_frame_vars_free(struct pyd_frame_vars *v, size_t n);
 
 /*
  * The native stack of every thread (struct pyd_thread.native), unwound
@@ -322,6 +327,8 @@ struct pyd_greenlet {
 	char *spawned;   /* the callable it runs, as named; NULL if unknown */
 	struct pyd_frame *frames; /* innermost first; none unless suspended */
 	size_t nframes;
+	/* nframes entries once pyd_dump_locals ran, else NULL. */
+	struct pyd_frame_vars *vars;
 	/* PYD_OK, or why frames is incomplete (it holds what we got). */
 	enum pyd_err error;
 };

@@ -272,7 +272,7 @@ static enum pyd_err run_bt(const struct pyd_cmd *c,
 		               "py-bt: thread %lld runs no Python (py-bt "
 		               "all shows every thread).\n",
 		               (long long)t->selected_tid);
-	else if (c->opt.locals && pyd_dump_locals(s, &d, &lim))
+	else if (c->opt.locals && pyd_dump_locals(s, &d, NULL, &lim))
 		pyd_explain_debugger(out, "py-bt", PYD_E_NOMEM, "");
 	else {
 		ro.native_all = native && c->opt.native_all;
@@ -425,7 +425,7 @@ static enum pyd_err run_frame(const struct pyd_cmd *c,
 		list_source(out, &th->frames[sel->level], t);
 		break;
 	case PYD_CMD_LOCALS:
-		if (pyd_dump_locals(s, &d, &lim)) {
+		if (pyd_dump_locals(s, &d, NULL, &lim)) {
 			pyd_explain_debugger(out, name, PYD_E_NOMEM, "");
 			break;
 		}

@@ -111,14 +111,17 @@ static enum pyd_err take_dump(struct run *r, bool *decoding, char *detail,
 	*decoding = true;
 	err = o->tasks ? pyd_dump_tasks(r->sess, &r->graph)
 	               : pyd_dump_stacks(r->sess, &r->dump);
-	/* Locals and native stacks of whatever was read: they change no
-	 * exit status unless we ran out of memory. */
-	if (o->locals && !o->tasks && r->dump.nthreads &&
-	    pyd_dump_locals(r->sess, &r->dump, &o->repr) == PYD_E_NOMEM && !err)
-		err = PYD_E_NOMEM;
 	if (o->greenlets && !err &&
 	    (r->greenlets_err = pyd_dump_greenlets(r->sess, &r->greenlets)) ==
 	        PYD_E_NOMEM)
+		err = PYD_E_NOMEM;
+	/* Locals and native stacks of whatever was read: they change no
+	 * exit status unless we ran out of memory. */
+	if (o->locals && !o->tasks && (r->dump.nthreads || r->greenlets.n) &&
+	    pyd_dump_locals(r->sess, &r->dump,
+	                    o->greenlets ? &r->greenlets : NULL,
+	                    &o->repr) == PYD_E_NOMEM &&
+	    !err)
 		err = PYD_E_NOMEM;
 	if (o->native && !o->tasks &&
 	    pyd_dump_native(r->sess, &r->dump, o->native_all) == PYD_E_NOMEM &&

@@ -44,7 +44,7 @@ void fuzz_pipeline(const struct pyd_memsrc *src, const struct pyd_runtime *rt)
 	struct pyd_dump d = {0};
 	if (!pyd_err_fatal(pyd_dump_stacks(s, &d))) {
 		const struct pyd_repr_limits lim = PYD_REPR_DEFAULTS;
-		pyd_dump_locals(s, &d, &lim);
+		pyd_dump_locals(s, &d, NULL, &lim);
 		pyd_report_text(&b, &d, &o);
 		pyd_report_json(&b, &d, &o);
 	}

@@ -5,7 +5,8 @@ a dead one), each compared with the target's own ground truth: state,
 parent, main, the function an unstarted one runs, and its frames, frame
 by frame, and the thread it belongs to (the target has greenlets in two
 threads); live, stopped (--locked), from a gcore core and from a
-snapshot.  Interpreters without greenlet are skipped; with greenlet but
+snapshot; with --locals, every frame's arguments and locals.
+Interpreters without greenlet are skipped; with greenlet but
 not gevent (sid's 3.15) the target has plain greenlets only."""
 
 import json
@@ -152,6 +153,60 @@ def test_greenlets_text(interp, tool):
                 line = 'File "%s", line %d, in %s' % (f["file"], f["line"],
                                                       f["qualname"] or f["function"])
                 assert line in tail, "%s missing: %s" % (line, tail)
+
+
+def compare_greenlet_vars(gt, doc):
+    """Each suspended greenlet's frames' arguments and locals, in order,
+    as the target rendered them."""
+    errs = []
+    got = dict((g["id"], g) for g in doc["greenlets"])
+    for w in gt["greenlets"]:
+        g = got.get(w["id"])
+        if g is None:
+            continue                    # compare_greenlets reports it
+        for j, (ef, gf) in enumerate(zip(w["frames"], g["frames"])):
+            for k in ("arguments", "locals"):
+                want = [tuple(x) for x in ef[k]]
+                have = list((gf.get(k) or {}).items())
+                if have != want:
+                    errs.append("greenlet 0x%x frame %d (%s): %s %s, expected %s"
+                                % (w["id"], j, ef["function"], k, have, want))
+    return errs
+
+
+@pytest.mark.interps(lambda i: i.minor in SUPPORTED_MINORS)
+@pytest.mark.parametrize("source", ["live", "snapshot"])
+def test_greenlets_locals(interp, tool, source):
+    """--greenlets --locals: every frame of every suspended greenlet with
+    its arguments and locals, as the target's own f_locals renders them,
+    live and from a snapshot; in text, under each frame line."""
+    with start(interp) as tg:
+        gt = tg.wait_ground_truth()
+        args = ["--greenlets", "--locals", "--json"]
+        if source == "snapshot":
+            path = os.path.join(tg.out_host, "greenlets-locals.snap")
+            argv, rc, out, err, _ = tool_run(tool, args + ["--save-snapshot", path,
+                                                           str(tg.pid)])
+            assert rc == 0, "%s exited %s: %s" % (" ".join(argv), rc, short(err))
+            argv, rc, out, err = tool_file_run(tool, args + ["--snapshot", path])
+        else:
+            argv, rc, out, err, _ = tool_run(tool, args + [str(tg.pid)])
+            targv, trc, text, terr, _ = tool_run(tool, ["--greenlets", "--locals",
+                                                        str(tg.pid)])
+            assert trc == 0, "%s exited %s: %s" % (" ".join(targv), trc, short(terr))
+        assert rc == 0, "%s exited %s: %s" % (" ".join(argv), rc, short(err))
+        doc, e = parse_json_out(out)
+        assert not e, e
+    check_doc(gt, argv, doc)
+    errs = compare_greenlet_vars(gt, doc)
+    assert not errs, "command: %s\n%s" % (" ".join(argv), "\n".join(errs))
+    if source == "live":
+        tail = text.decode("utf-8", "replace").partition("\nGreenlets (")[2]
+        for w in gt["greenlets"]:
+            for f in w["frames"]:
+                for name, rep in f["arguments"] + f["locals"]:
+                    line = "      %s = %s\n" % (name, rep)
+                    assert line in tail, "%r missing: %s" % (line, tail)
 
 
 @pytest.mark.interps(lambda i: i.minor not in SUPPORTED_MINORS)

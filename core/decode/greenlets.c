@@ -504,6 +504,7 @@ enum pyd_err pyd_dump_greenlets(struct pyd_session *s,
  * greenlet never moves to another thread). */
 static void clear_greenlet(struct pyd_greenlet *g)
 {
+	pyd_frame_vars_free(g->vars, g->nframes);
 	free(g->frames);
 	free(g->spawned);
 	*g = (struct pyd_greenlet){.id = g->id, .thread = g->thread};
@@ -536,6 +537,7 @@ enum pyd_err pyd_greenlets_reread(struct pyd_session *s,
 void pyd_greenlet_set_free(struct pyd_greenlet_set *g)
 {
 	for (size_t i = 0; i < g->n; i++) {
+		pyd_frame_vars_free(g->g[i].vars, g->g[i].nframes);
 		free(g->g[i].frames);
 		free(g->g[i].spawned);
 	}

@@ -352,7 +352,21 @@ static void budget_end(struct budget *b, struct pyd_session *s)
 	pyd_pagecache_free(&b->cache);
 }
 
+/* The variables of one stack's n frames into *vars. */
+static enum pyd_err stack_vars(struct pyd_repr *r, struct budget *b,
+			       const struct pyd_frame *f, size_t n,
+			       struct pyd_frame_vars **vars)
+{
+	if (!(*vars = calloc(n ? n : 1, sizeof **vars)))
+		return PYD_E_NOMEM;
+	enum pyd_err err = PYD_OK;
+	for (size_t j = 0; !err && j < n; j++)
+		err = frame_vars(r, b, &f[j], &(*vars)[j]);
+	return err;
+}
+
 enum pyd_err pyd_dump_locals(struct pyd_session *s, struct pyd_dump *d,
+			     struct pyd_greenlet_set *g,
 			     const struct pyd_repr_limits *lim)
 {
 	struct pyd_repr *r = malloc(sizeof *r);
@@ -364,19 +378,27 @@ enum pyd_err pyd_dump_locals(struct pyd_session *s, struct pyd_dump *d,
 	budget_begin(&b, s);
 	for (size_t i = 0; !err && i < d->nthreads; i++) {
 		struct pyd_thread *t = &d->threads[i];
-		if (!(t->vars = calloc(t->nframes ? t->nframes : 1,
-				       sizeof *t->vars))) {
-			err = PYD_E_NOMEM;
-			break;
-		}
-		for (size_t j = 0; !err && j < t->nframes; j++)
-			err = frame_vars(r, &b, &t->frames[j], &t->vars[j]);
+		err = stack_vars(r, &b, t->frames, t->nframes, &t->vars);
+	}
+	for (size_t i = 0; !err && g && i < g->n; i++) {
+		struct pyd_greenlet *gr = &g->g[i];
+		err = stack_vars(r, &b, gr->frames, gr->nframes, &gr->vars);
 	}
 	budget_end(&b, s);
 	d->has_locals = true;
 	d->locals_budget_spent = spent(&b);
 	free(r);
 	return err;
+}
+
+void pyd_frame_vars_free(struct pyd_frame_vars *v, size_t n)
+{
+	for (size_t j = 0; v && j < n; j++) {
+		for (size_t k = 0; k < v[j].n; k++)
+			free(v[j].v[k].repr);
+		free(v[j].v);
+	}
+	free(v);
 }
 
 /* ---- one name, as a frame sees it (py-print) ------------------------- */

@@ -590,12 +590,7 @@ void pyd_dump_free(struct pyd_dump *d)
 {
 	for (size_t i = 0; i < d->nthreads; i++) {
 		struct pyd_thread *t = &d->threads[i];
-		for (size_t j = 0; t->vars && j < t->nframes; j++) {
-			for (size_t k = 0; k < t->vars[j].n; k++)
-				free(t->vars[j].v[k].repr);
-			free(t->vars[j].v);
-		}
-		free(t->vars);
+		pyd_frame_vars_free(t->vars, t->nframes);
 		free(t->frames);
 		for (size_t j = 0; j < t->nnative; j++) {
 			free((char *)t->native[j].function);

@@ -37,8 +37,11 @@ static void greenlet_text(struct pyd_buf *b, const struct pyd_greenlet *g,
 		PUT(b, "  (no Python frames)\n");
 	if (g->nframes)
 		PUT(b, "Traceback (most recent call last):\n");
-	for (size_t j = g->nframes; j-- > 0;)
+	for (size_t j = g->nframes; j-- > 0;) {
 		pyd_report_frame_line(b, &g->frames[j], o);
+		if (g->vars)
+			pyd_report_vars(b, &g->vars[j]);
+	}
 	if (g->error)
 		pyd_buf_printf(b, "  [stack incomplete: %s]\n",
 			       pyd_strerror(g->error));
@@ -88,6 +91,8 @@ static void greenlet_json(struct pyd_buf *b, const struct pyd_greenlet *g)
 		if (j)
 			PUT(b, ", ");
 		pyd_report_json_frame(b, &g->frames[j], false);
+		if (g->vars && !b->failed)
+			pyd_report_json_vars(b, &g->vars[j]);
 	}
 	PUT(b, "]}");
 }

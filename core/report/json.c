@@ -18,9 +18,7 @@ void pyd_report_json_frame(struct pyd_buf *b, const struct pyd_frame *f,
 	pyd_buf_printf(b, ", \"line\": %d}", f->line);
 }
 
-/* "arguments": {name: repr}, "locals": {name: repr} (null if the
- * frame's variables could not be read). */
-static void vars_json(struct pyd_buf *b, const struct pyd_frame_vars *fv)
+void pyd_report_json_vars(struct pyd_buf *b, const struct pyd_frame_vars *fv)
 {
 	b->len--; /* reopen the frame's object */
 	for (int args = 1; args >= 0; args--) {
@@ -66,7 +64,7 @@ static void python_json(struct pyd_buf *b, const struct pyd_thread *t,
 {
 	pyd_report_json_frame(b, &t->frames[j], kind);
 	if (t->vars && !b->failed)
-		vars_json(b, &t->vars[j]);
+		pyd_report_json_vars(b, &t->vars[j]);
 }
 
 /* With native frames: one merged stack, innermost first. */

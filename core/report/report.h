@@ -86,6 +86,10 @@ void pyd_report_json_head(struct pyd_buf *b, const struct pyd_report_opts *o);
  * with "kind": "python" first, in a stack merged with native frames). */
 void pyd_report_json_frame(struct pyd_buf *b, const struct pyd_frame *f,
 			   bool kind);
+/* Add to the frame object just written "arguments": {name: repr} and
+ * "locals": {name: repr} (each null if the frame's variables could not
+ * be read). */
+void pyd_report_json_vars(struct pyd_buf *b, const struct pyd_frame_vars *fv);
 
 /* {"pid", "python_version", "threads": [...]} with frames innermost first. */
 void pyd_report_json(struct pyd_buf *b, const struct pyd_dump *d,

@@ -10,8 +10,9 @@ plain greenlets; "gevent" in the ground truth says which.
 Ground truth: base_truth() and "greenlets": for every greenlet
 gc.get_objects() holds, {"id", "thread", "state", "main", "parent",
 "spawned", "frames"}, its frames walked by this process through gr_frame
-and f_back (innermost first), its thread the native id of the thread
-whose main greenlet ends its parent chain.
+and f_back (innermost first), each with its "arguments" and "locals" as
+--locals renders them (_pyd_vars), its thread the native id of the
+thread whose main greenlet ends its parent chain.
 
 usage: greenlets.py GROUND_TRUTH.json
 """
@@ -20,9 +21,11 @@ import os
 import sys
 import threading
 import time
+import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _pyd_common import _stack, base_truth, fail, write_json  # noqa: E402
+from _pyd_vars import frame_vars  # noqa: E402
 
 try:
     import greenlet
@@ -136,8 +139,11 @@ def truth():
         if not isinstance(g, greenlet.greenlet):
             continue
         # a running greenlet's stack is its thread's
-        frames = _stack(g.gr_frame) if g.gr_frame is not None and \
-            state(g) != "running" else []
+        frames = []
+        if g.gr_frame is not None and state(g) != "running":
+            walked = [f for f, _ in traceback.walk_stack(g.gr_frame)]
+            frames = [dict(d, **frame_vars(f))
+                      for d, f in zip(_stack(g.gr_frame), walked)]
         out.append({"id": id(g), "thread": thread_of(g), "state": state(g),
                     "main": g.parent is None,
                     "parent": id(g.parent) if g.parent is not None else None,

@@ -318,6 +318,17 @@ enum pyd_greenlet_state {
 	PYD_GREENLET_DEAD,
 };
 
+/* The call a frame is suspended in: what a switched-out greenlet waits
+ * on (gevent's Hub.wait(timer), Event.wait(), greenlet.switch()). */
+#define PYD_CALL_MAX_ARGS 8
+struct pyd_call {
+	char *function; /* its __qualname__, NULL if not one we can name */
+	char *args[PYD_CALL_MAX_ARGS]; /* as --locals renders values; the
+					  receiver (self) first */
+	size_t nargs;
+	bool more; /* it has more arguments than args holds */
+};
+
 struct pyd_greenlet {
 	uint64_t id;     /* address of the greenlet object */
 	int64_t thread;  /* OS tid, 0 if unknown */
@@ -329,6 +340,9 @@ struct pyd_greenlet {
 	size_t nframes;
 	/* nframes entries once pyd_dump_locals ran, else NULL. */
 	struct pyd_frame_vars *vars;
+	/* A suspended greenlet's innermost frame's pending call, read by
+	 * pyd_dump_greenlets where the frame keeps it (3.14+); else NULL. */
+	struct pyd_call *waiting;
 	/* PYD_OK, or why frames is incomplete (it holds what we got). */
 	enum pyd_err error;
 };

@@ -2,7 +2,8 @@
 (gevent greenlets blocked in a sleep, an Event, a socket read, a Queue and
 a Lock, where gevent is installed; plain greenlets switched out several levels deep; an unstarted and
 a dead one), each compared with the target's own ground truth: state,
-parent, main, the function an unstarted one runs, and its frames, frame
+parent, main, the function an unstarted one runs, the call a suspended one
+waits in (receiver and arguments), and its frames, frame
 by frame, and the thread it belongs to (the target has greenlets in two
 threads); live, stopped (--locked), from a gcore core and from a
 snapshot; with --locals, every frame's arguments and locals.
@@ -56,6 +57,10 @@ def compare_greenlets(gt, doc):
         for key in ("thread", "state", "main", "parent"):
             if w[key] != g[key]:
                 errs.append("greenlet 0x%x: %s %r, expected %r" % (gid, key, g[key], w[key]))
+        want_wait = w["waiting"] and dict(w["waiting"], more_args=False)
+        if want_wait != g["waiting"]:
+            errs.append("greenlet 0x%x: waiting %r, expected %r"
+                        % (gid, g["waiting"], want_wait))
         if w["spawned"] != g["spawned"]:
             errs.append("greenlet 0x%x: spawned %r, expected %r"
                         % (gid, g["spawned"], w["spawned"]))

@@ -286,7 +286,10 @@ struct py_layout {
 		int32_t ht_cached_keys;
 		int32_t wr_object;   /* PyWeakReference */
 		int32_t seq_size, tuple_items, list_items;
-		int32_t func_closure, func_name, cell_ref, meth_self;
+		int32_t func_closure, func_name, func_qualname, cell_ref;
+		int32_t meth_func, meth_self; /* PyMethodObject */
+		int32_t cfunc_ml, cfunc_self; /* PyCFunctionObject */
+		int32_t descr_type, descr_name; /* PyMethodDescrObject */
 		/* Generators: <= 3.10 a PyFrameObject (gi_frame); 3.11+ the
 		 * frame is embedded (gen.gi_iframe above). */
 		int32_t gi_frame;

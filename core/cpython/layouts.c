@@ -44,7 +44,8 @@
 	.tp_basicsize = 32, .tp_dictoffset = 288, .tp_base = 256, \
 	.wr_object = 16, \
 	.seq_size = 16, .list_items = 24, .cell_ref = 16, \
-	.meth_self = 24, .fut_loop = 16, .fut_callback0 = 24, \
+	.meth_func = 16, .meth_self = 24, .cfunc_ml = 16, .cfunc_self = 24, \
+	.descr_type = 16, .descr_name = 24, .fut_loop = 16, .fut_callback0 = 24, \
 	.fut_callbacks = 40
 #define OBJECTS_COMMON OBJECTS_GENERIC, .tuple_items = 24
 /* <= 3.10: dk_size dicts, tp_dictoffset, frame objects */
@@ -60,36 +61,36 @@
 	.dk_kind = 10, .dk_nentries = 24, .dk_indices = 32, .gi_frame = NO, \
 	.f_stacktop = NO, .f_valuestack = NO, .f_stackdepth = NO, \
 	.f_state = NO, .co_code = NO, .yield_from_op = 0, \
-	.func_closure = 72, .func_name = 32
+	.func_closure = 72, .func_name = 32, .func_qualname = 40
 #define OBJECTS_311_DICT OBJECTS_LOG2_DICT, .if_stacktop = 64
 /* 3.6: the object readers only; its _asyncio is not decoded (task_size
  * 0), so neither are its tasks nor threading's names. */
 #define OBJECTS_36 { OBJECTS_COMMON, OBJECTS_310_DICT, .interp_modules = 16, \
 	.tstate_dict = 128, .ht_cached_keys = 856, \
-	.func_closure = 48, .func_name = 64, .f_stacktop = 72, \
+	.func_closure = 48, .func_name = 64, .func_qualname = 104, .f_stacktop = 72, \
 	.f_valuestack = 64, .f_stackdepth = NO, .f_state = NO, .co_code = 40, \
 	.task_size = 0 }
 #define OBJECTS_37 { OBJECTS_COMMON, OBJECTS_310_DICT, .interp_modules = 40, \
 	.tstate_dict = 152, .ht_cached_keys = 856, \
-	.func_closure = 48, .func_name = 64, .f_stacktop = 72, \
+	.func_closure = 48, .func_name = 64, .func_qualname = 104, .f_stacktop = 72, \
 	.f_valuestack = 64, .f_stackdepth = NO, .f_state = NO, .co_code = 40, \
 	.fut_state = 72, .task_fut_waiter = 104, \
 	.task_coro = 112, .task_name = NO, .task_size = 136 }
 #define OBJECTS_38 { OBJECTS_COMMON, OBJECTS_310_DICT, .interp_modules = 56, \
 	.tstate_dict = 152, .ht_cached_keys = 872, \
-	.func_closure = 48, .func_name = 64, .f_stacktop = 72, \
+	.func_closure = 48, .func_name = 64, .func_qualname = 104, .f_stacktop = 72, \
 	.f_valuestack = 64, .f_stackdepth = NO, .f_state = NO, .co_code = 48, \
 	.fut_state = 72, .task_fut_waiter = 104, \
 	.task_coro = 112, .task_name = 120, .task_size = 144 }
 #define OBJECTS_39 { OBJECTS_COMMON, OBJECTS_310_DICT, .interp_modules = 856, \
 	.tstate_dict = 152, .ht_cached_keys = 864, \
-	.func_closure = 48, .func_name = 64, .f_stacktop = 72, \
+	.func_closure = 48, .func_name = 64, .func_qualname = 104, .f_stacktop = 72, \
 	.f_valuestack = 64, .f_stackdepth = NO, .f_state = NO, .co_code = 48, \
 	.fut_state = 80, .task_fut_waiter = 144, \
 	.task_coro = 152, .task_name = 160, .task_size = 184 }
 #define OBJECTS_310 { OBJECTS_COMMON, OBJECTS_310_DICT, .interp_modules = 856, \
 	.tstate_dict = 152, .ht_cached_keys = 872, \
-	.func_closure = 72, .func_name = 32, .f_stacktop = NO, \
+	.func_closure = 72, .func_name = 32, .func_qualname = 40, .f_stacktop = NO, \
 	.f_valuestack = 64, .f_stackdepth = 80, .f_state = 108, .co_code = 48, \
 	.fut_state = 88, .task_fut_waiter = 152, \
 	.task_coro = 160, .task_name = 168, .task_size = 192 }

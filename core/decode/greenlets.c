@@ -37,6 +37,7 @@
 #include "../grow.h"
 #include "../memsrc/pagecache.h"
 #include "objects.h"
+#include "pending.h"
 #include "walk.h"
 
 struct glayout {
@@ -462,6 +463,20 @@ static enum pyd_err read_all(struct gctx *c)
 	return err;
 }
 
+/* What each switched-out greenlet waits on: a dump's alone (the
+ * sampler's rounds reread the stacks, not this). */
+static enum pyd_err read_waiting(struct pyd_session *s,
+				 struct pyd_greenlet_set *set)
+{
+	enum pyd_err err = PYD_OK;
+	for (size_t i = 0; i < set->n && !err; i++) {
+		struct pyd_greenlet *g = &set->g[i];
+		if (g->state == PYD_GREENLET_SUSPENDED && g->nframes)
+			err = pyd_pending_call(s, &g->frames[0], &g->waiting);
+	}
+	return err;
+}
+
 enum pyd_err pyd_dump_greenlets(struct pyd_session *s,
 				struct pyd_greenlet_set *out)
 {
@@ -492,8 +507,10 @@ enum pyd_err pyd_dump_greenlets(struct pyd_session *s,
 		out->layout = c.gl;
 		err = read_all(&c);
 	}
-	if (!err && c.gl)
+	if (!err && c.gl) {
 		assign_threads(&c);
+		err = read_waiting(s, out);
+	}
 	free(c.running);
 	free(c.stack);
 	free(c.threads);
@@ -505,6 +522,7 @@ enum pyd_err pyd_dump_greenlets(struct pyd_session *s,
 static void clear_greenlet(struct pyd_greenlet *g)
 {
 	pyd_frame_vars_free(g->vars, g->nframes);
+	pyd_call_free(g->waiting);
 	free(g->frames);
 	free(g->spawned);
 	*g = (struct pyd_greenlet){.id = g->id, .thread = g->thread};
@@ -538,6 +556,7 @@ void pyd_greenlet_set_free(struct pyd_greenlet_set *g)
 {
 	for (size_t i = 0; i < g->n; i++) {
 		pyd_frame_vars_free(g->g[i].vars, g->g[i].nframes);
+		pyd_call_free(g->g[i].waiting);
 		free(g->g[i].frames);
 		free(g->g[i].spawned);
 	}

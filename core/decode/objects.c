@@ -210,9 +210,6 @@ bool pyd_str_eq(struct pyd_session *s, uint64_t addr, const char *key)
 	return eq;
 }
 
-static void read_type_name(struct pyd_session *s, uint64_t name, char *out,
-			   size_t outsz);
-
 /*
  * Task decoders ask for the same few types' names all the time.  tp_name
  * points at immutable text (static types' .rodata, heap types' name), so
@@ -251,15 +248,15 @@ void pyd_type_name(struct pyd_session *s, uint64_t type, char *out,
 	struct pyd_type_slot *e =
 		&s->types[(type * 0x9E3779B97F4A7C15ULL) >> 56];
 	if (e->type != type || e->tp_name != name) {
-		read_type_name(s, name, e->name, sizeof e->name);
+		pyd_read_cstr(s, name, e->name, sizeof e->name);
 		e->type = type;
 		e->tp_name = name;
 	}
 	snprintf(out, outsz, "%s", e->name);
 }
 
-static void read_type_name(struct pyd_session *s, uint64_t name, char *out,
-			   size_t outsz)
+void pyd_read_cstr(struct pyd_session *s, uint64_t name, char *out,
+		   size_t outsz)
 {
 	out[0] = 0;
 	/* Read byte runs up to the end of the page, so that a name at the

@@ -67,6 +67,11 @@ bool pyd_str_eq(struct pyd_session *s, uint64_t addr, const char *key);
 bool pyd_interp_static_type(struct pyd_session *s, uint64_t type,
 			    uint64_t flags);
 
+/* The NUL-terminated C string at addr into out, cut to fit ("" on a bad
+ * read): a tp_name, a PyMethodDef's ml_name. */
+void pyd_read_cstr(struct pyd_session *s, uint64_t addr, char *out,
+		   size_t outsz);
+
 /* The type's tp_name into out ("" on failure). */
 void pyd_type_name(struct pyd_session *s, uint64_t type, char *out,
 		   size_t outsz);

@@ -16,6 +16,33 @@ const char *pyd_greenlet_state_name(enum pyd_greenlet_state st)
 	return names[st];
 }
 
+/* "Waiting in Event.wait(<Event object at 0x...>)" */
+static void waiting_text(struct pyd_buf *b, const struct pyd_call *c)
+{
+	pyd_buf_printf(b, "  Waiting in %s(", c->function);
+	for (size_t i = 0; i < c->nargs; i++)
+		pyd_buf_printf(b, "%s%s", i ? ", " : "", c->args[i]);
+	pyd_buf_printf(b, "%s)\n", c->more ? ", ..." : "");
+}
+
+static void waiting_json(struct pyd_buf *b, const struct pyd_call *c)
+{
+	PUT(b, ", \"waiting\": ");
+	if (!c) {
+		PUT(b, "null");
+		return;
+	}
+	PUT(b, "{\"function\": ");
+	pyd_buf_json_str(b, c->function);
+	PUT(b, ", \"args\": [");
+	for (size_t i = 0; i < c->nargs; i++) {
+		if (i)
+			PUT(b, ", ");
+		pyd_buf_json_str(b, c->args[i]);
+	}
+	pyd_buf_printf(b, "], \"more_args\": %s}", c->more ? "true" : "false");
+}
+
 static void greenlet_text(struct pyd_buf *b, const struct pyd_greenlet *g,
 			  const struct pyd_report_opts *o)
 {
@@ -42,6 +69,8 @@ static void greenlet_text(struct pyd_buf *b, const struct pyd_greenlet *g,
 		if (g->vars)
 			pyd_report_vars(b, &g->vars[j]);
 	}
+	if (g->waiting)
+		waiting_text(b, g->waiting);
 	if (g->error)
 		pyd_buf_printf(b, "  [stack incomplete: %s]\n",
 			       pyd_strerror(g->error));
@@ -84,6 +113,7 @@ static void greenlet_json(struct pyd_buf *b, const struct pyd_greenlet *g)
 		PUT(b, "null");
 	PUT(b, ", \"spawned\": ");
 	pyd_buf_json_str(b, g->spawned);
+	waiting_json(b, g->waiting);
 	PUT(b, ", \"error\": ");
 	pyd_buf_json_str(b, g->error ? pyd_strerror(g->error) : NULL);
 	PUT(b, ",\n   \"frames\": [");

@@ -12,7 +12,11 @@ gc.get_objects() holds, {"id", "thread", "state", "main", "parent",
 "spawned", "frames"}, its frames walked by this process through gr_frame
 and f_back (innermost first), each with its "arguments" and "locals" as
 --locals renders them (_pyd_vars), its thread the native id of the
-thread whose main greenlet ends its parent chain.
+thread whose main greenlet ends its parent chain, and "waiting": the
+call its innermost frame switched away in, {"function": its
+__qualname__, "args": the receiver and arguments as --locals renders
+them}, from what this program knows of its own code and the frame's
+f_locals (null where no call is expected).
 
 usage: greenlets.py GROUND_TRUTH.json
 """
@@ -25,7 +29,7 @@ import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _pyd_common import _stack, base_truth, fail, write_json  # noqa: E402
-from _pyd_vars import frame_vars  # noqa: E402
+from _pyd_vars import brepr, frame_vars  # noqa: E402
 
 try:
     import greenlet
@@ -127,6 +131,38 @@ def spawned(g):
     return run.__name__ if hasattr(run, "__code__") else None
 
 
+def call(fn, *args):
+    return {"function": fn.__qualname__, "args": [brepr(a) for a in args]}
+
+
+def waiting(g):
+    """The call g's innermost frame waits in, as this program wrote it."""
+    if state(g) != "suspended" or g.gr_frame is None:
+        return None
+    f = g.gr_frame
+    loc, name = f.f_locals, f.f_code.co_name
+    if name in ("level3", "child_inner"):
+        return call(greenlet.greenlet.switch, MAIN)
+    if name == "worker_inner":
+        return call(greenlet.greenlet.switch, loc["main"])
+    if not gevent:
+        return None
+    hub = gevent.get_hub()
+    if name == "sleep":                       # gevent.sleep: hub.wait(t)
+        return call(type(loc["hub"]).wait, loc["hub"], loc["t"])
+    if name == "recv":                        # self._wait(self._read_event)
+        sock = loc["self"]
+        return call(type(sock)._wait, sock, sock._read_event)
+    if name == "run" and g is hub:            # Hub.run: loop.run()
+        return call(type(loc["loop"]).run, loc["loop"])
+    waits = {"in_event": ("ev", "wait"), "in_queue": ("q", "get"),
+             "in_lock": ("lock", "acquire")}
+    if name in waits:
+        var, meth = waits[name]
+        return call(getattr(type(loc[var]), meth), loc[var])
+    return None
+
+
 def thread_of(g):
     while g.parent is not None:
         g = g.parent
@@ -147,7 +183,8 @@ def truth():
         out.append({"id": id(g), "thread": thread_of(g), "state": state(g),
                     "main": g.parent is None,
                     "parent": id(g.parent) if g.parent is not None else None,
-                    "spawned": spawned(g), "frames": frames})
+                    "spawned": spawned(g), "frames": frames,
+                    "waiting": waiting(g)})
     return out
 
 

@@ -1,0 +1,241 @@
+/*
+ * The call a suspended frame is in (struct pyd_call): what a greenlet
+ * that switched away waits on.  A greenlet switches inside a C function
+ * its innermost Python frame called -- gevent's Hub.wait(timer),
+ * Event.wait(), wait_on_socket(sock, io), greenlet.switch() -- and from
+ * 3.14 the evaluation loop spills its value stack into the frame around
+ * every call that may run other code, so the switched-out frame keeps,
+ * just below iframe.stackpointer, what CALL pops:
+ *
+ *	[callable, self or NULL, oparg arguments]
+ *
+ * oparg being the byte after the opcode at instr_ptr (CALL's specialised
+ * forms keep it).  Before 3.14 the frame keeps no stack pointer there.
+ *
+ * Nothing says the instruction is a plain call (CALL_KW has its names on
+ * top; a property's getter may switch too), so the callable must be one
+ * we can name, or nothing is reported: a function, a bound method of
+ * one, a method descriptor, a built-in function or method -- the
+ * interpreter's own static types, known by where they live -- or a
+ * Cython function, whose own method table must agree with its names.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../buf.h"
+#include "objects.h"
+#include "pending.h"
+#include "repr.h"
+
+/* Cython 3's function object on CPython 3.9+: a PyCMethodObject, then
+ * its dict and its names (__name__ made when first asked for,
+ * __qualname__ from the start).  Checked against ml_name before use. */
+#define CYFUNC_NAME 72
+#define CYFUNC_QUALNAME 80
+#define CYFUNC_TYPE "cython_function_or_method"
+
+/* A frame whose value stack is deeper than this is not one. */
+#define MAX_STACK_BYTES (1u << 24)
+
+/* Is obj's type the interpreter's own type called name? */
+static bool builtin_of_type(struct pyd_session *s, uint64_t type,
+			    const char *name)
+{
+	uint64_t flags;
+	char have[64];
+	if (pyd_read_ptr(s, type + (uint64_t)s->layout.object.tp_flags,
+			 &flags) ||
+	    !pyd_interp_static_type(s, type, flags))
+		return false;
+	pyd_type_name(s, type, have, sizeof have);
+	return !strcmp(have, name);
+}
+
+/* A type's __name__: its tp_name after the module's dotted path. */
+static void short_type_name(struct pyd_session *s, uint64_t type, char *out,
+			    size_t outsz)
+{
+	char full[128];
+	pyd_type_name(s, type, full, sizeof full);
+	const char *dot = strrchr(full, '.');
+	snprintf(out, outsz, "%s", dot ? dot + 1 : full);
+}
+
+static char *joined(const char *owner, const char *name)
+{
+	struct pyd_buf b = {0};
+	pyd_buf_printf(&b, "%s%s%s", owner, *owner ? "." : "", name);
+	pyd_buf_put(&b, "", 1);
+	if (b.failed)
+		free(b.data);
+	return b.failed ? NULL : b.data;
+}
+
+/* A built-in function or method: ml_name, after its receiver's type
+ * unless that is a module (a module's function). */
+static char *cfunction_name(struct pyd_session *s, uint64_t fn)
+{
+	const struct py_layout *L = &s->layout;
+	uint64_t ml, name, self, type;
+	char str[128], owner[128] = "";
+	if (pyd_read_ptr(s, fn + (uint64_t)L->objects.cfunc_ml, &ml) ||
+	    pyd_read_ptr(s, ml, &name) ||
+	    pyd_read_ptr(s, fn + (uint64_t)L->objects.cfunc_self, &self))
+		return NULL;
+	pyd_read_cstr(s, name, str, sizeof str);
+	if (!str[0])
+		return NULL;
+	if (self && !pyd_obj_type(s, self, &type) &&
+	    !builtin_of_type(s, type, "module"))
+		short_type_name(s, type, owner, sizeof owner);
+	return joined(owner, str);
+}
+
+/* A method descriptor: its type's name and its own. */
+static char *descriptor_name(struct pyd_session *s, uint64_t d)
+{
+	const struct py_layout *L = &s->layout;
+	uint64_t type, name;
+	char owner[128];
+	if (pyd_read_ptr(s, d + (uint64_t)L->objects.descr_type, &type) ||
+	    pyd_read_ptr(s, d + (uint64_t)L->objects.descr_name, &name))
+		return NULL;
+	char *str = pyd_read_str(s, name);
+	short_type_name(s, type, owner, sizeof owner);
+	char *out = str ? joined(owner, str) : NULL;
+	free(str);
+	return out;
+}
+
+/* A Cython function: its __qualname__, if its names agree with the
+ * method table every PyCFunctionObject points at. */
+static char *cyfunction_name(struct pyd_session *s, uint64_t fn,
+			     uint64_t type)
+{
+	uint64_t flags, ml, cname, name, qualname;
+	char tname[128], mlname[128];
+	if (pyd_read_ptr(s, type + (uint64_t)s->layout.object.tp_flags,
+			 &flags) ||
+	    !(flags & PYD_TPFLAGS_HEAPTYPE))
+		return NULL;
+	pyd_type_name(s, type, tname, sizeof tname);
+	const char *dot = strrchr(tname, '.');
+	if (strcmp(dot ? dot + 1 : tname, CYFUNC_TYPE) ||
+	    pyd_read_ptr(s, fn + (uint64_t)s->layout.objects.cfunc_ml, &ml) ||
+	    pyd_read_ptr(s, ml, &cname) ||
+	    pyd_read_ptr(s, fn + CYFUNC_NAME, &name) ||
+	    pyd_read_ptr(s, fn + CYFUNC_QUALNAME, &qualname))
+		return NULL;
+	pyd_read_cstr(s, cname, mlname, sizeof mlname);
+	/* __name__ is made from ml_name when first asked for. */
+	if (!mlname[0] || (name && !pyd_str_eq(s, name, mlname)))
+		return NULL;
+	char *q = pyd_read_str(s, qualname);
+	size_t n = q ? strlen(q) : 0, m = strlen(mlname);
+	if (q && n >= m && !strcmp(q + n - m, mlname) &&
+	    (n == m || q[n - m - 1] == '.'))
+		return q;
+	free(q);
+	return NULL;
+}
+
+/* The __qualname__ of the callable at fn; NULL if it is none we know. */
+static char *callable_qualname(struct pyd_session *s, uint64_t fn,
+			       unsigned depth)
+{
+	const struct py_layout *L = &s->layout;
+	uint64_t type, inner, name;
+	if (!fn || pyd_obj_type(s, fn, &type))
+		return NULL;
+	if (builtin_of_type(s, type, "function"))
+		return pyd_read_ptr(s, fn + (uint64_t)L->objects.func_qualname,
+				    &name)
+			       ? NULL
+			       : pyd_read_str(s, name);
+	if (builtin_of_type(s, type, "method"))
+		return depth || pyd_read_ptr(s, fn + (uint64_t)L->objects.meth_func,
+					     &inner)
+			       ? NULL
+			       : callable_qualname(s, inner, depth + 1);
+	if (builtin_of_type(s, type, "builtin_function_or_method"))
+		return cfunction_name(s, fn);
+	if (builtin_of_type(s, type, "method_descriptor"))
+		return descriptor_name(s, fn);
+	return cyfunction_name(s, fn, type);
+}
+
+static char *render(struct pyd_repr *r, uint64_t ref)
+{
+	struct pyd_buf b = {0};
+	uint64_t mask = r->s->layout.code_tag_mask;
+	if (mask && (ref & 3) == 3) /* a tagged int (3.14+) */
+		pyd_buf_printf(&b, "%lld", (long long)((int64_t)ref >> 2));
+	else
+		pyd_repr_append(r, ref & ~mask, &b);
+	pyd_buf_put(&b, "", 1);
+	if (b.failed)
+		free(b.data);
+	return b.failed ? NULL : b.data;
+}
+
+void pyd_call_free(struct pyd_call *c)
+{
+	if (!c)
+		return;
+	free(c->function);
+	for (size_t i = 0; i < c->nargs; i++)
+		free(c->args[i]);
+	free(c);
+}
+
+enum pyd_err pyd_pending_call(struct pyd_session *s, const struct pyd_frame *f,
+			      struct pyd_call **out)
+{
+	const struct py_layout *L = &s->layout;
+	uint64_t instr, sp, slots[2 + PYD_CALL_MAX_ARGS];
+	uint8_t unit[2];
+	*out = NULL;
+	if (L->iframe.stackpointer == PYD_NO_FIELD || !f->addr)
+		return PYD_OK;
+	enum pyd_err err;
+	if ((err = pyd_read_ptr(s, f->addr + (uint64_t)L->iframe.instr, &instr)) ||
+	    (err = pyd_read_ptr(s, f->addr + (uint64_t)L->iframe.stackpointer,
+				&sp)) ||
+	    (err = pyd_read(s->src, instr, unit, sizeof unit)))
+		return err == PYD_E_EXITED || err == PYD_E_NOMEM ? err : PYD_OK;
+	size_t nargs = unit[1];
+	size_t shown = nargs > PYD_CALL_MAX_ARGS ? PYD_CALL_MAX_ARGS : nargs;
+	uint64_t base = f->addr + (uint64_t)L->iframe.localsplus;
+	uint64_t at = sp - 8 * (2 + (uint64_t)nargs);
+	if (sp < base || sp - base > MAX_STACK_BYTES ||
+	    sp - base < 8 * (2 + (uint64_t)nargs) ||
+	    pyd_read(s->src, at, slots, 8 * (2 + shown)))
+		return PYD_OK;
+	uint64_t mask = L->code_tag_mask;
+	char *function = callable_qualname(s, slots[0] & ~mask, 0);
+	struct pyd_call *c = function ? calloc(1, sizeof *c) : NULL;
+	struct pyd_repr *r = c ? malloc(sizeof *r) : NULL;
+	if (!r) {
+		free(c);
+		free(function);
+		return function ? PYD_E_NOMEM : PYD_OK;
+	}
+	c->function = function;
+	pyd_repr_init(r, s, &PYD_REPR_DEFAULTS);
+	/* The receiver, where the call has one, is the first argument. */
+	size_t from = (slots[1] & ~mask) ? 1 : 2;
+	c->more = nargs > shown;
+	for (size_t i = from; i < 2 + shown && c->nargs < PYD_CALL_MAX_ARGS;
+	     i++)
+		if (!(c->args[c->nargs++] = render(r, slots[i])))
+			err = PYD_E_NOMEM;
+	c->more |= from == 1 && shown == PYD_CALL_MAX_ARGS;
+	free(r);
+	if (err) {
+		pyd_call_free(c);
+		return err;
+	}
+	*out = c;
+	return PYD_OK;
+}

@@ -42,12 +42,19 @@ void fuzz_pipeline(const struct pyd_memsrc *src, const struct pyd_runtime *rt)
 	};
 	struct pyd_buf b = {0};
 	struct pyd_dump d = {0};
+	struct pyd_greenlet_set gs = {0};
+	bool greenlets = !pyd_err_fatal(pyd_dump_greenlets(s, &gs));
 	if (!pyd_err_fatal(pyd_dump_stacks(s, &d))) {
 		const struct pyd_repr_limits lim = PYD_REPR_DEFAULTS;
-		pyd_dump_locals(s, &d, NULL, &lim);
+		pyd_dump_locals(s, &d, &gs, &lim);
 		pyd_report_text(&b, &d, &o);
 		pyd_report_json(&b, &d, &o);
 	}
+	if (greenlets) {
+		pyd_report_greenlets_text(&b, &gs, &o);
+		pyd_report_greenlets_json(&b, &gs, &o);
+	}
+	pyd_greenlet_set_free(&gs);
 	pyd_dump_free(&d);
 	struct pyd_task_graph g = {0};
 	if (pyd_tasks_supported(s) && !pyd_err_fatal(pyd_dump_tasks(s, &g))) {

@@ -227,6 +227,29 @@ def test_greenlets_refused(interp, tool):
         assert "cannot be listed yet" in msg or "layout not recognised" in msg, msg
 
 
+@pytest.mark.interps(lambda i: i.minor in SUPPORTED_MINORS)
+def test_greenlets_unknown_release(interp, tool):
+    """A greenlet release without a layout row (the target's
+    greenlet.__version__ says 9.9.0): "layout not recognised" on stderr,
+    the threads dumped as usual, no greenlet read as garbage, exit 0."""
+    with start(interp, {"PYD_GREENLET_VERSION": "9.9.0"}) as tg:
+        gt = tg.wait_ground_truth()
+        argv, rc, out, err, _ = tool_run(tool, ["--greenlets", str(tg.pid)])
+        jargv, jrc, jout, jerr, _ = tool_run(tool, ["--greenlets", "--json", str(tg.pid)])
+    assert gt["greenlet_version"] == "9.9.0"
+    msg = err.decode("utf-8", "replace")
+    assert rc == 0 and "greenlet 9.9.0: layout not recognised" in msg, \
+        "%s: exit %s: %s" % (" ".join(argv), rc, msg)
+    text = out.decode("utf-8", "replace")
+    assert "Thread %d" % gt["main_tid"] in text and "Greenlet 0x" not in text, text
+    assert "greenlet 9.9.0: layout not recognised" in text, text
+    assert jrc == 0, "%s: exit %s: %s" % (" ".join(jargv), jrc, short(jerr))
+    doc, e = parse_json_out(jout)
+    assert not e, e
+    assert (doc["greenlet_version"], doc["layout_recognised"], doc["greenlets"]) == \
+        ("9.9.0", False, []), doc
+
+
 SAMPLE_TICKS = 200
 SAMPLE_SHARE = 0.8     # of the rounds in which each greenlet's stack must be
 

@@ -18,6 +18,9 @@ __qualname__, "args": the receiver and arguments as --locals renders
 them}, from what this program knows of its own code and the frame's
 f_locals (null where no call is expected).
 
+With PYD_GREENLET_VERSION set, greenlet.__version__ is made to say it
+first: a release pystack-dump has no layout for.
+
 usage: greenlets.py GROUND_TRUTH.json
 """
 import gc
@@ -44,6 +47,8 @@ try:
 except ImportError:
     gevent = None
 
+if os.environ.get("PYD_GREENLET_VERSION"):
+    greenlet.__version__ = os.environ["PYD_GREENLET_VERSION"]
 MAIN = greenlet.getcurrent()
 MAINS = {}             # id of each thread's main greenlet: its native id
 

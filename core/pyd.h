@@ -338,6 +338,7 @@ struct pyd_greenlet {
 	char *spawned;   /* the callable it runs, as named; NULL if unknown */
 	struct pyd_frame *frames; /* innermost first; none unless suspended */
 	size_t nframes;
+	size_t frames_cap; /* frames' room, reused by pyd_greenlets_reread */
 	/* nframes entries once pyd_dump_locals ran, else NULL. */
 	struct pyd_frame_vars *vars;
 	/* A suspended greenlet's innermost frame's pending call, read by
@@ -373,7 +374,8 @@ enum pyd_err pyd_dump_greenlets(struct pyd_session *s,
  * Read the greenlets of set again, as they are now, without looking for
  * new ones (the collector's lists are the costly part: a sampler walks
  * them now and then, and reads the greenlets it knows every round).  One
- * that is gone has error set; each keeps the thread it was found on.
+ * that is gone has error set; each keeps the thread it was found on and
+ * what it was spawned with.
  */
 enum pyd_err pyd_greenlets_reread(struct pyd_session *s,
 				  struct pyd_greenlet_set *set);

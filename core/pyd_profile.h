@@ -191,6 +191,15 @@ enum pyd_err pyd_profile_add_same(struct pyd_profile *p, uint32_t process,
                                   const struct pyd_frame *frames, size_t n,
                                   size_t same);
 
+/* The same for one of many units sampled on a thread each round (async
+ * mode's tasks, greenlet mode's greenlets): the path is reused from the
+ * previous sample of the same unit (any index: a unit whose index now
+ * names another is only slower once), not of the thread. */
+enum pyd_err pyd_profile_add_unit(struct pyd_profile *p, uint32_t process,
+                                  int64_t tid, const char *thread_name,
+                                  const struct pyd_frame *frames, size_t n,
+                                  bool awaiting, size_t unit);
+
 /* Forget the frame strings' addresses remembered so far: the strings
  * there may be freed, and others take their place. */
 void pyd_profile_forget_strings(struct pyd_profile *p);

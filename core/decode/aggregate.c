@@ -47,6 +47,8 @@ struct pyd_profile_priv {
 	uint32_t *process_threads; /* threads of each process */
 	size_t process_threads_cap;
 	struct last_path *last; /* per thread */
+	struct last_path *units; /* per unit (pyd_profile_add_unit) */
+	size_t units_cap;
 	uint32_t *ids; /* the sample told to on_sample, as frame indexes */
 	size_t ids_cap;
 	/* Allocated by the first sample: a profile read from a file, or
@@ -315,6 +317,9 @@ void pyd_profile_free(struct pyd_profile *p)
 		free(q->strs[i]);
 	for (size_t i = 0; i < p->nthreads; i++)
 		free(q->last[i].v);
+	for (size_t i = 0; i < q->units_cap; i++)
+		free(q->units[i].v);
+	free(q->units);
 	free(q->strs);
 	free(q->frame_tab);
 	free(q->child_tab);
@@ -450,17 +455,35 @@ static enum pyd_err tell(struct pyd_profile *p, size_t ti, size_t kept,
 	return PYD_OK;
 }
 
-/* Count a sample whose outermost `same` frames are the previous path's. */
+/* The thread's path becomes a unit's (for the hook, which tells each
+ * sample by what it shares with the thread's previous one): how many
+ * outer frames the two share. */
+static size_t take_path(struct last_path *last, const struct last_path *unit)
+{
+	size_t kept = 0;
+	while (kept < last->n && kept < unit->n &&
+	       last->v[kept].frame == unit->v[kept].frame)
+		kept++;
+	if (!pyd_grow((void **)&last->v, &last->cap, unit->n, sizeof *last->v))
+		return SIZE_MAX;
+	memcpy(last->v, unit->v, unit->n * sizeof *unit->v);
+	last->n = unit->n;
+	return kept;
+}
+
+/* Count a sample whose outermost `same` frames are the previous path's:
+ * the thread's, or if unit is not NULL, that unit's. */
 static enum pyd_err count_sample(struct pyd_profile *p, uint32_t process,
                                  int64_t tid, const char *thread_name,
                                  const struct pyd_frame *frames, size_t n,
-                                 bool awaiting, size_t same)
+                                 bool awaiting, size_t same,
+                                 struct last_path *unit)
 {
 	struct pyd_profile_priv *q = p->priv;
 	size_t ti = thread_index(p, process, tid, thread_name);
 	if (ti == SIZE_MAX)
 		return PYD_E_NOMEM;
-	struct last_path *last = &q->last[ti];
+	struct last_path *last = unit ? unit : &q->last[ti];
 	if (!pyd_grow((void **)&last->v, &last->cap, n, sizeof *last->v))
 		return PYD_E_NOMEM;
 	uint32_t node = p->threads[ti].node;
@@ -489,7 +512,11 @@ static enum pyd_err count_sample(struct pyd_profile *p, uint32_t process,
 	p->nodes[node].self++;
 	if (awaiting)
 		p->nodes[node].self_await++;
-	return p->on_sample ? tell(p, ti, kept, awaiting) : PYD_OK;
+	if (!p->on_sample)
+		return PYD_OK;
+	if (unit && (kept = take_path(&q->last[ti], unit)) == SIZE_MAX)
+		return PYD_E_NOMEM;
+	return tell(p, ti, kept, awaiting);
 }
 
 enum pyd_err pyd_profile_add(struct pyd_profile *p, uint32_t process,
@@ -498,7 +525,22 @@ enum pyd_err pyd_profile_add(struct pyd_profile *p, uint32_t process,
                              bool awaiting)
 {
 	return count_sample(p, process, tid, thread_name, frames, n, awaiting,
-	                    0);
+	                    0, NULL);
+}
+
+enum pyd_err pyd_profile_add_unit(struct pyd_profile *p, uint32_t process,
+                                  int64_t tid, const char *thread_name,
+                                  const struct pyd_frame *frames, size_t n,
+                                  bool awaiting, size_t unit)
+{
+	struct pyd_profile_priv *q = p->priv;
+	size_t had = q->units_cap;
+	if (!pyd_grow((void **)&q->units, &q->units_cap, unit + 1,
+	              sizeof *q->units))
+		return PYD_E_NOMEM;
+	memset(q->units + had, 0, (q->units_cap - had) * sizeof *q->units);
+	return count_sample(p, process, tid, thread_name, frames, n, awaiting,
+	                    0, &q->units[unit]);
 }
 
 enum pyd_err pyd_profile_add_same(struct pyd_profile *p, uint32_t process,
@@ -507,7 +549,7 @@ enum pyd_err pyd_profile_add_same(struct pyd_profile *p, uint32_t process,
                                   size_t same)
 {
 	return count_sample(p, process, tid, thread_name, frames, n, false,
-	                    same);
+	                    same, NULL);
 }
 
 const char *pyd_profile_intern(struct pyd_profile *p, const char *s)

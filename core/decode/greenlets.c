@@ -74,6 +74,9 @@ struct gctx {
 	uint64_t type; /* greenlet.greenlet */
 	struct pyd_greenlet_set *out;
 	size_t cap;
+	/* Reading known greenlets again (pyd_greenlets_reread): what they
+	 * were spawned with is kept from when they were found. */
+	bool again;
 	struct {
 		uint64_t type;
 		bool yes;
@@ -309,10 +312,11 @@ static enum pyd_err suspended_frames(struct gctx *c, const uint8_t *impl,
 					&f_frame);
 	if (err || f_frame != cur)
 		return err ? err : PYD_E_READ;
-	struct pyd_frame_buf fb = {0};
+	struct pyd_frame_buf fb = {.v = g->frames, .cap = g->frames_cap};
 	err = pyd_walk_from(c->s, cur, &fb);
 	g->frames = fb.v;
 	g->nframes = fb.n;
+	g->frames_cap = fb.cap;
 	return err;
 }
 
@@ -331,14 +335,14 @@ static enum pyd_err read_greenlet(struct gctx *c, struct pyd_greenlet *g,
 	uint64_t stop = word(impl, gl->stack_stop);
 	*stack = word(impl, gl->stack_start);
 	g->main = stop == MAIN_STACK_STOP;
-	if (!g->main) {
+	if (!g->main)
 		g->parent = word(impl, gl->parent);
+	if (!g->main && !c->again)
 		g->spawned = callable_name(c->s, word(impl, gl->run_callable));
-	}
 	/* gevent keeps what a Greenlet was spawned with in its __dict__
 	 * until it ends; greenlet drops run once it starts. */
 	uint64_t dict, run;
-	if (!g->main && !g->spawned &&
+	if (!g->main && !g->spawned && !c->again &&
 	    !pyd_read_ptr(c->s, g->id + (uint64_t)gl->dict, &dict) && dict &&
 	    !pyd_dict_get(c->s, dict, "_run", &run))
 		g->spawned = callable_name(c->s, run);
@@ -375,8 +379,6 @@ static void mark_running(struct gctx *c, struct pyd_greenlet *g)
 		if (c->running[i] == g->id && g->state != PYD_GREENLET_DEAD) {
 			/* Its frames are its thread's (the saved ones are
 			 * those of an earlier switch). */
-			free(g->frames);
-			g->frames = NULL;
 			g->nframes = 0;
 			g->error = PYD_OK;
 			g->state = PYD_GREENLET_RUNNING;
@@ -517,21 +519,24 @@ enum pyd_err pyd_dump_greenlets(struct pyd_session *s,
 	return err;
 }
 
-/* Forget what a greenlet was read as, but its id and its thread (a
- * greenlet never moves to another thread). */
+/* Forget what a greenlet was read as, but its id, its thread (a greenlet
+ * never moves to another thread), what it was spawned with and the room
+ * its frames had. */
 static void clear_greenlet(struct pyd_greenlet *g)
 {
 	pyd_frame_vars_free(g->vars, g->nframes);
 	pyd_call_free(g->waiting);
-	free(g->frames);
-	free(g->spawned);
-	*g = (struct pyd_greenlet){.id = g->id, .thread = g->thread};
+	*g = (struct pyd_greenlet){.id = g->id,
+				   .thread = g->thread,
+				   .spawned = g->spawned,
+				   .frames = g->frames,
+				   .frames_cap = g->frames_cap};
 }
 
 enum pyd_err pyd_greenlets_reread(struct pyd_session *s,
 				  struct pyd_greenlet_set *set)
 {
-	struct gctx c = {.s = s, .gl = set->layout, .out = set};
+	struct gctx c = {.s = s, .gl = set->layout, .out = set, .again = true};
 	if (!c.gl)
 		return PYD_OK;
 	for (size_t i = 0; i < set->n; i++)

@@ -1128,9 +1128,9 @@ static enum pyd_err sample_tasks(struct pyd_sampler *sp, unsigned *nstacks)
 			err = PYD_E_NOMEM;
 			break;
 		}
-		err = pyd_profile_add(sp->prof, sp->process, t->thread,
-		                      thread_name(sp, t->thread), sp->fb.v,
-		                      sp->fb.n, !t->running);
+		err = pyd_profile_add_unit(sp->prof, sp->process, t->thread,
+		                           thread_name(sp, t->thread), sp->fb.v,
+		                           sp->fb.n, !t->running, o);
 		(*nstacks)++;
 		if (t->running)
 			sp->prof->meta.cpu_samples++;
@@ -1225,9 +1225,9 @@ static enum pyd_err sample_greenlets(struct pyd_sampler *sp,
 		sp->fb.n = 0;
 		if (!push_unit(&sp->fb, g->frames, g->nframes, sp->glabels[i]))
 			return PYD_E_NOMEM;
-		err = pyd_profile_add(sp->prof, sp->process, g->thread,
-		                      thread_name(sp, g->thread), sp->fb.v,
-		                      sp->fb.n, true);
+		err = pyd_profile_add_unit(sp->prof, sp->process, g->thread,
+		                           thread_name(sp, g->thread), sp->fb.v,
+		                           sp->fb.n, true, i);
 		(*nstacks)++;
 		sp->prof->meta.await_samples++;
 	}

@@ -225,9 +225,72 @@ static void test_processes(void)
 	pyd_profile_free(p);
 }
 
+/* What the hook was told: each sample's frames and what it kept. */
+struct told {
+	uint32_t frames[8][4];
+	size_t n[8], kept[8], count;
+};
+
+static void on_sample(void *ctx, const struct pyd_profile *p,
+                      const struct pyd_prof_sample *s)
+{
+	(void)p;
+	struct told *t = ctx;
+	memcpy(t->frames[t->count], s->frames, s->n * sizeof *s->frames);
+	t->n[t->count] = s->n;
+	t->kept[t->count++] = s->kept;
+}
+
+/* Units (tasks, greenlets) sampled on one thread each round reuse their
+ * own previous path: the tree is what plain samples make, and the hook is
+ * told what each shares with the thread's previous sample, whichever
+ * unit that was. */
+static void test_units(void)
+{
+	struct pyd_profile *p = new_profile(true, 0), *q = new_profile(true, 0);
+	struct told told = {0};
+	p->on_sample = on_sample;
+	p->on_sample_ctx = &told;
+	struct pyd_frame x[] = {F("wait", 3), F("x", 2), {.function = "<g1>"}};
+	struct pyd_frame y[] = {F("wait", 3), F("y", 4), {.function = "<g2>"}};
+	struct pyd_frame y2[] = {F("other", 9), F("y", 5), {.function = "<g2>"}};
+	const struct pyd_frame *round[] = {x, y, x, y, x, y2};
+	for (size_t i = 0; i < 6; i++) {
+		CHECK_EQ(pyd_profile_add_unit(p, 0, 7, "main", round[i], 3, true,
+		                              i % 2),
+		         PYD_OK);
+		CHECK_EQ(pyd_profile_add(q, 0, 7, "main", round[i], 3, true),
+		         PYD_OK);
+	}
+	pyd_profile_finish(p);
+	pyd_profile_finish(q);
+	struct pyd_buf a = {0}, b = {0};
+	pyd_report_prof_collapsed(&a, p, 0);
+	pyd_report_prof_collapsed(&b, q, 0);
+	CHECK_EQ(a.len == b.len && !memcmp(a.data, b.data, a.len), true);
+	pyd_buf_free(&a);
+	pyd_buf_free(&b);
+	const char *const y2path[] = {"<g2>", "y", "other"};
+	CHECK_EQ(self_of(path(p, 0, y2path, 3), true), 1);
+	CHECK_EQ(told.count, 6);
+	/* x after y shares nothing; the same unit twice in a row would
+	 * share all; y2 after x shares nothing either. */
+	for (size_t i = 0; i < 6; i++) {
+		CHECK_EQ(told.n[i], 3);
+		CHECK_EQ(told.kept[i], 0);
+	}
+	CHECK_EQ(told.frames[0][0] == told.frames[2][0], true);
+	CHECK_EQ(told.frames[1][0] == told.frames[5][0], true);
+	CHECK_EQ(pyd_profile_add_unit(p, 0, 7, "main", y2, 3, true, 1), PYD_OK);
+	CHECK_EQ(told.kept[6], 3);
+	pyd_profile_free(q);
+	pyd_profile_free(p);
+}
+
 int main(void)
 {
 	test_counts_and_totals();
+	test_units();
 	test_no_lines();
 	test_interning();
 	test_node_limit();

@@ -342,7 +342,7 @@ struct pyd_greenlet {
 	/* nframes entries once pyd_dump_locals ran, else NULL. */
 	struct pyd_frame_vars *vars;
 	/* A suspended greenlet's innermost frame's pending call, read by
-	 * pyd_dump_greenlets where the frame keeps it (3.14+); else NULL. */
+	 * pyd_greenlets_waiting where the frame keeps it (3.14+); else NULL. */
 	struct pyd_call *waiting;
 	/* PYD_OK, or why frames is incomplete (it holds what we got). */
 	enum pyd_err error;
@@ -370,6 +370,12 @@ struct pyd_greenlet_set {
  */
 enum pyd_err pyd_dump_greenlets(struct pyd_session *s,
 				struct pyd_greenlet_set *out);
+/*
+ * What each suspended greenlet of set waits on (struct
+ * pyd_greenlet.waiting), for a dump: a sampler has no use for it.
+ */
+enum pyd_err pyd_greenlets_waiting(struct pyd_session *s,
+				   struct pyd_greenlet_set *set);
 /*
  * Read the greenlets of set again, as they are now, without looking for
  * new ones (the collector's lists are the costly part: a sampler walks

@@ -115,6 +115,9 @@ static enum pyd_err take_dump(struct run *r, bool *decoding, char *detail,
 	    (r->greenlets_err = pyd_dump_greenlets(r->sess, &r->greenlets)) ==
 	        PYD_E_NOMEM)
 		err = PYD_E_NOMEM;
+	if (o->greenlets && !err &&
+	    pyd_greenlets_waiting(r->sess, &r->greenlets) == PYD_E_NOMEM)
+		err = PYD_E_NOMEM;
 	/* Locals and native stacks of whatever was read: they change no
 	 * exit status unless we ran out of memory. */
 	if (o->locals && !o->tasks && (r->dump.nthreads || r->greenlets.n) &&

@@ -43,7 +43,8 @@ void fuzz_pipeline(const struct pyd_memsrc *src, const struct pyd_runtime *rt)
 	struct pyd_buf b = {0};
 	struct pyd_dump d = {0};
 	struct pyd_greenlet_set gs = {0};
-	bool greenlets = !pyd_err_fatal(pyd_dump_greenlets(s, &gs));
+	bool greenlets = !pyd_err_fatal(pyd_dump_greenlets(s, &gs)) &&
+	                 !pyd_err_fatal(pyd_greenlets_waiting(s, &gs));
 	if (!pyd_err_fatal(pyd_dump_stacks(s, &d))) {
 		const struct pyd_repr_limits lim = PYD_REPR_DEFAULTS;
 		pyd_dump_locals(s, &d, &gs, &lim);

@@ -465,10 +465,8 @@ static enum pyd_err read_all(struct gctx *c)
 	return err;
 }
 
-/* What each switched-out greenlet waits on: a dump's alone (the
- * sampler's rounds reread the stacks, not this). */
-static enum pyd_err read_waiting(struct pyd_session *s,
-				 struct pyd_greenlet_set *set)
+enum pyd_err pyd_greenlets_waiting(struct pyd_session *s,
+				   struct pyd_greenlet_set *set)
 {
 	enum pyd_err err = PYD_OK;
 	for (size_t i = 0; i < set->n && !err; i++) {
@@ -509,10 +507,8 @@ enum pyd_err pyd_dump_greenlets(struct pyd_session *s,
 		out->layout = c.gl;
 		err = read_all(&c);
 	}
-	if (!err && c.gl) {
+	if (!err && c.gl)
 		assign_threads(&c);
-		err = read_waiting(s, out);
-	}
 	free(c.running);
 	free(c.stack);
 	free(c.threads);

@@ -263,21 +263,6 @@ static uint64_t var_value(struct pyd_repr *r, const struct pyd_code_var *v,
 	return val;
 }
 
-static char *render(struct pyd_repr *r, uint64_t val, bool tagged_int)
-{
-	struct pyd_buf b = {0};
-	if (tagged_int)
-		pyd_buf_printf(&b, "%lld", (long long)((int64_t)val >> 2));
-	else
-		pyd_repr_append(r, val, &b);
-	pyd_buf_put(&b, "", 1);
-	if (b.failed) {
-		free(b.data);
-		return NULL;
-	}
-	return b.data;
-}
-
 /* Where a dump's reads and text are counted (the budget section below). */
 struct budget {
 	struct pyd_budget reads;
@@ -313,7 +298,7 @@ static enum pyd_err frame_vars(struct pyd_repr *r, struct budget *bud,
 			continue;
 		struct pyd_var *o = &out->v[out->n];
 		o->repr = spent(bud) ? strdup("<not read: budget spent>")
-				     : render(r, val, tagged);
+				     : pyd_repr_str(r, val, tagged);
 		if (o->repr && !spent(bud)) {
 			size_t len = strlen(o->repr);
 			bud->text_spent = len >= bud->text;
@@ -456,7 +441,7 @@ enum pyd_err pyd_frame_lookup(struct pyd_session *s, const struct pyd_frame *f,
 	else if ((val = find_in(s, f, 1, name)))
 		*scope = "builtin";
 	enum pyd_err err = PYD_OK;
-	if (val && !(*repr = render(r, val, tagged)))
+	if (val && !(*repr = pyd_repr_str(r, val, tagged)))
 		err = PYD_E_NOMEM;
 	budget_end(&b, s);
 	free(r);

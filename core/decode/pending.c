@@ -165,18 +165,13 @@ static char *callable_qualname(struct pyd_session *s, uint64_t fn,
 	return cyfunction_name(s, fn, type);
 }
 
+/* A value stack entry: a stack reference from 3.14, whose low bits are
+ * tags, both set for an int held in the reference itself. */
 static char *render(struct pyd_repr *r, uint64_t ref)
 {
-	struct pyd_buf b = {0};
 	uint64_t mask = r->s->layout.code_tag_mask;
-	if (mask && (ref & 3) == 3) /* a tagged int (3.14+) */
-		pyd_buf_printf(&b, "%lld", (long long)((int64_t)ref >> 2));
-	else
-		pyd_repr_append(r, ref & ~mask, &b);
-	pyd_buf_put(&b, "", 1);
-	if (b.failed)
-		free(b.data);
-	return b.failed ? NULL : b.data;
+	bool tagged_int = mask && (ref & 3) == 3;
+	return pyd_repr_str(r, tagged_int ? ref : ref & ~mask, tagged_int);
 }
 
 void pyd_call_free(struct pyd_call *c)

@@ -542,6 +542,21 @@ static void repr_at(struct pyd_repr *r, uint64_t obj, unsigned level,
 	}
 }
 
+char *pyd_repr_str(struct pyd_repr *r, uint64_t obj, bool tagged_int)
+{
+	struct pyd_buf b = {0};
+	if (tagged_int)
+		pyd_buf_printf(&b, "%lld", (long long)((int64_t)obj >> 2));
+	else
+		pyd_repr_append(r, obj, &b);
+	pyd_buf_put(&b, "", 1);
+	if (b.failed) {
+		free(b.data);
+		return NULL;
+	}
+	return b.data;
+}
+
 void pyd_repr_append(struct pyd_repr *r, uint64_t obj, struct pyd_buf *out)
 {
 	repr_at(r, obj, 0, out);

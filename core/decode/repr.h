@@ -51,6 +51,11 @@ bool pyd_repr_kind(struct pyd_repr *r, uint64_t obj, enum pyd_kind *kind,
 /* Append the repr of the object at obj to out. */
 void pyd_repr_append(struct pyd_repr *r, uint64_t obj, struct pyd_buf *out);
 
+/* The same as a malloc'd string (NULL if out of memory); if tagged_int,
+ * obj is a 3.14+ stack reference holding an int (PyStackRef_TagInt):
+ * its value. */
+char *pyd_repr_str(struct pyd_repr *r, uint64_t obj, bool tagged_int);
+
 /* Python's repr() of a float: the shortest string that reads back. */
 void pyd_repr_float(double d, char *out, size_t outsz);
 

@@ -354,6 +354,7 @@ struct pyd_greenlet_set {
 	bool loaded;         /* the target imported greenlet */
 	char release[32];    /* greenlet.__version__, "" if not read */
 	bool unknown_layout; /* a release (or CPython) we have no table for */
+	bool layout_dwarf;   /* the layout came from the module's debug info */
 	bool truncated;      /* more than PYD_MAX_GREENLETS */
 	const void *layout;  /* the release's row, for pyd_greenlets_reread */
 };

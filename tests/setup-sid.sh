@@ -40,12 +40,15 @@ verify() {
 }
 
 # greenlet and gevent for tests/test_greenlets.py (built for sid's default
-# python3), best effort: without them (offline, a dated index) those tests
-# skip, and the chroot is still ready for the rest
-GREENLET_PKGS="python3-greenlet python3-gevent"
+# python3), and the headers it builds greenlet with again, with debug
+# information, from the sources Debian ships; best effort: without them
+# (offline, a dated index) those tests skip, and the chroot is still ready
+# for the rest
+GREENLET_PKGS="python3-greenlet python3-gevent libpython3.14-dev libpython3.15-dev"
 install_greenlet() {
     chroot "$DIR" /usr/bin/python3.14 -B -E -c 'import greenlet, gevent' \
-        >/dev/null 2>&1 && return 0
+        >/dev/null 2>&1 && [ -f "$DIR/usr/include/python3.15/Python.h" ] &&
+        return 0
     log "installing $GREENLET_PKGS into $DIR"
     [ -f /etc/resolv.conf ] && cp -L /etc/resolv.conf "$DIR/etc/resolv.conf" 2>/dev/null || true
     chroot "$DIR" /usr/bin/env DEBIAN_FRONTEND=noninteractive sh -c \

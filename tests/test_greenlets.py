@@ -10,8 +10,12 @@ snapshot; with --locals, every frame's arguments and locals.
 Interpreters without greenlet are skipped; with greenlet but
 not gevent (sid's 3.15) the target has plain greenlets only."""
 
+import fcntl
+import glob
 import json
 import os
+import shutil
+import subprocess
 
 import pytest
 
@@ -81,9 +85,10 @@ def start(interp, env_extra=None):
     return Target(interp, "greenlets", env_extra=env_extra)
 
 
-def check_doc(gt, argv, doc):
+def check_doc(gt, argv, doc, source="table"):
     assert doc["greenlet_version"] == gt["greenlet_version"]
     assert doc["layout_recognised"] is True
+    assert doc["layout_source"] == source, doc["layout_source"]
     states = sorted(set(g["state"] for g in gt["greenlets"]))
     assert states == ["dead", "running", "suspended", "unstarted"], states
     errs = compare_greenlets(gt, doc)
@@ -248,6 +253,78 @@ def test_greenlets_unknown_release(interp, tool):
     assert not e, e
     assert (doc["greenlet_version"], doc["layout_recognised"], doc["greenlets"]) == \
         ("9.9.0", False, []), doc
+
+
+DEBUG_GREENLET = "/tmp/pyd-greenlet-g"   # in the chroot: a greenlet with debug info
+
+
+def debug_greenlet(interp):
+    """The directory (as the chroot sees it) holding a copy of sid's greenlet
+    package whose _greenlet module is built again here, with -g, from the
+    C++ sources Debian ships in it (the host's g++, the chroot's Python
+    headers): a module with DWARF, which Debian's, stripped, lacks.  Built
+    once per version; skips the test if it cannot be."""
+    if not interp.chroot or not shutil.which("g++"):
+        pytest.skip("needs sid's chroot and g++ to build greenlet with debug info")
+    tag = "%d%d" % interp.minor
+    src = interp.host_path("/usr/lib/python3/dist-packages/greenlet")
+    inc = interp.host_path("/usr/include/python3.%d" % interp.minor[1])
+    multiarch = interp.host_path("/usr/include/x86_64-linux-gnu/python3.%d" % interp.minor[1])
+    if not os.path.isfile(os.path.join(src, "greenlet.cpp")) or \
+            not os.path.isfile(os.path.join(inc, "Python.h")):
+        pytest.skip("greenlet's sources or Python 3.%d's headers missing in the chroot "
+                    "(tests/setup-sid.sh installs them)" % interp.minor[1])
+    top = interp.host_path(DEBUG_GREENLET)
+    done = os.path.join(top, tag)
+    os.makedirs(top, exist_ok=True)
+    with open(os.path.join(top, ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not os.path.isdir(done):
+            work = os.path.join(top, tag + ".new")
+            shutil.rmtree(work, ignore_errors=True)
+            pkg = os.path.join(work, "greenlet")
+            shutil.copytree(src, pkg, ignore=shutil.ignore_patterns("*.so", "__pycache__"))
+            # pyconfig.h includes <x86_64-linux-gnu/python3.X/pyconfig.h>:
+            # the chroot's, not the host's
+            os.makedirs(os.path.join(work, "inc", "x86_64-linux-gnu"))
+            os.symlink(multiarch, os.path.join(work, "inc", "x86_64-linux-gnu",
+                                               "python3.%d" % interp.minor[1]))
+            so = os.path.join(pkg, "_greenlet.cpython-%s-x86_64-linux-gnu.so" % tag)
+            cmd = ["g++", "-std=gnu++17", "-shared", "-fPIC", "-g", "-O2",
+                   "-fno-strict-aliasing", "-I" + inc, "-I" + os.path.join(work, "inc"),
+                   os.path.join(pkg, "greenlet.cpp"), "-o", so]
+            r = subprocess.run(cmd, capture_output=True, timeout=300)
+            if r.returncode != 0:
+                pytest.fail("building greenlet with debug info failed: %s\n%s"
+                            % (" ".join(cmd), r.stderr.decode("utf-8", "replace")[-2000:]))
+            os.rename(work, done)
+    return os.path.join(DEBUG_GREENLET, tag)
+
+
+@pytest.mark.interps(lambda i: i.minor in SUPPORTED_MINORS)
+@pytest.mark.parametrize("source", ["live", "core"])
+def test_greenlets_debug_info(interp, tool, source):
+    """A greenlet module with debug information is read through it, in
+    any release: sid's greenlet built again with -g and made to say it is
+    9.9.0 (no row of ours) lists every greenlet exactly as the ground
+    truth has it, live and from a core (its file found through
+    --sysroot), with "layout_source": "debug info"."""
+    path = debug_greenlet(interp)
+    env = {"PYD_GREENLET_PATH": path, "PYD_GREENLET_VERSION": "9.9.0"}
+    if source == "core":
+        env.update(GCORE_TARGET_ENV)
+    with start(interp, env) as tg:
+        gt = tg.wait_ground_truth()
+        if source == "core":
+            argv, rc, out, err = saved_doc(tool, tg, interp, "core")
+        else:
+            argv, rc, out, err, _ = tool_run(tool, ["--greenlets", "--json", str(tg.pid)])
+    assert rc == 0, "%s exited %s: %s" % (" ".join(argv), rc, short(err))
+    doc, e = parse_json_out(out)
+    assert not e, e
+    assert gt["greenlet_version"] == "9.9.0"
+    assert glob.glob(interp.host_path(os.path.join(path, "greenlet", "_greenlet*.so")))
+    check_doc(gt, argv, doc, source="debug info")
 
 
 SAMPLE_TICKS = 200

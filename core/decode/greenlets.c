@@ -36,23 +36,10 @@
 
 #include "../grow.h"
 #include "../memsrc/pagecache.h"
+#include "greenlet_layout.h"
 #include "objects.h"
 #include "pending.h"
 #include "walk.h"
-
-struct glayout {
-	const char *release; /* greenlet.__version__ up to its second dot */
-	int minor_lo, minor_hi; /* the CPython 3.minors it is built for,
-				 * release and debug builds alike */
-	int32_t dict, pimpl; /* PyGreenlet.dict, .pimpl */
-	/* greenlet::Greenlet */
-	int32_t self, stack_start, stack_stop, top_frame, current_frame;
-	int32_t run_callable, parent; /* UserGreenlet */
-	int32_t thread_state;         /* MainGreenlet */
-	int32_t ts_current;           /* ThreadState.current_greenlet */
-	int32_t f_frame;              /* PyFrameObject.f_frame */
-	uint8_t impl_size;            /* bytes of the C++ object read */
-};
 
 static const struct glayout layouts[] = {
     /* greenlet 3.3 (TGreenlet.hpp of 3.3.2) on CPython 3.14 and 3.15:
@@ -127,7 +114,38 @@ static const struct glayout *find_layout(const struct pyd_session *s,
 	return NULL;
 }
 
-/* greenlet.greenlet and greenlet.__version__ of interp. */
+/* The layout the debug information of the file holding the greenlet
+ * type gives, found once a session; NULL without one. */
+static const struct glayout *dwarf_layout(struct pyd_session *s,
+					  uint64_t type)
+{
+	const struct pyd_memsrc *src = s->src;
+	const struct pyd_mapping *maps;
+	size_t n;
+	char used[4096];
+	if (s->greenlet_dwarf_state)
+		return s->greenlet_dwarf;
+	s->greenlet_dwarf_state = -1;
+	if (!src->mappings || !src->open_file || src->mappings(src->ctx, &maps, &n))
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (type < maps[i].start || type >= maps[i].end || !maps[i].path)
+			continue;
+		int fd = src->open_file(src->ctx, &maps[i], used, sizeof used);
+		struct glayout g;
+		if (fd < 0 || !pyd_greenlet_dwarf(fd, used, &g) ||
+		    !(s->greenlet_dwarf = malloc(sizeof g)))
+			return NULL;
+		*s->greenlet_dwarf = g;
+		s->greenlet_dwarf_state = 1;
+		return s->greenlet_dwarf;
+	}
+	return NULL;
+}
+
+/* greenlet.greenlet and greenlet.__version__ of interp; the layout from
+ * the module's debug information where it has some, else our row for
+ * its release. */
 static void find_module(struct gctx *c, uint64_t interp)
 {
 	uint64_t md = module_dict(c->s, interp, "greenlet._greenlet"), ver;
@@ -140,7 +158,10 @@ static void find_module(struct gctx *c, uint64_t interp)
 	    (str = pyd_read_str(c->s, ver)))
 		snprintf(c->out->release, sizeof c->out->release, "%s", str);
 	free(str);
-	c->gl = find_layout(c->s, c->out->release);
+	c->gl = dwarf_layout(c->s, c->type);
+	c->out->layout_dwarf = c->gl != NULL;
+	if (!c->gl)
+		c->gl = find_layout(c->s, c->out->release);
 	c->out->unknown_layout = !c->gl;
 }
 
@@ -324,7 +345,7 @@ static enum pyd_err read_greenlet(struct gctx *c, struct pyd_greenlet *g,
 				  uint64_t *stack)
 {
 	const struct glayout *gl = c->gl;
-	uint8_t impl[256];
+	uint8_t impl[PYD_GREENLET_IMPL_MAX];
 	uint64_t pimpl;
 	enum pyd_err err = pyd_read_ptr(c->s, g->id + (uint64_t)gl->pimpl, &pimpl);
 	if (err || !pimpl ||

@@ -120,6 +120,7 @@ void pyd_session_close(struct pyd_session *s)
 		pyd_code_free(s->codes[i]);
 	free(s->codes);
 	free(s->used);
+	free(s->greenlet_dwarf);
 	free(s);
 }
 

@@ -86,6 +86,10 @@ struct pyd_session {
 	struct pyd_line_slot lines[PYD_LINE_CACHE];
 	struct pyd_key_slot keys[PYD_KEY_CACHE];
 	struct pyd_type_slot types[PYD_TYPE_CACHE];
+	/* The greenlet module's layout from its debug information, looked
+	 * for once (greenlets.c): 0 not yet, 1 found, -1 none. */
+	struct glayout *greenlet_dwarf;
+	int greenlet_dwarf_state;
 };
 
 /* Note the first corruption met in the target's memory (printf-style):

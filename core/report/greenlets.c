@@ -82,7 +82,9 @@ void pyd_report_greenlets_text(struct pyd_buf *b,
 {
 	PUT(b, "\nGreenlets");
 	if (g->release[0])
-		pyd_buf_printf(b, " (greenlet %s)", g->release);
+		pyd_buf_printf(b, " (greenlet %s%s)", g->release,
+			       g->layout_dwarf ? "; layout from its debug info"
+					       : "");
 	PUT(b, ":\n");
 	if (!g->loaded)
 		PUT(b, "  (the target has not imported greenlet)\n");
@@ -135,9 +137,12 @@ void pyd_report_greenlets_json(struct pyd_buf *b,
 	pyd_buf_printf(b, ", \"greenlet_loaded\": %s, \"greenlet_version\": ",
 		       g->loaded ? "true" : "false");
 	pyd_buf_json_str(b, g->release[0] ? g->release : NULL);
-	pyd_buf_printf(b, ", \"layout_recognised\": %s, \"truncated\": %s",
-		       g->unknown_layout ? "false" : "true",
-		       g->truncated ? "true" : "false");
+	pyd_buf_printf(b, ", \"layout_recognised\": %s, \"layout_source\": ",
+		       g->unknown_layout ? "false" : "true");
+	pyd_buf_json_str(b, !g->loaded || g->unknown_layout ? NULL
+			    : g->layout_dwarf			 ? "debug info"
+								 : "table");
+	pyd_buf_printf(b, ", \"truncated\": %s", g->truncated ? "true" : "false");
 	PUT(b, ",\n \"greenlets\": [");
 	for (size_t i = 0; i < g->n; i++) {
 		pyd_buf_put(b, i ? ",\n  " : "\n  ", i ? 4 : 3);

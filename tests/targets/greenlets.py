@@ -18,8 +18,10 @@ __qualname__, "args": the receiver and arguments as --locals renders
 them}, from what this program knows of its own code and the frame's
 f_locals (null where no call is expected).
 
-With PYD_GREENLET_VERSION set, greenlet.__version__ is made to say it
-first: a release pystack-dump has no layout for.
+With PYD_GREENLET_PATH set, greenlet is imported from there first (a
+build with debug information); with PYD_GREENLET_VERSION set,
+greenlet.__version__ is made to say it: a release pystack-dump has no
+layout row for.
 
 usage: greenlets.py GROUND_TRUTH.json
 """
@@ -34,6 +36,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _pyd_common import _stack, base_truth, fail, write_json  # noqa: E402
 from _pyd_vars import brepr, frame_vars  # noqa: E402
 
+if os.environ.get("PYD_GREENLET_PATH"):
+    sys.path.insert(0, os.environ["PYD_GREENLET_PATH"])
 try:
     import greenlet
 except ImportError as e:

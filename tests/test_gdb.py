@@ -165,6 +165,9 @@ def bt_job(interp, tool, plugin):
         t.wait_settled()
         rc, parts, raw = gdb(plugin, ["-p", str(t.pid)],
                              ["py-bt", "py-bt all", "py-bt -n", "py-bt -N"])
+        # gdb's detach restarts the threads' system calls: until they
+        # block again they run, and pystack-dump would say so.
+        t.wait_settled()
         rc2, want, err = cli(tool, [str(t.pid)])
         if not want:
             raise TargetError("pystack-dump failed: " + err)
@@ -189,8 +192,9 @@ def bt_job(interp, tool, plugin):
                                "got: " + parts.get(1, "")[:300]))
         finally:
             os.unlink(core)
-        res.append(same("py-bt all (gdbserver)", gdbserver_output(plugin, t.pid),
-                        cli(tool, [str(t.pid)])[1]))
+        got = gdbserver_output(plugin, t.pid)
+        t.wait_settled()
+        res.append(same("py-bt all (gdbserver)", got, cli(tool, [str(t.pid)])[1]))
     return res
 
 
@@ -228,6 +232,7 @@ def locals_job(interp, tool, plugin):
                 + FRAME_COMMANDS[UP:] + MODULE_PRINTS)
         rc, parts, raw = gdb(plugin, ["-p", pid], cmds)
         got = dict((c, parts.get(i, "")) for i, c in enumerate(cmds))
+        t.wait_settled()
         want = cli(tool, ["--locals", pid])[1]
         res.append(same("py-bt -l (live)", got["py-bt -l"],
                         thread_block(want, t.gt["main_tid"]) or "(no main thread)"))

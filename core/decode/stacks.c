@@ -7,6 +7,7 @@
  * instruction pointer that gives the line.  A live target keeps running
  * while we read, so a thread whose stack changed under us is read again.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,8 +60,11 @@ static enum pyd_err frame_object(struct pyd_session *s, const uint8_t *buf,
 		pyd_code_get(s, pyd_u64_at(buf, L->frame_object.f_code));
 	if (!c)
 		return PYD_E_READ;
-	/* 3.10 counts f_lasti in 2-byte code units. */
-	int off = L->line_model == PY_LINES_310 && lasti >= 0 ? lasti * 2 : lasti;
+	/* 3.10 counts f_lasti in 2-byte code units (one too large to double
+	 * is corrupt: an offset past any code). */
+	int off = lasti;
+	if (L->line_model == PY_LINES_310 && lasti >= 0)
+		off = lasti <= INT_MAX / 2 ? lasti * 2 : INT_MAX;
 	if (!pyd_frame_push(out, c, pyd_code_line_cached(s, c, off)))
 		return PYD_E_NOMEM;
 	/* Before 3.11 every Python call is a call of the evaluation loop. */

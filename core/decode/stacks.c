@@ -560,7 +560,9 @@ static enum pyd_err dump_interp(struct dump_ctx *c, uint64_t interp)
 			return err;
 		}
 	}
-	if (!w.err)
+	/* An interpreter without threads adds none (and threads may be
+	 * NULL yet: no offset from it). */
+	if (!w.err && c->d->nthreads > first)
 		pyd_thread_names(s, interp, c->d->threads + first,
 				 c->d->nthreads - first);
 	return w.err;

@@ -307,15 +307,9 @@ static uint64_t word(const uint8_t *impl, int32_t off)
 /* The name of the function a greenlet runs (a plain function only). */
 static char *callable_name(struct pyd_session *s, uint64_t fn)
 {
-	char type[32];
-	uint64_t name;
-	uint64_t flags, t;
+	uint64_t name, t;
 	if (!fn || pyd_obj_type(s, fn, &t) ||
-	    pyd_read_ptr(s, t + (uint64_t)s->layout.object.tp_flags, &flags) ||
-	    !pyd_interp_static_type(s, t, flags))
-		return NULL;
-	pyd_type_name(s, t, type, sizeof type);
-	if (strcmp(type, "function") ||
+	    !pyd_builtin_type_is(s, t, "function") ||
 	    pyd_read_ptr(s, fn + (uint64_t)s->layout.objects.func_name, &name))
 		return NULL;
 	return pyd_read_str(s, name);

@@ -255,6 +255,19 @@ void pyd_type_name(struct pyd_session *s, uint64_t type, char *out,
 	snprintf(out, outsz, "%s", e->name);
 }
 
+bool pyd_builtin_type_is(struct pyd_session *s, uint64_t type,
+			 const char *name)
+{
+	uint64_t flags;
+	char have[64];
+	if (pyd_read_ptr(s, type + (uint64_t)s->layout.object.tp_flags,
+			 &flags) ||
+	    !pyd_interp_static_type(s, type, flags))
+		return false;
+	pyd_type_name(s, type, have, sizeof have);
+	return !strcmp(have, name);
+}
+
 void pyd_read_cstr(struct pyd_session *s, uint64_t name, char *out,
 		   size_t outsz)
 {

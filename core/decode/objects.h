@@ -72,6 +72,11 @@ bool pyd_interp_static_type(struct pyd_session *s, uint64_t type,
 void pyd_read_cstr(struct pyd_session *s, uint64_t addr, char *out,
 		   size_t outsz);
 
+/* Is type the interpreter's own static type called name ("function",
+ * "module", ...)? */
+bool pyd_builtin_type_is(struct pyd_session *s, uint64_t type,
+			 const char *name);
+
 /* The type's tp_name into out ("" on failure). */
 void pyd_type_name(struct pyd_session *s, uint64_t type, char *out,
 		   size_t outsz);

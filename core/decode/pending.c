@@ -38,20 +38,6 @@
 /* A frame whose value stack is deeper than this is not one. */
 #define MAX_STACK_BYTES (1u << 24)
 
-/* Is obj's type the interpreter's own type called name? */
-static bool builtin_of_type(struct pyd_session *s, uint64_t type,
-			    const char *name)
-{
-	uint64_t flags;
-	char have[64];
-	if (pyd_read_ptr(s, type + (uint64_t)s->layout.object.tp_flags,
-			 &flags) ||
-	    !pyd_interp_static_type(s, type, flags))
-		return false;
-	pyd_type_name(s, type, have, sizeof have);
-	return !strcmp(have, name);
-}
-
 /* A type's __name__: its tp_name after the module's dotted path. */
 static void short_type_name(struct pyd_session *s, uint64_t type, char *out,
 			    size_t outsz)
@@ -87,7 +73,7 @@ static char *cfunction_name(struct pyd_session *s, uint64_t fn)
 	if (!str[0])
 		return NULL;
 	if (self && !pyd_obj_type(s, self, &type) &&
-	    !builtin_of_type(s, type, "module"))
+	    !pyd_builtin_type_is(s, type, "module"))
 		short_type_name(s, type, owner, sizeof owner);
 	return joined(owner, str);
 }
@@ -148,19 +134,19 @@ static char *callable_qualname(struct pyd_session *s, uint64_t fn,
 	uint64_t type, inner, name;
 	if (!fn || pyd_obj_type(s, fn, &type))
 		return NULL;
-	if (builtin_of_type(s, type, "function"))
+	if (pyd_builtin_type_is(s, type, "function"))
 		return pyd_read_ptr(s, fn + (uint64_t)L->objects.func_qualname,
 				    &name)
 			       ? NULL
 			       : pyd_read_str(s, name);
-	if (builtin_of_type(s, type, "method"))
+	if (pyd_builtin_type_is(s, type, "method"))
 		return depth || pyd_read_ptr(s, fn + (uint64_t)L->objects.meth_func,
 					     &inner)
 			       ? NULL
 			       : callable_qualname(s, inner, depth + 1);
-	if (builtin_of_type(s, type, "builtin_function_or_method"))
+	if (pyd_builtin_type_is(s, type, "builtin_function_or_method"))
 		return cfunction_name(s, fn);
-	if (builtin_of_type(s, type, "method_descriptor"))
+	if (pyd_builtin_type_is(s, type, "method_descriptor"))
 		return descriptor_name(s, fn);
 	return cyfunction_name(s, fn, type);
 }

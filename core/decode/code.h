@@ -14,6 +14,15 @@ const struct pyd_code *pyd_code_get(struct pyd_session *s, uint64_t addr);
 bool pyd_frame_push(struct pyd_frame_buf *b, const struct pyd_code *c,
 		    int line);
 
+/* Byte offset of a frame object's f_lasti (<= 3.10): 3.10 counts it in
+ * 2-byte code units; negative is "not started", left as it is. */
+static inline int64_t pyd_lasti_offset(const struct py_layout *L,
+				       int32_t lasti)
+{
+	return L->line_model == PY_LINES_310 && lasti >= 0 ? 2 * (int64_t)lasti
+							   : lasti;
+}
+
 /* Byte offset of instruction pointer instr into the inline bytecode of
  * the code object at code (3.11+). */
 static inline int64_t pyd_iframe_offset(const struct py_layout *L,

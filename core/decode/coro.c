@@ -240,9 +240,8 @@ static enum pyd_err frame_object(struct tctx *c, uint64_t f,
 	uint64_t code = pyd_u64_at(buf, (uint64_t)L->frame_object.f_code);
 	int32_t lasti;
 	memcpy(&lasti, buf + L->frame_object.f_lasti, sizeof lasti);
-	bool units = L->line_model == PY_LINES_310;
-	if (!push_at(out, c, code,
-		     units && lasti >= 0 ? 2 * (int64_t)lasti : lasti))
+	int64_t off = pyd_lasti_offset(L, lasti);
+	if (!push_at(out, c, code, off))
 		return PYD_E_READ;
 	if (lasti < 0)
 		return PYD_OK; /* not started */
@@ -265,7 +264,7 @@ static enum pyd_err frame_object(struct tctx *c, uint64_t f,
 	/* In `await` / `yield from` when the next opcode is YIELD_FROM. */
 	uint64_t co_code;
 	uint8_t op;
-	int64_t at = (units ? 2 * (int64_t)lasti : lasti) + 2;
+	int64_t at = off + 2;
 	if (pyd_read_ptr(c->s, code + (uint64_t)o->co_code, &co_code) ||
 	    tasks_rd(c, co_code + (uint64_t)L->bytes.ob_sval + (uint64_t)at, &op,
 		     1))
@@ -488,9 +487,7 @@ enum pyd_err tasks_running_stack(struct tctx *c, uint64_t tstate,
 			prev = pyd_u64_at(buf, (uint64_t)L->frame_object.f_back);
 			memcpy(&lasti, buf + L->frame_object.f_lasti,
 			       sizeof lasti);
-			off = L->line_model == PY_LINES_310 && lasti >= 0
-				      ? 2 * (int64_t)lasti
-				      : lasti;
+			off = pyd_lasti_offset(L, lasti);
 		} else {
 			code = pyd_u64_at(buf, (uint64_t)L->iframe.code) &
 			       ~L->code_tag_mask;

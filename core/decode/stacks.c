@@ -60,12 +60,11 @@ static enum pyd_err frame_object(struct pyd_session *s, const uint8_t *buf,
 		pyd_code_get(s, pyd_u64_at(buf, L->frame_object.f_code));
 	if (!c)
 		return PYD_E_READ;
-	/* 3.10 counts f_lasti in 2-byte code units (one too large to double
-	 * is corrupt: an offset past any code). */
-	int off = lasti;
-	if (L->line_model == PY_LINES_310 && lasti >= 0)
-		off = lasti <= INT_MAX / 2 ? lasti * 2 : INT_MAX;
-	if (!pyd_frame_push(out, c, pyd_code_line_cached(s, c, off)))
+	/* A 3.10 f_lasti too large to double is corrupt: an offset past
+	 * any code. */
+	int64_t off = pyd_lasti_offset(L, lasti);
+	int line = pyd_code_line_cached(s, c, off > INT_MAX ? INT_MAX : (int)off);
+	if (!pyd_frame_push(out, c, line))
 		return PYD_E_NOMEM;
 	/* Before 3.11 every Python call is a call of the evaluation loop. */
 	out->v[out->n - 1].entry = true;

@@ -28,6 +28,9 @@ struct pyd_frame {
 	 * called into the interpreter here (py-bt -n pairs each such run
 	 * with its _PyEval_EvalFrameDefault native frame). */
 	bool entry;
+	/* Its code is a generator's, a coroutine's or an async
+	 * generator's. */
+	bool generator;
 	/* Stands for the outer frames a sampled stack deeper than
 	 * PYD_MAX_FRAMES left out: function is "<truncated N frames>". */
 	bool elided;

@@ -45,9 +45,11 @@ fields() {
 		echo "exc.item_value _PyErr_StackItem exc_value"
 	else echo "exc.handled PyThreadState exc_value"; fi
 	((minor >= 11)) && echo "tstate.native_thread_id PyThreadState native_thread_id"
+	((minor >= 15)) && echo "tstate.base_frame PyThreadState base_frame"
 	((minor >= 10)) && lt=co_linetable
 	((minor == 11)) && echo "iframe.is_entry $F is_entry"
-	((minor == 11 || minor == 12)) && { frame=cframe; echo "cframe.current_frame _PyCFrame current_frame"; }
+	((minor == 11 || minor == 12)) && { frame=cframe; echo "cframe.current_frame _PyCFrame current_frame"
+		echo "cframe.root PyThreadState root_cframe"; }
 	((minor >= 11)) && ts=threads.head
 	((minor >= 12)) && { echo "interp.gil_ptr PyInterpreterState ceval.gil"
 		echo "gil.locked $G locked"; echo "gil.last_holder $G last_holder"; }
@@ -113,9 +115,9 @@ fi
 # Lay the numbers out as the table's designated initializers.
 groups="runtime:interpreters_head,tstate_current,gc_collecting
 interp:next,tstate_head,id,gil_ptr,gc_collecting
-gil:locked,last_holder tstate:next,interp,frame,thread_id,native_thread_id
+gil:locked,last_holder tstate:next,interp,frame,thread_id,native_thread_id,base_frame
 exc:raised,handled,info,item_value
-cframe:current_frame frame_object:f_back,f_code,f_lasti
+cframe:current_frame,root frame_object:f_back,f_code,f_lasti
 iframe:code,previous,instr,owner,is_entry
 code:filename,name,qualname,firstlineno,linetable,code_adaptive
 unicode:length,state,ascii_size,compact_size,legacy_data bytes:ob_size,ob_sval

@@ -211,6 +211,7 @@ static const struct published published[] = {
 	{ "thread_state.current_frame", AT(tstate.frame), 8 },
 	{ "thread_state.thread_id", AT(tstate.thread_id), 8 },
 	{ "thread_state.native_thread_id", AT(tstate.native_thread_id), 8 },
+	{ "thread_state.base_frame", AT(tstate.base_frame), 8 },
 	{ "thread_state.datastack_chunk", AT(datastack.chunk), 8 },
 	{ "thread_state.current_exception", AT(exc.raised), 8 },
 	{ "interpreter_frame.previous", AT(iframe.previous), 8 },

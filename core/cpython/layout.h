@@ -99,6 +99,9 @@ struct py_layout {
 		int32_t frame;
 		int32_t thread_id;        /* pthread_t */
 		int32_t native_thread_id; /* 3.8+ */
+		/* 3.15+: a pointer to the frame every chain of the thread
+		 * ends at (owned by the interpreter) */
+		int32_t base_frame;
 	} tstate;
 
 	/* The exceptions of a thread (-m exception), as CPython 3.15's own
@@ -117,6 +120,9 @@ struct py_layout {
 
 	struct { /* _PyCFrame (3.11-3.12) */
 		int32_t current_frame;
+		/* PyThreadState.root_cframe: where tstate->cframe points
+		 * while the thread runs no Python */
+		int32_t root;
 	} cframe;
 
 	struct { /* PyFrameObject (<= 3.10) */

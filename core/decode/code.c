@@ -62,7 +62,8 @@ static struct pyd_code *code_read(struct pyd_session *s, uint64_t addr)
 	const struct py_layout *L = &s->layout;
 	int32_t offs[] = {L->code.filename,    L->code.name,
 			  L->code.qualname,    L->code.firstlineno,
-			  L->code.linetable,   L->datastack.framesize};
+			  L->code.linetable,   L->datastack.framesize,
+			  L->vars.co_flags};
 	int32_t end = 0;
 	for (size_t i = 0; i < sizeof offs / sizeof *offs; i++)
 		if (offs[i] + 8 > end)
@@ -78,6 +79,8 @@ static struct pyd_code *code_read(struct pyd_session *s, uint64_t addr)
 	int32_t first;
 	memcpy(&first, buf + L->code.firstlineno, sizeof first);
 	c->firstlineno = first;
+	if (L->vars.co_flags != PYD_NO_FIELD)
+		memcpy(&c->flags, buf + L->vars.co_flags, sizeof c->flags);
 	if (L->datastack.framesize != PYD_NO_FIELD)
 		memcpy(&c->framesize, buf + L->datastack.framesize,
 		       sizeof c->framesize);
@@ -293,6 +296,7 @@ bool pyd_frame_push(struct pyd_frame_buf *b, const struct pyd_code *c,
 		.file = c->file,
 		.line = line,
 		.firstline = c->firstlineno,
+		.generator = (c->flags & PYD_CO_GENERATOR_KINDS) != 0,
 	};
 	return true;
 }

@@ -14,6 +14,11 @@ const struct pyd_code *pyd_code_get(struct pyd_session *s, uint64_t addr);
 bool pyd_frame_push(struct pyd_frame_buf *b, const struct pyd_code *c,
 		    int line);
 
+/* co_flags of generators', coroutines' and async generators' code
+ * (CO_GENERATOR, CO_COROUTINE, CO_ASYNC_GENERATOR: the same bits in
+ * 3.6-3.15). */
+#define PYD_CO_GENERATOR_KINDS (0x20u | 0x80u | 0x200u)
+
 /* Byte offset of a frame object's f_lasti (<= 3.10): 3.10 counts it in
  * 2-byte code units; negative is "not started", left as it is. */
 static inline int64_t pyd_lasti_offset(const struct py_layout *L,

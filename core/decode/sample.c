@@ -740,19 +740,21 @@ static void save_tail(struct pyd_sampler *sp, struct sthread *t,
 }
 
 /* The stack of thread t into sp->fb: from the batch, then (if that
- * failed: a node changed between the batch and the walk) read afresh. */
+ * failed: a node changed between the batch and the walk, or the walk
+ * caught the thread mid-change) read afresh, as often as a dump would
+ * before the thread's sample is dropped. */
 static enum pyd_err walk(struct pyd_sampler *sp, struct sthread *t)
 {
 	enum pyd_err err = PYD_OK;
 	t->same_out = 0;
 	if (t->in_batch)
 		find_same(sp, t);
-	for (int attempt = 0; attempt < 2; attempt++) {
+	for (int attempt = 0; attempt < PYD_WALK_ATTEMPTS; attempt++) {
 		struct batch_reader r = {
 		    .sp = sp, .t = t, .use_batch = attempt == 0 && t->in_batch};
 		struct pyd_node_reader nr = {batch_get, &r, batch_known};
-		uint64_t top;
-		err = pyd_walk_thread(sp->s, t->tstate, &nr, &sp->fb, &top);
+		err = pyd_walk_thread(sp->s, t->tstate, &nr, &sp->fb,
+		                      attempt + 1 == PYD_WALK_ATTEMPTS);
 		if (r.walked < t->npred) {
 			t->npred = r.walked;
 			sp->plan_valid = false;

@@ -15,6 +15,7 @@ struct pyd_code {
 	uint64_t addr;
 	char *name, *qualname, *file;
 	int firstlineno;
+	uint32_t flags; /* co_flags */
 	int framesize; /* 3.12+: words a frame of it takes on the data stack */
 	uint8_t *linetable;
 	size_t linetable_len;
@@ -106,12 +107,36 @@ static inline void pyd_session_refill(struct pyd_session *s)
 /* Free a code object's record and all it holds. */
 void pyd_code_free(struct pyd_code *c);
 
+/*
+ * Where a thread's chain of frames ended, as a thread's stack can start
+ * there or not.  A generator's link to its caller is cleared at every
+ * yield and set again at every resume, and a thread state or a
+ * _PyCFrame points at a frame before the frame is linked: a read that
+ * lands in between finds a chain that ends too soon.
+ */
+enum pyd_walk_end {
+	PYD_WALK_WHOLE, /* where a stack starts (or not ended: see end_at) */
+	/* where a stack may start, and a torn read ends too: a generator's
+	 * frame before 3.12 (C code may run one as a thread's first), a
+	 * shim with no Python frame inside it (a thread leaving its last) */
+	PYD_WALK_DOUBT,
+	/* where no stack starts: a Python frame from 3.12 (every run of
+	 * the evaluation loop starts at a shim), a frame other than the
+	 * thread's base frame (3.15+), no frame in a _PyCFrame of a run
+	 * of the loop (3.11, 3.12) */
+	PYD_WALK_TORN,
+};
+
 /* A growable array of frames; the decoders' common output. */
 struct pyd_frame_buf {
 	struct pyd_frame *v;
 	size_t n, cap;
 	uint64_t loop_at; /* the frame a walk met twice, else 0 */
 	bool more; /* the walk stopped at PYD_MAX_FRAMES: frames are left */
+	/* How the chain ended, and at which node (0: it did not end: cut
+	 * at PYD_MAX_FRAMES, or the rest was known). */
+	enum pyd_walk_end end;
+	uint64_t end_at;
 };
 
 /*
@@ -135,11 +160,25 @@ struct pyd_node_reader {
 		      struct pyd_frame_buf *out);
 };
 
-/* The Python stack of the thread state at tstate into out (innermost
- * first); *top is its first frame (0: it runs no Python). */
+/*
+ * The Python stack of the thread state at tstate into out (innermost
+ * first; none if it runs no Python).  PYD_E_TORN, with the frames read in
+ * out, where the walk went through but read the thread mid-change (its
+ * chain ended at PYD_WALK_TORN, or at PYD_WALK_DOUBT unless last): the
+ * caller reads again, up to PYD_WALK_ATTEMPTS times, last true on its
+ * last attempt, where a doubtful end is taken as whole (a race is not
+ * won that often in a row).
+ */
 enum pyd_err pyd_walk_thread(struct pyd_session *s, uint64_t tstate,
 			     const struct pyd_node_reader *r,
-			     struct pyd_frame_buf *out, uint64_t *top);
+			     struct pyd_frame_buf *out, bool last);
+
+/* Reads of a thread's stack before it is called torn.  A generator's
+ * frame is entered and left millions of times a second and a read finds
+ * it left at most a quarter of the time (caught running when its thread
+ * was read, left when the frame was): 16 reads all torn is a chance of
+ * 2^-32 at worst, and a thread read torn costs only its re-reads. */
+#define PYD_WALK_ATTEMPTS 16
 
 /* The same from the frame at f, the idx-th node the reader is asked
  * for: frames that no thread state points at (a suspended greenlet's). */

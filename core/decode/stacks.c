@@ -21,8 +21,6 @@
 #include "unicode.h"
 #include "walk.h"
 
-/* Times we re-read a stack that changed under us. */
-#define MAX_RETRIES 8
 /* glibc x86-64: offsetof(struct pthread, tid).  Before 3.8 the thread
  * state only has pthread_self(), which points at that struct. */
 #define GLIBC_PTHREAD_TID 0x2d0
@@ -48,9 +46,13 @@ static size_t frame_len(const struct py_layout *L)
 	return (size_t)hi;
 }
 
-/* <= 3.10: a PyFrameObject; its f_back is next. */
+/* <= 3.10: a PyFrameObject; its f_back is next.  *end: what the chain
+ * would be if it ended here (a generator's frame is a thread's first
+ * only when C code ran it first, which a read cannot tell from one
+ * caught between a yield and the next resume). */
 static enum pyd_err frame_object(struct pyd_session *s, const uint8_t *buf,
-				 struct pyd_frame_buf *out, uint64_t *next)
+				 struct pyd_frame_buf *out, uint64_t *next,
+				 enum pyd_walk_end *end)
 {
 	const struct py_layout *L = &s->layout;
 	int32_t lasti;
@@ -68,54 +70,96 @@ static enum pyd_err frame_object(struct pyd_session *s, const uint8_t *buf,
 		return PYD_E_NOMEM;
 	/* Before 3.11 every Python call is a call of the evaluation loop. */
 	out->v[out->n - 1].entry = true;
+	*end = out->v[out->n - 1].generator ? PYD_WALK_DOUBT : PYD_WALK_WHOLE;
 	return PYD_OK;
 }
 
-/* 3.11+: a _PyInterpreterFrame; previous is next. */
+/* 3.11+: a _PyInterpreterFrame; previous is next.  *end as for
+ * frame_object.  From 3.12 every run of the evaluation loop starts at a
+ * shim: a chain ends at one, and at one that has a Python frame inside
+ * it unless the thread is just leaving its last. */
 static enum pyd_err interp_frame(struct pyd_session *s, const uint8_t *buf,
-				 struct pyd_frame_buf *out, uint64_t *next)
+				 struct pyd_frame_buf *out, uint64_t *next,
+				 enum pyd_walk_end *end)
 {
 	const struct py_layout *L = &s->layout;
 	uint64_t code = pyd_u64_at(buf, L->iframe.code) & ~L->code_tag_mask;
 	int owner = buf[L->iframe.owner];
+	bool shims = L->owner_first_shim != PYD_NO_FIELD;
 	*next = pyd_u64_at(buf, L->iframe.previous);
 	/* C-stack shims and interpreter base frames run no Python; a shim
 	 * (3.12+) sits right behind the frame that C code entered. */
-	if (L->owner_first_shim != PYD_NO_FIELD &&
-	    owner >= L->owner_first_shim) {
+	if (shims && owner >= L->owner_first_shim) {
+		*end = out->n ? PYD_WALK_WHOLE : PYD_WALK_DOUBT;
 		if (out->n)
 			out->v[out->n - 1].entry = true;
 		return PYD_OK;
 	}
 	enum pyd_err err = pyd_frame_push_iframe(s, out, code,
 						 pyd_u64_at(buf, L->iframe.instr));
-	if (!err && L->iframe.is_entry != PYD_NO_FIELD)
-		out->v[out->n - 1].entry = buf[L->iframe.is_entry] != 0;
-	return err;
+	if (err)
+		return err;
+	struct pyd_frame *f = &out->v[out->n - 1];
+	if (L->iframe.is_entry != PYD_NO_FIELD)
+		f->entry = buf[L->iframe.is_entry] != 0;
+	*end = shims ? PYD_WALK_TORN
+		     : f->generator ? PYD_WALK_DOUBT : PYD_WALK_WHOLE;
+	return PYD_OK;
+}
+
+/* The thread-state node: its frame pointer and, where the thread state
+ * points at the base frame every stack of it ends at (3.15+), that
+ * pointer, in one read. */
+static int32_t tstate_node_len(const struct py_layout *L)
+{
+	int32_t base = L->tstate.base_frame;
+	return base > L->tstate.frame && base - L->tstate.frame <= 64
+		       ? base - L->tstate.frame + 8
+		       : 8;
 }
 
 enum pyd_err pyd_walk_thread(struct pyd_session *s, uint64_t tstate,
 			     const struct pyd_node_reader *r,
-			     struct pyd_frame_buf *out, uint64_t *top)
+			     struct pyd_frame_buf *out, bool last)
 {
 	const struct py_layout *L = &s->layout;
 	enum pyd_err err = PYD_OK;
+	int32_t len = tstate_node_len(L);
 	out->n = 0;
+	out->end = PYD_WALK_WHOLE;
 	const uint8_t *b = r->get(r->ctx, 0, tstate + (uint64_t)L->tstate.frame,
-				  8, &err);
+				  (size_t)len, &err);
+	/* A snapshot from an older release kept the frame pointer alone. */
+	if (!b && len > 8)
+		b = r->get(r->ctx, 0, tstate + (uint64_t)L->tstate.frame,
+			   (size_t)(len = 8), &err);
 	if (!b)
 		return err;
 	uint64_t f = pyd_u64_at(b, 0);
+	uint64_t base = len > 8 ? pyd_u64_at(b, (size_t)len - 8) : 0;
 	size_t idx = 1;
 	if (L->frame_model == PY_FRAMES_CFRAME && f) {
+		uint64_t cframe = f;
 		b = r->get(r->ctx, idx++, f + (uint64_t)L->cframe.current_frame,
 			   8, &err);
 		if (!b)
 			return err;
 		f = pyd_u64_at(b, 0);
+		/* A run of the evaluation loop points the thread at its own
+		 * _PyCFrame a moment before it gives it its first frame:
+		 * only the thread state's root one stands for no Python. */
+		if (!f && cframe != tstate + (uint64_t)L->cframe.root) {
+			out->end = PYD_WALK_TORN;
+			return PYD_E_TORN;
+		}
 	}
-	*top = f;
-	return pyd_walk_chain(s, f, idx, r, out);
+	if ((err = pyd_walk_chain(s, f, idx, r, out)))
+		return err;
+	if (base && out->end_at)
+		out->end = out->end_at == base ? PYD_WALK_WHOLE : PYD_WALK_TORN;
+	return out->end == PYD_WALK_TORN || (out->end == PYD_WALK_DOUBT && !last)
+		       ? PYD_E_TORN
+		       : PYD_OK;
 }
 
 enum pyd_err pyd_walk_chain(struct pyd_session *s, uint64_t f, size_t idx,
@@ -128,10 +172,13 @@ enum pyd_err pyd_walk_chain(struct pyd_session *s, uint64_t f, size_t idx,
 	size_t flen = frame_len(L);
 	/* Brent's cycle check: a frame met again is a chain that loops
 	 * (corrupt memory, or a live stack read mid-change). */
-	uint64_t mark = 0;
+	uint64_t mark = 0, at = 0;
 	size_t power = 1, steps = 0;
+	enum pyd_walk_end end = PYD_WALK_WHOLE;
 	out->loop_at = 0;
 	out->more = false;
+	out->end = PYD_WALK_WHOLE;
+	out->end_at = 0;
 	while (f && out->n < PYD_MAX_FRAMES) {
 		if (f == mark) {
 			out->loop_at = f;
@@ -151,28 +198,21 @@ enum pyd_err pyd_walk_chain(struct pyd_session *s, uint64_t f, size_t idx,
 		if (!(b = r->get(r->ctx, idx++, f, flen, &err)))
 			return err;
 		size_t had = out->n;
-		uint64_t at = f;
+		at = f;
 		err = L->frame_model == PY_FRAMES_OBJECT
-			      ? frame_object(s, b, out, &f)
-			      : interp_frame(s, b, out, &f);
+			      ? frame_object(s, b, out, &f, &end)
+			      : interp_frame(s, b, out, &f, &end);
 		if (err)
 			return err;
 		if (out->n > had)
 			out->v[had].addr = at;
 	}
 	out->more = f != 0;
+	if (!f) {
+		out->end = end;
+		out->end_at = at;
+	}
 	return PYD_OK;
-}
-
-/* The first frame of a thread, or 0 if it runs no Python right now. */
-static enum pyd_err top_frame(struct pyd_session *s, uint64_t tstate,
-			      uint64_t *frame)
-{
-	const struct py_layout *L = &s->layout;
-	enum pyd_err err = pyd_read_ptr(s, tstate + (uint64_t)L->tstate.frame, frame);
-	if (err || L->frame_model != PY_FRAMES_CFRAME || !*frame)
-		return err;
-	return pyd_read_ptr(s, *frame + (uint64_t)L->cframe.current_frame, frame);
 }
 
 /* Nodes read one by one before the walk reads whole pages: an ordinary
@@ -205,12 +245,11 @@ static const uint8_t *plain_get(void *ctx, size_t index, uint64_t addr,
 }
 
 static enum pyd_err walk_once(struct pyd_session *s, uint64_t tstate,
-			      struct pyd_frame_buf *out, uint64_t *top)
+			      struct pyd_frame_buf *out, bool last)
 {
 	struct plain_reader pr = {.s = s};
 	struct pyd_node_reader r = {plain_get, &pr, NULL};
-	*top = 0;
-	enum pyd_err err = pyd_walk_thread(s, tstate, &r, out, top);
+	enum pyd_err err = pyd_walk_thread(s, tstate, &r, out, last);
 	if (pr.cached)
 		pyd_pagecache_free(&pr.cache);
 	return err;
@@ -229,24 +268,22 @@ enum pyd_err pyd_walk_from(struct pyd_session *s, uint64_t frame,
 }
 
 /*
- * Walk a thread's stack until two reads agree on where it starts and the
- * walk itself went through: a frame freed mid-walk shows up as a bad read.
+ * Walk a thread's stack until a walk goes through: a frame freed mid-walk
+ * shows up as a bad read, a generator left mid-walk as a chain that ends
+ * too soon.  Each read of a link is the caller the frame had when read,
+ * so a walk that goes through is the stack the thread had, even if its
+ * top frame has changed since.
  */
 static enum pyd_err walk_stable(struct pyd_session *s, uint64_t tstate,
 				struct pyd_frame_buf *out, unsigned *retries)
 {
 	enum pyd_err err = PYD_OK;
-	for (unsigned i = 0; i <= MAX_RETRIES; i++) {
-		uint64_t top = 0, again = 0;
-		err = walk_once(s, tstate, out, &top);
-		if (err == PYD_E_EXITED || err == PYD_E_NOMEM)
+	for (unsigned i = 0; i < PYD_WALK_ATTEMPTS; i++) {
+		bool last = i + 1 == PYD_WALK_ATTEMPTS;
+		err = walk_once(s, tstate, out, last);
+		if (!err || err == PYD_E_EXITED || err == PYD_E_NOMEM)
 			return err;
-		enum pyd_err err2 = top_frame(s, tstate, &again);
-		if (err2 == PYD_E_EXITED)
-			return err2;
-		if (!err && !err2 && again == top)
-			return PYD_OK;
-		if (i < MAX_RETRIES)
+		if (!last)
 			(*retries)++;
 	}
 	/* A chain that loops on every read is no stack changing under us. */
@@ -379,13 +416,14 @@ static bool recover_outer(struct pyd_session *s, uint64_t tstate,
 	size_t flen = frame_len(L), shims = 0;
 	for (size_t i = n; ok && i-- > 0;) {
 		uint64_t next;
+		enum pyd_walk_end end;
 		size_t had = out->n;
 		ok = flen <= sizeof buf && !pyd_read(s->src, v[i], buf, flen);
 		if (ok && L->owner_first_shim != PYD_NO_FIELD)
 			shims += buf[L->iframe.owner] >= L->owner_first_shim;
 		if (!ok || i >= k)
 			continue; /* read by the walk already */
-		ok = !interp_frame(s, buf, out, &next);
+		ok = !interp_frame(s, buf, out, &next, &end);
 		if (ok && out->n > had)
 			out->v[had].addr = v[i];
 	}

@@ -17,6 +17,13 @@ static int check_failures, check_count;
 		}                                                             \
 	} while (0)
 
+/* A struct pyd_frame of a made-up stack: the rest of its fields zero. */
+#define FRAME(fn, qn, fl, ln, first)                                          \
+	{                                                                     \
+		.function = (fn), .qualname = (qn), .file = (fl),             \
+		.line = (ln), .firstline = (first)                            \
+	}
+
 /* Write len bytes to dir/name (dir NULL: name is the path), checked. */
 static inline void check_save(const char *dir, const char *name,
 			      const void *data, size_t len)

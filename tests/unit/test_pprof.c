@@ -225,14 +225,14 @@ static void add(struct pyd_profile *p, int64_t tid, const char *name,
 static struct pyd_profile *build(void)
 {
 	static const struct pyd_frame f20[] = {
-	    {"f", "f", "/app/m.py", 20, false, false, 0, 0, 19, false},
-	    {"<module>", "<module>", "/app/m.py", 3, false, false, 0, 0, 1, false}};
+	    FRAME("f", "f", "/app/m.py", 20, 19),
+	    FRAME("<module>", "<module>", "/app/m.py", 3, 1)};
 	static const struct pyd_frame f21[] = {
-	    {"f", "f", "/app/m.py", 21, false, false, 0, 0, 19, false},
-	    {"<module>", "<module>", "/app/m.py", 3, false, false, 0, 0, 1, false}};
-	static const struct pyd_frame task[] = {{"g", "C.g", "/app/g.py", 5, false, false, 0, 0, 4, false},
-	                                        {"Task-1", NULL, NULL, -1, false, false, 0, 0, 0, false},
-	                                        {"run", "run", "/app/g.py", 9, false, false, 0, 0, 8, false}};
+	    FRAME("f", "f", "/app/m.py", 21, 19),
+	    FRAME("<module>", "<module>", "/app/m.py", 3, 1)};
+	static const struct pyd_frame task[] = {FRAME("g", "C.g", "/app/g.py", 5, 4),
+	                                        FRAME("Task-1", NULL, NULL, -1, 0),
+	                                        FRAME("run", "run", "/app/g.py", 9, 8)};
 	struct pyd_profile *p = pyd_profile_new(true, 0);
 	if (!p || pyd_profile_process(p, 4242, 1, "python3 m.py", "3.12.1"))
 		return NULL;

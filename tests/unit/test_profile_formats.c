@@ -117,20 +117,20 @@ static struct pyd_profile *make_profile(void)
 {
 	struct pyd_profile *p = pyd_profile_new(true, 0);
 	const struct pyd_frame main_stack[] = {
-	    {"leaf", "Outer.leaf", "/app/x.py", 30, false, false, 0, 0, 28, false},
-	    {"mid", "mid", "/app/x.py", 20, false, false, 0, 0, 18, false},
-	    {"main", "main", "/app/main.py", 10, false, false, 0, 0, 1, false},
+	    FRAME("leaf", "Outer.leaf", "/app/x.py", 30, 28),
+	    FRAME("mid", "mid", "/app/x.py", 20, 18),
+	    FRAME("main", "main", "/app/main.py", 10, 1),
 	};
 	const struct pyd_frame evil_stack[] = {
-	    {EVIL, NULL, "/app/\xc3\xa9t\xc3\xa9.py", 5, false, false, 0, 0, 3, false},
-	    {"mid", "mid", "/app/x.py", 21, false, false, 0, 0, 18, false},
-	    {"main", "main", "/app/main.py", 10, false, false, 0, 0, 1, false},
+	    FRAME(EVIL, NULL, "/app/\xc3\xa9t\xc3\xa9.py", 5, 3),
+	    FRAME("mid", "mid", "/app/x.py", 21, 18),
+	    FRAME("main", "main", "/app/main.py", 10, 1),
 	};
 	/* A task awaiting, below the task boundary (file NULL). */
 	const struct pyd_frame task_stack[] = {
-	    {"sleep", "sleep", "/usr/lib/asyncio/tasks.py", 600, false, false, 0, 0, 590, false},
-	    {"worker", "worker", "/app/x.py", 40, false, false, 0, 0, 38, false},
-	    {"Task-2", NULL, NULL, 0, false, false, 0, 0, 0, false},
+	    FRAME("sleep", "sleep", "/usr/lib/asyncio/tasks.py", 600, 590),
+	    FRAME("worker", "worker", "/app/x.py", 40, 38),
+	    FRAME("Task-2", NULL, NULL, 0, 0),
 	};
 	if (!p || pyd_profile_process(p, 4242, 1, "python3 main.py", "3.12.1"))
 		return NULL;
@@ -256,7 +256,7 @@ static void test_pstats(const struct pyd_profile *p, const char *dir)
 static void test_by_process(const char *dir)
 {
 	struct pyd_profile *p = make_profile();
-	const struct pyd_frame job[] = {{"job", "job", "/app/w.py", 3, false, false, 0, 0, 1, false}};
+	const struct pyd_frame job[] = {FRAME("job", "job", "/app/w.py", 3, 1)};
 	CHECK_EQ(pyd_profile_process(p, 77, 4242, "python3 worker.py", "3.12.1"), 1);
 	pyd_profile_add(p, 1, 100, "MainThread", job, 1, false);
 	pyd_profile_finish(p);

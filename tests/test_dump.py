@@ -28,14 +28,33 @@ def dump_job(interp, target, tool):
         errs = [err] if err else compare(gt, doc, interp, tg.pid)
         results.append(Result("dump", "FAIL" if errs else "PASS", "\n".join(errs)))
         if target == "busy":
+            errs = run_states(gt, doc, "")
             ldoc, err = parse_dump(*tool.dump(tg.pid, locked=True))
-            errs = [err] if err else compare(gt, ldoc, interp, tg.pid)
+            errs += [err] if err else (compare(gt, ldoc, interp, tg.pid)
+                                       + run_states(gt, ldoc, "--locked"))
             errs += check_not_stopped(tg.pid)
+            # The detach restarted the blocked threads' system calls.
+            tg.wait_settled()
+            ndoc, err = parse_dump(*tool.dump(tg.pid, native=True))
+            errs += [err] if err else run_states(gt, ndoc, "--native")
             results.append(Result("busy --locked", "FAIL" if errs else "PASS",
                                   "\n".join(errs)))
         if target in ORACLE_TARGETS and interp.minor >= ORACLE_MIN:
             results.append(oracle_result(interp, target, tg.pid, gt, doc))
     return results
+
+
+def run_states(gt, doc, how):
+    """The thread spinning in pure Python is running, the blocked ones
+    idle, as the OS had them before a dump paused them."""
+    errs = []
+    busy = set(t["tid"] for t in gt["threads"] if t["busy"])
+    for t in doc["threads"]:
+        want = "running" if t["tid"] in busy else "idle"
+        if t["state"] != want:
+            errs.append("dump %s: thread %r is %r, not %r"
+                        % (how, t["name"], t["state"], want))
+    return errs
 
 
 def oracle_result(interp, target, pid, gt, doc):

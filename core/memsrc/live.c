@@ -38,6 +38,9 @@ struct pyd_live {
 	struct pyd_os_thread *threads;
 	size_t nthreads;
 	int64_t *paused; /* tids we seized */
+	/* each one's run state when seized: a stopped thread is in no
+	 * state of its own */
+	enum pyd_thread_run *paused_run;
 	size_t npaused;
 	/* Open /proc/PID/task/TID/stat files, for thread_run. */
 	struct stat_fd {
@@ -305,10 +308,14 @@ static void read_task_file(int pid, long tid, const char *what, char *buf,
 	buf[n > 0 ? n : 0] = 0;
 }
 
-static enum pyd_thread_run run_state(int pid, long tid)
+/* Thread tid's run state: as it was when we seized it, if we did. */
+static enum pyd_thread_run run_state(const struct pyd_live *l, long tid)
 {
 	char stat[512];
-	read_task_file(pid, tid, "stat", stat, sizeof stat);
+	for (size_t i = 0; i < l->npaused; i++)
+		if (l->paused[i] == tid)
+			return l->paused_run[i];
+	read_task_file(l->pid, tid, "stat", stat, sizeof stat);
 	return parse_run_state(stat);
 }
 
@@ -345,7 +352,7 @@ static enum pyd_err live_threads(void *ctx, const struct pyd_os_thread **out,
 		th->tid = tid;
 		read_task_file(l->pid, tid, "comm", th->name, sizeof th->name);
 		th->name[strcspn(th->name, "\n")] = 0;
-		th->run = run_state(l->pid, tid);
+		th->run = run_state(l, tid);
 	}
 	closedir(d);
 	if (!t)
@@ -664,10 +671,11 @@ const struct pyd_memsrc *pyd_live_memsrc(struct pyd_live *l)
 	return &l->src;
 }
 
-static bool seize_one(struct pyd_live *l, pid_t tid)
+static bool seize_one(struct pyd_live *l, pid_t tid, enum pyd_thread_run run)
 {
 	if (ptrace(PTRACE_SEIZE, tid, 0, 0) != 0)
 		return false;
+	l->paused_run[l->npaused] = run;
 	l->paused[l->npaused++] = tid;
 	if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) != 0)
 		return false;
@@ -683,10 +691,13 @@ enum pyd_err pyd_live_pause(struct pyd_live *l)
 	if (err)
 		return err;
 	l->paused = calloc(n ? n : 1, sizeof *l->paused);
-	if (!l->paused)
+	l->paused_run = calloc(n ? n : 1, sizeof *l->paused_run);
+	if (!l->paused || !l->paused_run) {
+		pyd_live_resume(l);
 		return PYD_E_NOMEM;
+	}
 	for (size_t i = 0; i < n; i++) {
-		if (seize_one(l, (pid_t)t[i].tid))
+		if (seize_one(l, (pid_t)t[i].tid, t[i].run))
 			continue;
 		int e = errno;
 		/* A thread that ended between listing and seizing is fine. */
@@ -703,7 +714,9 @@ void pyd_live_resume(struct pyd_live *l)
 	for (size_t i = 0; i < l->npaused; i++)
 		ptrace(PTRACE_DETACH, (pid_t)l->paused[i], 0, 0);
 	free(l->paused);
+	free(l->paused_run);
 	l->paused = NULL;
+	l->paused_run = NULL;
 	l->npaused = 0;
 }
 

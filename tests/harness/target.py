@@ -160,8 +160,9 @@ class Tool:
     def __init__(self, path):
         self.path = path
 
-    def dump(self, pid, locked=False, env_extra=None, timeout=TOOL_TIMEOUT):
-        argv = [self.path] + (["--locked"] if locked else []) + ["--json", str(pid)]
+    def dump(self, pid, locked=False, native=False, env_extra=None, timeout=TOOL_TIMEOUT):
+        argv = ([self.path] + (["--locked"] if locked else []) + (["--native"] if native else [])
+                + ["--json", str(pid)])
         env = dict(os.environ)
         env.pop("PYD_TEST_LOCKED_PAUSE_MS", None)
         env.update(env_extra or {})

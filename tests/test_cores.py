@@ -93,6 +93,15 @@ def gcore_job(interp, target, tool):
     return [Result(name, "FAIL" if errs else "PASS", "\n".join(errs), info=info)]
 
 
+def nobin_partial(gt, interp):
+    """Threads a core read without the interpreter's binary may show only
+    in part: 3.13+ enters a specialized __init__ call through a trampoline
+    whose code object is the binary's read-only data, which a kernel core
+    leaves out (tests/targets/threads.py's in_init)."""
+    return set(t["tid"] for t in gt["threads"]
+               if interp.minor >= (3, 13) and t["name"] == "in_init")
+
+
 def kcore_job(interp, target, tool):
     """A kernel-written core (SIGABRT, RLIMIT_CORE unlimited) of the target:
     --core (with --sysroot for the chroot, like a core copied off a
@@ -120,7 +129,9 @@ def kcore_job(interp, target, tool):
                 argv, rc, out, err = tool_file_run(tool, args)
                 cmd = " ".join(argv)
                 errs = []
-                if crashed(rc) or rc != 0:
+                partial = (nobin_partial(gt, interp) if n.startswith("kcore-nobin:")
+                           else set())
+                if crashed(rc) or rc not in ((0, 9) if partial else (0,)):
                     errs.append("%s exited %s (expected 0); stderr: %s" % (cmd, rc, short(err)))
                 else:
                     doc, e = parse_json_out(out)
@@ -128,7 +139,7 @@ def kcore_job(interp, target, tool):
                         errs.append("%s: %s" % (cmd, e))
                     else:
                         errs += core_doc_checks(doc)
-                        errs += compare(gt, doc, interp, tg.pid)
+                        errs += compare(gt, doc, interp, tg.pid, partial=partial)
                     if n.startswith("kcore:") and b"build-id" in err:
                         errs.append("%s warned about build-ids (a wrong library?): %s"
                                     % (cmd, short(err)))

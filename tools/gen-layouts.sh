@@ -68,6 +68,7 @@ fields() {
 		echo "iframe.instr $F $instr"; echo "iframe.owner $F owner"
 		echo "code.qualname PyCodeObject co_qualname"
 		echo "code.code_adaptive PyCodeObject co_code_adaptive"
+		echo "code.firsttraceable PyCodeObject _co_firsttraceable"
 	fi
 	cat <<-EOF
 	interp.next PyInterpreterState next
@@ -119,7 +120,7 @@ gil:locked,last_holder tstate:next,interp,frame,thread_id,native_thread_id,base_
 exc:raised,handled,info,item_value
 cframe:current_frame,root frame_object:f_back,f_code,f_lasti
 iframe:code,previous,instr,owner,is_entry
-code:filename,name,qualname,firstlineno,linetable,code_adaptive
+code:filename,name,qualname,firstlineno,linetable,code_adaptive,firsttraceable
 unicode:length,state,ascii_size,compact_size,legacy_data bytes:ob_size,ob_sval
 datastack:chunk,top,framesize,depth_left,depth_limit object:ob_type,tp_name"
 have=$(fields | awk '{print $1}')

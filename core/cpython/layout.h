@@ -61,6 +61,8 @@ struct py_layout {
 	 * (C-stack shims, interpreter base frames); PYD_NO_FIELD if the version
 	 * has none (3.11). */
 	int owner_first_shim;
+	/* FRAME_OWNED_BY_GENERATOR (3.11+; PYD_NO_FIELD before) */
+	int owner_generator;
 
 	struct {
 		int32_t interpreters_head; /* _PyRuntime.interpreters.head */
@@ -151,6 +153,10 @@ struct py_layout {
 		int32_t firstlineno; /* int */
 		int32_t linetable;   /* co_lnotab (<=3.9) / co_linetable */
 		int32_t code_adaptive; /* 3.11+: inline bytecode */
+		/* 3.11+: int _co_firsttraceable, the first instruction a
+		 * traceback shows: a frame not past it is incomplete (its
+		 * set-up, or the interpreter's own __init__ trampoline) */
+		int32_t firsttraceable;
 	} code;
 
 	struct { /* PyASCIIObject / PyCompactUnicodeObject / PyUnicodeObject */

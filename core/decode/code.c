@@ -68,9 +68,15 @@ static struct pyd_code *code_read(struct pyd_session *s, uint64_t addr)
 	for (size_t i = 0; i < sizeof offs / sizeof *offs; i++)
 		if (offs[i] + 8 > end)
 			end = offs[i] + 8;
+	int32_t all = L->code.firsttraceable + 4 > end
+			      ? L->code.firsttraceable + 4
+			      : end;
 	uint8_t buf[512];
-	if (end > (int32_t)sizeof buf || !is_code(s, addr) ||
-	    pyd_read(s->src, addr, buf, (size_t)end))
+	if (all > (int32_t)sizeof buf || !is_code(s, addr))
+		return NULL;
+	/* A snapshot from an older release kept the header up to end. */
+	bool whole = !pyd_read(s->src, addr, buf, (size_t)all);
+	if (!whole && pyd_read(s->src, addr, buf, (size_t)end))
 		return NULL;
 	struct pyd_code *c = calloc(1, sizeof *c);
 	if (!c)
@@ -81,6 +87,11 @@ static struct pyd_code *code_read(struct pyd_session *s, uint64_t addr)
 	c->firstlineno = first;
 	if (L->vars.co_flags != PYD_NO_FIELD)
 		memcpy(&c->flags, buf + L->vars.co_flags, sizeof c->flags);
+	if (whole && L->code.firsttraceable != PYD_NO_FIELD) {
+		int32_t units;
+		memcpy(&units, buf + L->code.firsttraceable, sizeof units);
+		c->traceable_from = 2 * units; /* 2-byte code units */
+	}
 	if (L->datastack.framesize != PYD_NO_FIELD)
 		memcpy(&c->framesize, buf + L->datastack.framesize,
 		       sizeof c->framesize);

@@ -16,6 +16,9 @@ struct pyd_code {
 	char *name, *qualname, *file;
 	int firstlineno;
 	uint32_t flags; /* co_flags */
+	/* 3.11+: bytes of code a frame runs before a traceback shows it
+	 * (0 before 3.11) */
+	int traceable_from;
 	int framesize; /* 3.12+: words a frame of it takes on the data stack */
 	uint8_t *linetable;
 	size_t linetable_len;

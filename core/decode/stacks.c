@@ -74,6 +74,25 @@ static enum pyd_err frame_object(struct pyd_session *s, const uint8_t *buf,
 	return PYD_OK;
 }
 
+/* Is the interpreter frame in buf one a traceback leaves out: a C-stack
+ * shim or interpreter base frame (3.12+; a shim sits right behind the
+ * frame that C code entered), or a frame not yet past its code's first
+ * traceable instruction (_PyFrame_IsIncomplete: its set-up, or the
+ * interpreter's own __init__ trampoline, 3.13+)?  Such a frame pushes
+ * nothing. */
+static bool hidden_frame(struct pyd_session *s, const uint8_t *buf)
+{
+	const struct py_layout *L = &s->layout;
+	int owner = buf[L->iframe.owner];
+	if (L->owner_first_shim != PYD_NO_FIELD && owner >= L->owner_first_shim)
+		return true;
+	uint64_t code = pyd_u64_at(buf, L->iframe.code) & ~L->code_tag_mask;
+	const struct pyd_code *c;
+	return owner != L->owner_generator && (c = pyd_code_get(s, code)) &&
+	       pyd_iframe_offset(L, code, pyd_u64_at(buf, L->iframe.instr)) <
+		       c->traceable_from;
+}
+
 /* 3.11+: a _PyInterpreterFrame; previous is next.  *end as for
  * frame_object.  From 3.12 every run of the evaluation loop starts at a
  * shim: a chain ends at one, and at one that has a Python frame inside
@@ -87,12 +106,14 @@ static enum pyd_err interp_frame(struct pyd_session *s, const uint8_t *buf,
 	int owner = buf[L->iframe.owner];
 	bool shims = L->owner_first_shim != PYD_NO_FIELD;
 	*next = pyd_u64_at(buf, L->iframe.previous);
-	/* C-stack shims and interpreter base frames run no Python; a shim
-	 * (3.12+) sits right behind the frame that C code entered. */
 	if (shims && owner >= L->owner_first_shim) {
 		*end = out->n ? PYD_WALK_WHOLE : PYD_WALK_DOUBT;
 		if (out->n)
 			out->v[out->n - 1].entry = true;
+		return PYD_OK;
+	}
+	if (hidden_frame(s, buf)) {
+		*end = shims ? PYD_WALK_TORN : PYD_WALK_WHOLE;
 		return PYD_OK;
 	}
 	enum pyd_err err = pyd_frame_push_iframe(s, out, code,
@@ -419,8 +440,8 @@ static bool recover_outer(struct pyd_session *s, uint64_t tstate,
 		enum pyd_walk_end end;
 		size_t had = out->n;
 		ok = flen <= sizeof buf && !pyd_read(s->src, v[i], buf, flen);
-		if (ok && L->owner_first_shim != PYD_NO_FIELD)
-			shims += buf[L->iframe.owner] >= L->owner_first_shim;
+		if (ok)
+			shims += hidden_frame(s, buf);
 		if (!ok || i >= k)
 			continue; /* read by the walk already */
 		ok = !interp_frame(s, buf, out, &next, &end);

@@ -296,6 +296,10 @@ def parse_oracle(text):
                 f, ln, name = "~", 0, line.strip()
         if f == "~":
             continue                    # synthetic <GC>/<native> frames
+        if f == "__init__" and name == "__init__":
+            continue                    # the interpreter's __init__ trampoline,
+                                        # which tracebacks leave out (3.15.2's
+                                        # oracle shows it)
         if not f.startswith("/") and not f.startswith("<"):
             f = "/" + f
         cur.append({"name": name, "file": f, "line": ln})

@@ -62,6 +62,20 @@ def in_condition():
         ready("condition"); cond.wait()
 
 
+class Widget:
+    def __init__(self, last):
+        if last:
+            ready("in_init"); BLOCK.acquire()
+
+
+def in_init():
+    # One call site creating many objects: 3.13+ then enters __init__
+    # through the interpreter's own trampoline frame, which tracebacks
+    # (and the dump) leave out.
+    for i in range(1000):
+        Widget(i == 999)
+
+
 def middle(n):
     if n:
         return middle(n - 1)
@@ -74,6 +88,7 @@ def main():
     spawn("lock", in_lock)
     spawn("rlock", in_rlock, rlock)
     spawn("event", in_event)
+    spawn("in_init", in_init)
     spawn("sleep", in_sleep)
     spawn("renamed", in_renamed)
     spawn("select", in_select)

@@ -228,11 +228,12 @@ static bool skippable(const struct options *o, enum pyd_err err,
 
 static void print_skipped(const struct options *o, enum pyd_err why)
 {
-	char reason[200];
+	char reason[200], cmd[4 * sizeof o->cmdline + 1];
 	pyd_explain_skipped(why, NULL, reason, sizeof reason);
 	if (!o->opt.json) {
+		pyd_one_line(o->cmdline, cmd, sizeof cmd);
 		printf("Process %d (parent %d: %s): skipped, %s\n", o->spec.pid,
-		       o->ppid, o->cmdline, reason);
+		       o->ppid, cmd, reason);
 		return;
 	}
 	struct pyd_buf b = {0};

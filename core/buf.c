@@ -66,6 +66,62 @@ void pyd_buf_json_str(struct pyd_buf *b, const char *s)
 	pyd_buf_put(b, "\"", 1);
 }
 
+/* The escape repr() writes for code point c (a control character or a
+ * backslash) into esc, or for a stray byte that starts no UTF-8
+ * character; 0 if c stands for itself. */
+static size_t escape_of(unsigned c, bool stray, char esc[5])
+{
+	switch (c) {
+	case '\\':
+		memcpy(esc, "\\\\", 2);
+		return 2;
+	case '\n':
+		memcpy(esc, "\\n", 2);
+		return 2;
+	case '\r':
+		memcpy(esc, "\\r", 2);
+		return 2;
+	case '\t':
+		memcpy(esc, "\\t", 2);
+		return 2;
+	}
+	if (stray || c < 0x20 || (c >= 0x7f && c < 0xa0))
+		return (size_t)snprintf(esc, 5, "\\x%02x", c);
+	return 0;
+}
+
+/* The bytes of the UTF-8 character s starts with (1 for a stray byte). */
+static size_t utf8_len(const unsigned char *s)
+{
+	size_t n = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc0 ? 2 : 1;
+	for (size_t i = 1; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 1;
+	return n;
+}
+
+bool pyd_one_line(const char *s, char *out, size_t outsz)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n = 0;
+	while (*p) {
+		size_t len = utf8_len(p);
+		/* The code point where it may be a control: C1 controls
+		 * (U+0080-U+009F) are 0xC2 0x80-0x9F; longer characters are
+		 * none (0xA0 stands for them). */
+		unsigned c = len == 1 ? p[0] : len == 2 && p[0] == 0xc2 ? p[1] : 0xa0;
+		char esc[5];
+		size_t k = escape_of(c, len == 1 && c >= 0x80, esc);
+		if (n + (k ? k : len) >= outsz)
+			break;
+		memcpy(out + n, k ? esc : (const char *)p, k ? k : len);
+		n += k ? k : len;
+		p += len;
+	}
+	out[n] = 0;
+	return !*p;
+}
+
 void pyd_buf_free(struct pyd_buf *b)
 {
 	free(b->data);

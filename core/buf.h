@@ -1,6 +1,7 @@
 /*
  * A growable text buffer: reports are written here and the frontend
- * decides where they go (a terminal, gdb's console, lldb's result object).
+ * decides where they go (a terminal, gdb's console, lldb's result object);
+ * and how a string is escaped for them: in JSON, on one line of text.
  */
 #ifndef PYD_BUF_H
 #define PYD_BUF_H
@@ -20,6 +21,11 @@ void pyd_buf_printf(struct pyd_buf *b, const char *fmt, ...)
 void pyd_buf_put(struct pyd_buf *b, const char *s, size_t n);
 /* s as a JSON string literal (quotes included), or null if s is NULL. */
 void pyd_buf_json_str(struct pyd_buf *b, const char *s);
+/* s for one line of text (a command line), into out: each control
+ * character as Python's repr() escapes it (\n, \t, \r, \xNN) and a
+ * backslash doubled.  Stops before a character that does not fit in
+ * outsz (> 0); false if it cut s. */
+bool pyd_one_line(const char *s, char *out, size_t outsz);
 void pyd_buf_free(struct pyd_buf *b);
 
 #endif

@@ -155,10 +155,12 @@ static void describe_origin(const struct run *r, char *out, size_t outsz)
 	const struct target_spec *s = &r->j->spec;
 	const char *file = s->core ? s->core : s->snapshot;
 	const char *what = s->core ? "Core file" : "Snapshot";
-	if (!file && r->j->family)
+	char cmd[4097]; /* escapes make a 1 KiB command line up to 4 KiB */
+	if (!file && r->j->family) {
+		pyd_one_line(r->j->cmdline, cmd, sizeof cmd);
 		snprintf(out, outsz, "Process %d (parent %d: %s)", r->t.pid,
-		         r->j->ppid, r->j->cmdline);
-	else if (!file)
+		         r->j->ppid, cmd);
+	} else if (!file)
 		snprintf(out, outsz, "Process %d", r->t.pid);
 	else if (r->t.pid > 0)
 		snprintf(out, outsz, "%s %s (process %d)", what, file, r->t.pid);

@@ -162,10 +162,13 @@ static void drop_entry(struct procset *ps, size_t i, bool exited)
 static void note_skipped(struct procset *ps, const struct sampled *e,
                          const char *why)
 {
+	char cmd[sizeof e->cmdline];
+	bool whole = pyd_one_line(e->cmdline[0] ? e->cmdline : "?", cmd,
+	                          sizeof cmd);
 	if (ps->nskipped < PROCSET_SKIPPED_SHOWN)
 		snprintf(ps->skipped[ps->nskipped], sizeof ps->skipped[0],
-		         "pid %d (parent %d: %s): %s", e->pid, e->ppid,
-		         e->cmdline[0] ? e->cmdline : "?", why);
+		         "pid %d (parent %d: %s%s): %s", e->pid, e->ppid, cmd,
+		         whole ? "" : "...", why);
 	ps->nskipped++;
 }
 

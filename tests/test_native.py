@@ -1,10 +1,12 @@
 """pystack-dump --native: each thread's native stack merged with its
 Python stack, live (which pauses the target) and from a kernel core: the
 Python frames exactly as the target saw them, native frames between them
-(ctypes -> qsort -> a Python callback), the innermost frames native, a
-thread that runs no Python, and --native-all keeping the interpreter's
-own frames; and py-bt -n and -N in gdb and lldb printing what --native
-and --native-all do; a gcore core of a chroot's process with --sysroot."""
+(ctypes -> qsort -> a Python callback; ctypes -> C++ functions -> a
+Python callback, named as c++filt names their symbols), the innermost
+frames native, a thread that runs no Python, and --native-all keeping the
+interpreter's own frames; and py-bt -n and -N in gdb and lldb printing
+what --native and --native-all do; a gcore core of a chroot's process
+with --sysroot."""
 
 import difflib
 import os
@@ -15,6 +17,7 @@ import pytest
 
 from harness.cores import CORE_PATTERN, kernel_core, remove
 from harness.dumps import check_not_stopped, compare, core_doc_checks, gt_sanity
+from harness.interps import TARGETS_DIR, chroot_out
 from harness.procs import TOOL_TIMEOUT, crashed, host_tmp, run, short
 from harness.results import Result, settle
 from harness.target import Target, parse_json_out, tool_file_run
@@ -22,6 +25,70 @@ from harness.target import Target, parse_json_out, tool_file_run
 EVAL_LOOP = "_PyEval_EvalFrameDefault"
 LLDB = "lldb-16"
 DEBUGGER_TIMEOUT = 180
+
+
+CPP_LIB = "libpyd_cpp.so"
+# native_cpp.cpp's functions on the cpp thread's stack, innermost first:
+# the two C++ ones by their symbols (the Itanium ABI's mangling, which
+# every g++ spells alike), then the extern "C" entry.
+CPP_SYMBOLS = ("_ZN3pyd5relayEPFiiEi", "_ZN3pyd5OuterIiE7throughEPFiiEi")
+CPP_ENTRY = "pyd_cpp_call"
+_cpp = {}
+
+
+def build_cpp():
+    """native_cpp.cpp built by g++ into this worker's scratch directory,
+    once; its path.  Fails if the library lacks CPP_SYMBOLS."""
+    if "lib" not in _cpp:
+        out = os.path.join(host_tmp(), "cpp")
+        os.makedirs(out, exist_ok=True)
+        lib = os.path.join(out, CPP_LIB)
+        rc, _, err, _ = run(["g++", "-shared", "-fPIC", "-O0", "-g", "-o", lib,
+                             os.path.join(TARGETS_DIR, "native_cpp.cpp")], TOOL_TIMEOUT)
+        assert rc == 0, "g++ exited %s: %s" % (rc, short(err))
+        rc, syms, err, _ = run(["nm", "--defined-only", lib], TOOL_TIMEOUT)
+        missing = [m for m in CPP_SYMBOLS if (" %s\n" % m).encode() not in syms]
+        assert rc == 0 and not missing, "%s lacks %s: %s" % (lib, missing, short(err))
+        _cpp["lib"] = lib
+    return _cpp["lib"]
+
+
+def cpp_library(interp):
+    """The C++ library's path as interp's process sees it (a copy in the
+    chroot for a chroot's interpreter)."""
+    lib = build_cpp()
+    if not interp.chroot:
+        return lib
+    inside = os.path.join(chroot_out(), "cpp-%d" % os.getpid(), CPP_LIB)
+    if not os.path.exists(interp.host_path(inside)):
+        os.makedirs(os.path.dirname(interp.host_path(inside)), exist_ok=True)
+        shutil.copy(lib, interp.host_path(inside))
+    return inside
+
+
+def cpp_names():
+    """The cpp thread's functions in the C++ library, innermost first: its
+    symbols as c++filt prints them, then the entry."""
+    if "names" not in _cpp:
+        rc, out, err, _ = run(["c++filt"] + list(CPP_SYMBOLS), TOOL_TIMEOUT)
+        names = out.decode("utf-8").splitlines()
+        assert rc == 0 and len(names) == len(CPP_SYMBOLS), "c++filt: %s" % short(err)
+        _cpp["names"] = names + [CPP_ENTRY]
+    return _cpp["names"]
+
+
+def cpp_errors(fr):
+    """The cpp thread's frames: its C++ library's between the Python
+    callback and the Python caller, named as cpp_names()."""
+    py = dict((f["function"], i) for i, f in enumerate(fr) if f["kind"] == "python")
+    if "cpp_callback" not in py or "call_cpp" not in py:
+        return ["cpp thread: no cpp_callback() or call_cpp() among %s" % sorted(py)]
+    got = [f["function"] for f in fr[py["cpp_callback"] + 1:py["call_cpp"]]
+           if f["kind"] == "native" and f["library"] == CPP_LIB]
+    if got != cpp_names():
+        return ["cpp thread: frames of %s %s, expected (c++filt) %s"
+                % (CPP_LIB, got, cpp_names())]
+    return []
 
 
 def python_only(doc):
@@ -54,6 +121,10 @@ def native_errors(gt, doc, all_frames):
         fr = t["frames"]
         loops += sum(1 for f in fr if f["kind"] == "native" and f["function"]
                      and f["function"].startswith(EVAL_LOOP))
+        mangled = [f["function"] for f in fr
+                   if f["kind"] == "native" and (f["function"] or "").startswith("_Z")]
+        if mangled:
+            errs.append("thread %s: mangled names %s" % (t["tid"], mangled))
         if t["tid"] not in names:
             # A thread that runs no Python: pthread_create(sleep).
             if not fr or any(f["kind"] == "python" for f in fr):
@@ -64,6 +135,8 @@ def native_errors(gt, doc, all_frames):
             continue
         if fr and fr[0]["kind"] != "native":
             errs.append("thread %r: innermost frame %r is not native" % (names[t["tid"]], fr[0]))
+        if names[t["tid"]] == "cpp":
+            errs += cpp_errors(fr)
         if names[t["tid"]] == "callback":
             py = [i for i, f in enumerate(fr) if f["kind"] == "python"]
             inner = [i for i in py if fr[i]["function"] == "compare"]
@@ -84,7 +157,8 @@ def native_errors(gt, doc, all_frames):
 def native_job(interp, tool):
     """native.py: --native and --native-all live, then from a kernel core."""
     res = []
-    with Target(interp, "native", wrap=["prlimit", "--core=unlimited", "--"]) as tg:
+    with Target(interp, "native", wrap=["prlimit", "--core=unlimited", "--"],
+                args=[cpp_library(interp)]) as tg:
         gt = tg.settled_truth(gt_sanity)
         for name, flag in (("live", "--native"), ("live --native-all", "--native-all")):
             argv = [tool.path, flag, "--json", str(tg.pid)]
@@ -98,7 +172,8 @@ def native_job(interp, tool):
         argv = [tool.path, "--native", "--no-source", str(tg.pid)]
         rc, out, err, secs = run(argv, TOOL_TIMEOUT)
         text = out.decode("utf-8", "replace")
-        ok = rc == 0 and "  File " in text and "  #0 " in text and "qsort" in text
+        ok = (rc == 0 and "  File " in text and "  #0 " in text and "qsort" in text
+              and " in %s (%s)" % (cpp_names()[0], CPP_LIB) in text)
         res.append(Result("text", "PASS" if ok else "FAIL",
                           "" if ok else "exit %s:\n%s" % (rc, text[-1500:])))
         res += gcore_results(interp, tool, tg, gt)
@@ -279,7 +354,7 @@ def test_native_debuggers(interp, debugger, tool, build, request):
                       "%s loads the host's libraries for a chroot's process: its native "
                       "frames are unreliable (README)" % debugger), request.node)
         return
-    with Target(interp, "native") as tg:
+    with Target(interp, "native", args=[cpp_library(interp)]) as tg:
         tg.settled_truth(gt_sanity)
         rc, out, err, _ = run([tool.path, "--native-all", str(tg.pid)], TOOL_TIMEOUT)
         ntasks = len(thread_blocks(out.decode("utf-8", "replace")))

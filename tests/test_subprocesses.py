@@ -1,13 +1,15 @@
 """pystack-dump --subprocesses: a process and every descendant
 (multiprocessing fork, spawn and forkserver workers, a Pool(2)'s workers,
 a pre-fork master and its os.fork() workers, a subprocess Python child, a
-child that is not Python), as text and JSON; and `sample
---subprocesses`, on that family in every output format and on children
-that start and exit while it samples."""
+child that is not Python), as text and JSON, with the command lines of
+children started with a multi-line -c exact in JSON and on one line in
+text; and `sample --subprocesses`, on that family in every output format
+and on children that start and exit while it samples."""
 
 import gzip
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -39,6 +41,35 @@ def descendants(pid):
                 out[c] = pp
                 todo.append(c)
     return out
+
+
+def one_line(cmdline):
+    """A command line as text shows it: Python's repr() of it, without
+    the quotes (it has none, so repr() escapes no quote)."""
+    assert "'" not in cmdline and '"' not in cmdline
+    return repr(cmdline)[1:-1]
+
+
+def cmdline_errors(fam, got, text, pid):
+    """The children's multi-line command lines: exact in the JSON (got:
+    {pid: process document}); in the text, each child's header one line,
+    its command line escaped."""
+    errs = []
+    for key in ("python_child", "other_child"):
+        want = fam[key + "_cmdline"]
+        if got.get(fam[key], {}).get("cmdline") != want:
+            errs.append("%s %d: JSON cmdline %r, expected %r"
+                        % (key, fam[key], got.get(fam[key], {}).get("cmdline"), want))
+    lines = text.splitlines()
+    head = "Process %d (parent %d: %s): " % (fam["python_child"], pid,
+                                           one_line(fam["python_child_cmdline"]))
+    if not any(line.startswith(head + "Python ") for line in lines):
+        errs.append("text: no line starts %r" % (head + "Python "))
+    head = "Process %d (parent %d: %s): skipped, not a Python process" % (
+        fam["other_child"], pid, one_line(fam["other_child_cmdline"]))
+    if head not in lines:
+        errs.append("text: no line %r" % head)
+    return errs
 
 
 def family_errors(gt, doc, fam, interp, pid):
@@ -119,6 +150,9 @@ def test_subprocesses(interp, tool, request):
             errs.append("text: exit %s, %d process headers:\n%s" % (rc, len(heads), text[-1500:]))
         if "(parent %d: " % tg.pid not in text or "skipped, not a Python process" not in text:
             errs.append("text lacks a parent line or the skipped child:\n" + text[-1500:])
+        if doc:
+            errs += cmdline_errors(fam, dict((p.get("pid"), p) for p in doc["processes"]),
+                                   text, tg.pid)
     settle(Result("subprocesses", "FAIL" if errs else "PASS", "\n".join(errs)), request.node)
 
 
@@ -276,15 +310,20 @@ def test_sample_subprocesses(interp, tool, request):
                                 % (w, by_pid.get(w, [])[:2]))
             if fam["other_child"] in procs:
                 errs.append("the sleep child %d was sampled" % fam["other_child"])
-            if "skipped pid %d " % fam["other_child"] not in stderr or \
-                    "not a Python process" not in stderr:
-                errs.append("the summary does not list the sleep child as skipped:\n" + stderr)
+            skipped = "skipped pid %d (parent %d: %s): not a Python process" % (
+                fam["other_child"], tg.pid, one_line(fam["other_child_cmdline"]))
+            if skipped not in stderr:
+                errs.append("the summary lacks %r:\n%s" % (skipped, stderr))
         col = os.path.join(tg.out_host, "family.collapsed")
         argv, rc, so, se, _ = tool_run(tool, ["sample", "--subprocesses", "-n", "50", "-q",
                                               "-o", col, str(tg.pid)])
         lines = open(col).read().splitlines() if rc == 0 else []
+        broken = [line for line in lines if not re.match(r"process \d+[ ;].* \d+$", line)]
+        if broken:
+            errs.append("collapsed: lines not STACK COUNT: %s" % broken[:3])
         roots = set(line.split(";", 1)[0] for line in lines)
-        want_roots = set("process %d" % p for p in [tg.pid] + fam["workers"])
+        want_roots = set("process %d" % p
+                         for p in [tg.pid] + fam["workers"] + [fam["python_child"]])
         got_roots = set(r.split(" (")[0] for r in roots)
         if rc != 0 or not want_roots <= got_roots:
             errs.append("%s: exit %s, roots %s, expected at least %s; %s"

@@ -12,6 +12,7 @@
  */
 #include <dwarf.h>
 #include <elfutils/libdwfl.h>
+#include <libiberty/demangle.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -250,6 +251,22 @@ static unsigned inlined(Dwfl_Module *m, Dwarf_Addr at,
 	return n;
 }
 
+/* A symbol as its source spells it, malloc'd: a versioned one without
+ * its version ("clock_nanosleep@GLIBC_2.2.5"), a C++ (or Rust) one
+ * demangled as c++filt prints it, parameters included: two overloads of
+ * a function are two functions. */
+static char *symbol_name(const char *sym)
+{
+	char *plain = strndup(sym, strcspn(sym, "@"));
+	char *demangled = plain ? cplus_demangle(plain, DMGL_PARAMS | DMGL_ANSI |
+							    DMGL_VERBOSE)
+				: NULL;
+	if (!demangled)
+		return plain;
+	free(plain);
+	return demangled;
+}
+
 /* What the frame at pc is: function, its file, source file:line, and
  * the functions inlined there (f[0] innermost); returns how many. */
 static unsigned describe(struct unwind *u, Dwarf_Addr pc, bool activation,
@@ -263,8 +280,7 @@ static unsigned describe(struct unwind *u, Dwarf_Addr pc, bool activation,
 		return 1;
 	const char *name = dwfl_module_addrname(m, at), *mod;
 	mod = dwfl_module_info(m, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
-	/* A versioned dynamic symbol: "clock_nanosleep@GLIBC_2.2.5". */
-	f->function = name ? strndup(name, strcspn(name, "@")) : NULL;
+	f->function = name ? symbol_name(name) : NULL;
 	f->library = mod ? strdup(mod) : NULL;
 	f->interp = mod && u->interp && !strcmp(mod, u->interp);
 	/* Line tables cost most (inflating the interpreter's debug info):

@@ -4,7 +4,8 @@
  * Each rule follows CPython's own: unicode_repr (quote choice, escapes,
  * Py_UNICODE_ISPRINTABLE), bytes_repr, float_repr (shortest round trip,
  * exponent outside 1e-4 <= |x| < 1e16), long_to_decimal_string, and
- * reprlib's placeholders for containers past the depth limit ("[...]").
+ * reprlib's placeholders for containers past the depth limit ("[...]"),
+ * and Py_ReprEnter's for a container met again inside itself.
  * A value cut at a limit ends in "...", an int past `digits` digits shows
  * its first 20 and how many it has.  A failed read shows as
  * <unreadable at 0xADDR> for that value only.
@@ -399,6 +400,39 @@ static void repr_int(struct pyd_repr *r, uint64_t obj, bool is_bool,
 static void repr_at(struct pyd_repr *r, uint64_t obj, unsigned level,
 		    struct pyd_buf *out);
 
+/* Whether obj is being rendered further out on the current path: a
+ * container holding itself (directly or through others) shows as repr()
+ * shows it there, not once per level down to the depth limit.  Only the
+ * path counts, as for Py_ReprEnter: one object twice side by side is
+ * rendered twice. */
+static bool on_path(const struct pyd_repr *r, uint64_t obj)
+{
+	for (const struct pyd_repr_path *p = r->path; p; p = p->up)
+		if (p->obj == obj)
+			return true;
+	return false;
+}
+
+/* What repr() prints for a container on its own path (list_repr,
+ * dict_repr, tuplerepr, set_repr past Py_ReprEnter): a tuple can get
+ * there through a list it holds, a set or frozenset only through an
+ * instance's attributes (py-print). */
+static const char *recursion_mark(enum pyd_kind kind)
+{
+	switch (kind) {
+	case PYD_KIND_TUPLE:
+		return "(...)";
+	case PYD_KIND_LIST:
+		return "[...]";
+	case PYD_KIND_DICT:
+		return "{...}";
+	case PYD_KIND_SET:
+		return "set(...)";
+	default:
+		return "frozenset(...)";
+	}
+}
+
 static void put_items(struct pyd_repr *r, const uint64_t *v, size_t n,
 		      size_t stride, size_t total, unsigned level,
 		      struct pyd_buf *out)
@@ -425,6 +459,10 @@ static void repr_container(struct pyd_repr *r, uint64_t obj,
 	enum pyd_err err;
 	size_t max = level < r->lim.depth ? r->lim.items : 0;
 	const char *open = "[", *close = "]";
+	if (on_path(r, obj)) {
+		pyd_buf_printf(out, "%s", recursion_mark(kind));
+		return;
+	}
 	switch (kind) {
 	case PYD_KIND_TUPLE:
 	case PYD_KIND_LIST:
@@ -455,10 +493,13 @@ static void repr_container(struct pyd_repr *r, uint64_t obj,
 	if (err) {
 		unreadable(out, obj);
 	} else {
+		struct pyd_repr_path here = {obj, r->path};
+		r->path = &here;
 		pyd_buf_put(out, open, strlen(open));
 		put_items(r, v, n, kind == PYD_KIND_DICT ? 2 : 1, total,
 			  level + 1, out);
 		pyd_buf_put(out, close, strlen(close));
+		r->path = here.up;
 	}
 	free(v);
 }
@@ -479,16 +520,20 @@ static bool plain_instance(struct pyd_repr *r, uint64_t obj)
 }
 
 /* <Name object at 0xADDR>, with the first attributes of a plain instance
- * of a user class when asked for (py-print). */
+ * of a user class when asked for (py-print); without them inside its own
+ * attributes. */
 static void repr_other(struct pyd_repr *r, uint64_t obj, const char *name,
 		       unsigned level, struct pyd_buf *out)
 {
 	uint64_t owner, *kv = NULL;
 	size_t n = 0;
+	struct pyd_repr_path here = {obj, r->path};
 	pyd_buf_printf(out, "<%s object at 0x%llx", name,
 		       (unsigned long long)obj);
-	if (r->lim.attrs && level < r->lim.depth && plain_instance(r, obj) &&
+	if (r->lim.attrs && level < r->lim.depth && !on_path(r, obj) &&
+	    plain_instance(r, obj) &&
 	    !pyd_obj_attrs(r->s, obj, r->lim.items, &owner, &kv, &n) && n) {
+		r->path = &here;
 		pyd_buf_put(out, ": ", 2);
 		for (size_t i = 0; i < n; i++) {
 			char *key = pyd_read_str(r->s, kv[2 * i]);
@@ -497,6 +542,7 @@ static void repr_other(struct pyd_repr *r, uint64_t obj, const char *name,
 			free(key);
 			repr_at(r, kv[2 * i + 1], level + 1, out);
 		}
+		r->path = here.up;
 	}
 	free(kv);
 	pyd_buf_put(out, ">", 1);

@@ -30,9 +30,17 @@ enum pyd_kind {
 /* Types already classified, by address: one dump sees few. */
 #define PYD_REPR_TYPES 64
 
+/* An object whose items are being rendered, and the one whose items it
+ * is among: the path from the value asked for down to the current one. */
+struct pyd_repr_path {
+	uint64_t obj;
+	const struct pyd_repr_path *up;
+};
+
 struct pyd_repr {
 	struct pyd_session *s;
 	struct pyd_repr_limits lim;
+	const struct pyd_repr_path *path; /* innermost; NULL at the top */
 	struct {
 		uint64_t type;
 		enum pyd_kind kind;

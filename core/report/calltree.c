@@ -41,13 +41,18 @@ const char *pyd_prof_process_label(const struct pyd_profile *p, uint32_t proc,
                                    char *buf, size_t bufsz)
 {
 	const struct pyd_prof_process *pr = &p->processes[proc];
-	if (!pr->cmdline[0])
+	char cmd[PROCESS_LABEL_CMDLINE + 1];
+	if (!pr->cmdline[0]) {
 		snprintf(buf, bufsz, "process %d", pr->pid);
-	else if (strlen(pr->cmdline) <= PROCESS_LABEL_CMDLINE)
-		snprintf(buf, bufsz, "process %d (%s)", pr->pid, pr->cmdline);
-	else
-		snprintf(buf, bufsz, "process %d (%.*s...)", pr->pid,
-		         PROCESS_LABEL_CMDLINE - 3, pr->cmdline);
+		return buf;
+	}
+	/* A label is one line: the command line's escapes count in its
+	 * length; cut, it leaves room for "...". */
+	bool whole = pyd_one_line(pr->cmdline, cmd, sizeof cmd);
+	if (!whole)
+		pyd_one_line(pr->cmdline, cmd, PROCESS_LABEL_CMDLINE - 2);
+	snprintf(buf, bufsz, "process %d (%s%s)", pr->pid, cmd,
+	         whole ? "" : "...");
 	return buf;
 }
 

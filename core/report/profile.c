@@ -185,10 +185,11 @@ static void process_line(struct pyd_buf *b, const struct pyd_profile *p)
 	for (size_t i = 0; i < p->nprocesses; i++)
 		if (p->processes[i].pid == p->meta.pid)
 			pr = &p->processes[i];
+	char cmd[4 * sizeof pr->cmdline + 1];
 	if (!pr)
 		return;
-	pyd_buf_printf(b, "Command: %s\nParent: %d%s\n",
-	               pr->cmdline[0] ? pr->cmdline : "?", pr->ppid,
+	pyd_one_line(pr->cmdline[0] ? pr->cmdline : "?", cmd, sizeof cmd);
+	pyd_buf_printf(b, "Command: %s\nParent: %d%s\n", cmd, pr->ppid,
 	               pr->exited ? "; exited while sampled" : "");
 }
 

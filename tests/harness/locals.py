@@ -64,6 +64,7 @@ def check_locals_doc(gt, doc, interp, pid):
 # (selected when a debugger attaches): main() is #0, <module> #1.
 FRAME_COMMANDS = ["py-frame", "py-locals", "py-print req", "py-print Request",
                   "py-print len", "py-print nope", "py-print deep", "py-print wide",
+                  "py-print ring",
                   "py-up", "py-list", "py-up 5", "py-down", "py-down 3"]
 # The native frame is looked at right after the first py-up (it selects
 # the one running that Python frame): FRAME_COMMANDS[:UP] come before.
@@ -104,7 +105,7 @@ def frame_text(fr, level, host_file):
 
 
 def print_reprs():
-    """py-print's reprs of the target's deep and wide (print_values() of
+    """py-print's reprs of the target's deep, wide and ring (print_values() of
     tests/targets/_pyd_vars.py): its renderer, loaded apart, under
     py-print's limits, the text cut where py-print cuts it."""
     spec = importlib.util.spec_from_file_location(
@@ -129,17 +130,18 @@ def frame_expectations(gt, host_file):
     vars0 = "".join("    %s:\n%s" % (head, "".join("      %s = %s\n" % (n, r) for n, r in f0[k]))
                     for head, k in (("Arguments", "arguments"), ("Locals", "locals")) if f0[k])
     req = dict(f0["locals"])["req"]
-    deep, wide = print_reprs()
+    deep, wide, ring = print_reprs()
     exp = {
         "py-frame": ("equal", frame_text(f0, 0, hf0)),
         "py-locals": ("equal", frame_text(f0, 0, hf0) + vars0),
-        "py-print req": ("equal", "local req = %s: path='/main'>\n" % req[:-1]),
+        "py-print req": ("equal", "local req = %s: path='/main', me=%s>\n" % (req[:-1], req)),
         "py-print Request": ("prefix", "global Request = <type object at 0x"),
         "py-print len": ("prefix", "builtin len = <builtin_function_or_method object at 0x"),
         "py-print nope": ("equal", "py-print: 'nope' is not a local, global or builtin "
                                    "name of #0 (main)\n"),
         "py-print deep": ("equal", "local deep = %s\n" % deep),
         "py-print wide": ("equal", "local wide = %s\n" % wide),
+        "py-print ring": ("equal", "local ring = %s\n" % ring),
         "py-up": ("equal", frame_text(f1, 1, hf1)),
         "py-up 5": ("equal", "py-up: #1 is the outermost Python frame\n"),
         "py-down": ("equal", frame_text(f0, 0, hf0)),

@@ -2,7 +2,9 @@
 """A frame's variables as Python itself sees them, rendered with the
 bounded repr that pystack-dump --locals promises: repr() itself for None,
 bool, int, float, str and bytes, reprlib's rules for containers (depth,
-items, "..."), and <TYPE object at 0xADDR> for anything else.
+items, "..."), repr()'s own for a container inside itself ("[...]": the
+objects on the path, Py_ReprEnter), and <TYPE object at 0xADDR> for
+anything else.
 
 Must run unchanged on CPython 3.6 through 3.15."""
 
@@ -16,6 +18,9 @@ GIANT_DIGITS30 = 2000
 HEAPTYPE = 1 << 9
 CO_VARARGS, CO_VARKEYWORDS = 0x4, 0x8
 EMPTY = {tuple: "()", list: "[]", dict: "{}", set: "set()", frozenset: "frozenset()"}
+# What repr() prints for a container met again inside itself.
+RECURSION = {tuple: "(...)", list: "[...]", dict: "{...}", set: "set(...)",
+             frozenset: "frozenset(...)"}
 
 
 def type_name(t):
@@ -51,7 +56,8 @@ def decimal_digits(v):
     return n
 
 
-def brepr(v, level=0):
+def brepr(v, level=0, path=()):
+    """The bounded repr of v; path: the ids of the containers v is inside."""
     t = type(v)
     if v is None or t is bool or t is float:
         return repr(v)
@@ -70,11 +76,15 @@ def brepr(v, level=0):
         items = list(v.items()) if t is dict else list(v)
         if not items:
             return EMPTY[t]
+        if id(v) in path:
+            return RECURSION[t]
+        path += (id(v),)
         shown = items[:ITEMS] if level < DEPTH else []
         if t is dict:
-            parts = [brepr(k, level + 1) + ": " + brepr(x, level + 1) for k, x in shown]
+            parts = [brepr(k, level + 1, path) + ": " + brepr(x, level + 1, path)
+                     for k, x in shown]
         else:
-            parts = [brepr(x, level + 1) for x in shown]
+            parts = [brepr(x, level + 1, path) for x in shown]
         if len(items) > len(shown):
             parts.append("...")
         body = ", ".join(parts)
@@ -92,10 +102,16 @@ def print_values():
     """What py-print shows deeper than the dump (1000 characters, 100
     items, 5 levels): locals.py's main() holds them, the test renders
     them here.  deep passes every default limit and some of py-print's;
-    wide's repr passes py-print's 64 KiB."""
+    wide's repr passes py-print's 64 KiB; ring holds itself through a
+    dict and through a tuple, within the dump's depth and py-print's, so
+    repr() itself is its repr under both."""
     deep = [["x" * 1200, "y"], list(range(150)), [[[[[[1]]]]]]]
     wide = ["z" * 1200] * 100
-    return deep, wide
+    ring = []
+    ring += [{"ring": ring}, (ring,)]
+    if brepr(ring) != repr(ring):
+        raise AssertionError("brepr %s, repr %s" % (brepr(ring), repr(ring)))
+    return deep, wide, ring
 
 
 def ordered_names(code):

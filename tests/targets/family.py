@@ -6,11 +6,13 @@ owning a multiprocessing Pool(2) whose workers each block in pool_task()
 (a Pool's threads in the target would spoil its ground truth), a gunicorn-style
 pre-fork master (os.fork(), in arbiter()) with two os.fork() workers
 blocked in accept_loop() on the master's listening socket, a Python child
-started with subprocess, and a child that is not Python (sleep).  Writes
-{"workers": [pid...], "pool_workers": [pid, pid], "master": pid,
+started with subprocess with a multi-line -c, and a child that is not
+Python (sh running a multi-line -c, which waits in its own child, sleep).
+Writes {"workers": [pid...], "pool_workers": [pid, pid], "master": pid,
 "prefork_workers": [pid, pid], "python_child": pid, "other_child": pid,
-"asyncio_child": pid or null} to FAMILY_FILE once every worker is
-blocked.
+"python_child_cmdline": str, "other_child_cmdline": str (each argv
+joined by blanks, as /proc gives it), "asyncio_child": pid or null} to
+FAMILY_FILE once every worker is blocked.
 
 usage: family.py GROUND_TRUTH.json FAMILY_FILE
 """
@@ -109,8 +111,10 @@ def main():
         procs.append(p)
     owner = multiprocessing.get_context("fork").Process(target=pool_owner, args=(ready_dir,))
     owner.start()
-    py = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1e6)"])
-    other = subprocess.Popen(["sleep", "1000000"])
+    py_argv = [sys.executable, "-c", "import time\nwhile True:\n\ttime.sleep(1e6)"]
+    other_argv = ["sh", "-c", "sleep 1000000\nexit 0"]
+    py = subprocess.Popen(py_argv)
+    other = subprocess.Popen(other_argv)
     deadline = time.time() + 60
     # the targets, 2 pool tasks, the master and its 2 workers
     while len(os.listdir(ready_dir)) < len(targets) + 5 and time.time() < deadline:
@@ -122,6 +126,8 @@ def main():
                                         "master": (pids(ready, "master-") or [None])[0],
                                         "prefork_workers": pids(ready, "prefork-"),
                                         "python_child": py.pid, "other_child": other.pid,
+                                        "python_child_cmdline": " ".join(py_argv),
+                                        "other_child_cmdline": " ".join(other_argv),
                                         "asyncio_child": tasks[0] if tasks else None}))
     checkpoint(); time.sleep(1e6)
     return procs, owner

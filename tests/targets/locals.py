@@ -3,6 +3,8 @@
 of three threads, each recorded with Python's own repr() (_pyd_vars):
 ints small and huge, floats, strs with quotes, escapes, non-ASCII and
 non-printable characters, long strs, bytes, nested and long containers,
+containers inside themselves (a list, a dict, a list through a dict, a
+tuple through a list: repr()'s "[...]", checked against repr() here),
 closures (cell and free variables, an argument in a cell), unbound and
 deleted names, user objects, *args and **kwargs.
 
@@ -15,7 +17,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _pyd_common  # noqa: E402
 from _pyd_common import BLOCK, checkpoint, ready, spawn  # noqa: E402
-from _pyd_vars import print_values  # noqa: E402
+from _pyd_vars import brepr, print_values  # noqa: E402
 
 _pyd_common.RECORD_VARS = True
 
@@ -59,6 +61,15 @@ def containers(depth=3):
     s, fs, es, efs = {1, 2, 3}, frozenset(["q"]), set(), frozenset()
     rec = [1]
     rec.append(rec)
+    rec_d = {"k": 1}
+    rec_d["self"] = rec_d
+    ring = [0]          # a list holding a dict holding the list
+    ring.append({"ring": ring})
+    rec_t = ([],)       # a tuple inside itself through its list
+    rec_t[0].append(rec_t)
+    for v in (rec, rec_d, ring, ring[1], rec_t):
+        if brepr(v) != repr(v):     # the ground truth's renderer is repr()'s
+            raise AssertionError("brepr %s, repr %s" % (brepr(v), repr(v)))
     mixed = (Request("/x"), Slotted(), MyInt(5), len, Request)
     deleted = 1
     del deleted
@@ -80,9 +91,10 @@ def main(argv, *rest):
     spawn("containers", containers)
     spawn("closures", closures, "cellarg", b"plain")
     req = Request("/main")
-    deep, wide = print_values()
+    req.me = req
+    deep, wide, ring = print_values()
     checkpoint(); time.sleep(1e6)
-    return req, deep, wide
+    return req, deep, wide, ring
 
 
 main(sys.argv, "rest")

@@ -2,10 +2,12 @@
 """Native frames between Python frames: a thread calls libc's qsort
 through ctypes with a Python comparison callback that blocks, so its
 stack is Python -> ctypes/libffi -> qsort -> libffi -> Python; a thread
-that runs no Python at all (pthread_create of libc's sleep); and
-threads blocked in sleep, a lock and select.
+that runs no Python at all (pthread_create of libc's sleep); a thread
+calling through C++ functions (native_cpp.cpp, built by the test) into a
+Python callback that blocks; and threads blocked in sleep, a lock and
+select.
 
-usage: native.py GROUND_TRUTH.json
+usage: native.py GROUND_TRUTH.json LIBPYD_CPP.so
 """
 import ctypes
 import ctypes.util
@@ -19,6 +21,7 @@ from _pyd_common import BLOCK, checkpoint, ready, spawn, write_text  # noqa: E40
 
 LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
 CMP = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
+CB = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int)
 
 
 def compare(a, b):
@@ -29,6 +32,15 @@ def compare(a, b):
 def sort_with_callback():
     arr = (ctypes.c_int * 2)(2, 1)
     LIBC.qsort(arr, 2, ctypes.sizeof(ctypes.c_int), CMP(compare))
+
+
+def cpp_callback(x):
+    ready("cpp"); BLOCK.acquire()
+    return x
+
+
+def call_cpp(path):
+    ctypes.CDLL(path).pyd_cpp_call(CB(cpp_callback), 1)
 
 
 def in_sleep():
@@ -52,6 +64,7 @@ def c_thread():
 
 def main():
     spawn("callback", sort_with_callback)
+    spawn("cpp", call_cpp, sys.argv[2])
     spawn("sleep", in_sleep)
     spawn("select", in_select)
     c_thread()

@@ -216,8 +216,8 @@ static void emit(struct pyd_buf *b, FILE *f)
 	pyd_buf_free(b);
 }
 
-/* A descendant that is not a Python process (or is gone): listed, not
- * read. */
+/* A descendant that is not a Python process (or is gone): not an error
+ * (the PID itself not being Python is: exit status 5). */
 static bool skippable(const struct options *o, enum pyd_err err,
 		      bool decoding)
 {
@@ -258,9 +258,13 @@ static enum pyd_err dump_one(struct options *opts)
 	struct pyd_buf out = {0}, msg = {0};
 	struct pyd_dump_outcome how;
 	enum pyd_err err = pyd_dump_run(&job, &out, &msg, &how);
+	/* In a family every process has its entry, the PID itself too (a
+	 * shell that is not Python): one that gave no report is listed with
+	 * why, so the text has no empty block and the JSON list no hole. */
+	if (opts->family && !out.len)
+		print_skipped(opts, err);
 	if (skippable(opts, err, how.decoding)) {
 		pyd_buf_free(&msg);
-		print_skipped(opts, err);
 		err = PYD_OK;
 	}
 	emit(&out, stdout);

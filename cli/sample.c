@@ -93,8 +93,13 @@ static const char usage_tail[] =
     "\n"
     "On a terminal a status line shows the rate achieved, samples, errors\n"
     "and missed ticks; at the end a summary gives the same and the reads\n"
-    "per sample. Exit status 0 whenever sampling ran (even if the target\n"
-    "exited or you pressed Ctrl-C); otherwise as for pystack-dump PID.\n"
+    "per sample. An error is a round in which a thread's stack could not\n"
+    "be read consistently (the running target changed it, or its thread\n"
+    "list, during the read): the stacks not read are dropped, not\n"
+    "recorded short, so many errors under-represent the threads that\n"
+    "were changing.\n"
+    "Exit status 0 whenever sampling ran (even if the target exited or\n"
+    "you pressed Ctrl-C); otherwise as for pystack-dump PID.\n"
     "\n"
     "Examples:\n"
     "  pystack-dump sample 1234                 # table until Ctrl-C\n"
@@ -571,6 +576,20 @@ static void idle_summary(const struct run *r)
 		        n, n == 1 ? "" : "s", n == 1 ? "it" : "them");
 }
 
+/* What the errors counted are, and what they do to the profile: said
+ * only when there are some. */
+static void errors_summary(const struct pyd_prof_meta *m)
+{
+	if (m->errors)
+		fputs("pystack-dump sample: an error is a round in which a "
+		      "thread's stack could not be read consistently (the "
+		      "running target changed it, or its thread list, during "
+		      "the read): the stacks not read were dropped, not "
+		      "recorded short, so many errors under-represent the "
+		      "threads that were changing.\n",
+		      stderr);
+}
+
 static void summary(const struct run *r, const struct pyd_prof_meta *m)
 {
 	double rate = m->duration_s > 0 ? (double)m->ticks / m->duration_s : 0;
@@ -584,6 +603,7 @@ static void summary(const struct run *r, const struct pyd_prof_meta *m)
 	        m->ticks ? 100.0 * (double)m->errors / (double)m->ticks : 0.0,
 	        (unsigned long long)m->missed,
 	        m->ticks ? (double)m->reads / (double)m->ticks : 0.0);
+	errors_summary(m);
 	if (m->mode == PYD_SAMPLE_ASYNC)
 		fprintf(stderr,
 		        "pystack-dump sample: task samples on CPU %llu, "

@@ -94,6 +94,10 @@ struct pyd_prof_process {
 	char cmdline[256];       /* arguments joined by blanks, or "" */
 	char python_version[16]; /* "3.12.1" */
 	bool exited; /* it exited (or ran exec) while being sampled */
+	/* Its idle threads a copy left out (pyd_profile_active) and their
+	 * samples, for the table to say what it does not show. */
+	size_t idle_threads;
+	uint64_t idle_samples;
 };
 
 /* What the frontend tells the reports about the run. */

@@ -71,12 +71,27 @@ static void close_sources(struct sampled *e)
 	e->sampling = false;
 }
 
+/* Whether e's process ran exec since its command line was read: the
+ * program we opened may be the one before (a launched or spawned child
+ * between its fork and its exec). */
+static bool ran_exec(const struct sampled *e)
+{
+	char now[sizeof e->cmdline];
+	pyd_live_cmdline(e->pid, now, sizeof now);
+	return now[0] && strcmp(now, e->cmdline);
+}
+
 /* Open e's process for sampling and give it a place in the profile. */
 static enum pyd_err open_sources(struct procset *ps, struct sampled *e,
                                  char *detail, size_t detailsz)
 {
 	struct target_spec spec = {.pid = e->pid};
 	struct pyd_runtime rt;
+	/* The command line is read before the open and checked after it: a
+	 * process that ran exec in between was opened as the new program
+	 * under the old one's command line, and the next scan, seeing the
+	 * new one, would end it as exited and list its pid again. */
+	pyd_live_cmdline(e->pid, e->cmdline, sizeof e->cmdline);
 	/* A target that failed to open may hold what it opened so far (a
 	 * live source refused its maps): target_close frees it. */
 	enum pyd_err err = target_open(&spec, &e->t, detail, detailsz);
@@ -90,6 +105,8 @@ static enum pyd_err open_sources(struct procset *ps, struct sampled *e,
 		err = pyd_session_open(&e->counted.layer.src, &rt, &e->sess, detail,
 		                       detailsz);
 	}
+	if (!err && ran_exec(e))
+		err = PYD_E_EXITED; /* the program opened is gone: again later */
 	uint32_t index = PYD_PROF_NONE;
 	if (!err) {
 		index = pyd_profile_process(ps->prof, e->pid, e->ppid,

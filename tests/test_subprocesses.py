@@ -156,6 +156,54 @@ def test_subprocesses(interp, tool, request):
     settle(Result("subprocesses", "FAIL" if errs else "PASS", "\n".join(errs)), request.node)
 
 
+def shell_parent_errors(tool, pid, child):
+    """--subprocesses on pid, a shell whose child is Python: JSON that
+    parses, the shell listed first as skipped, the child dumped, exit 5;
+    the text without an empty block."""
+    argv = [tool.path, "--subprocesses", "--json", str(pid)]
+    rc, out, err, secs = run(argv, TOOL_TIMEOUT)
+    doc, e = parse_json_out(out)
+    if e:
+        return ["%s: exit %s, %s:\n%s" % (" ".join(argv), rc, e, short(out, 600))]
+    procs = doc.get("processes") or [{}]
+    errs = [] if rc == 5 else ["%s: exit %s, expected 5 (the PID is not Python)"
+                               % (" ".join(argv), rc)]
+    if procs[0].get("pid") != pid or procs[0].get("skipped") != "not a Python process":
+        errs.append("the shell is not listed first as skipped: %r" % procs[0])
+    dumped = [p for p in procs if p.get("pid") == child and p.get("threads")]
+    if not dumped:
+        errs.append("the Python child %d is not dumped: %s" % (child, short(out, 600)))
+    rc, out, err, secs = run([tool.path, "--subprocesses", "--no-source", str(pid)],
+                             TOOL_TIMEOUT)
+    text = out.decode("utf-8", "replace")
+    if not text.startswith("Process %d (parent " % pid) or "skipped, not a Python process" \
+            not in text.splitlines()[0]:
+        errs.append("text: the shell's line does not come first:\n" + text[:800])
+    return errs
+
+
+# A Python child of a shell: prints "ready" once it runs.
+READY_CHILD = "import time; print('ready', flush=True); time.sleep(1e6)"
+
+
+def test_subprocesses_shell_parent(interp, tool, request):
+    """A PID that is not Python (bash -c "python ...; true") with a Python
+    child: listed as skipped in its place, in JSON as in text."""
+    usable(interp)
+    shell = spawn(["bash", "-c", '"$@"; true', "bash"] + interp.argv(["-c", READY_CHILD]),
+                  stdout=subprocess.PIPE)
+    try:
+        line = shell.stdout.readline()
+        kids = [c for c, pp in descendants(shell.pid).items() if pp == shell.pid]
+        if line.strip() != b"ready" or len(kids) != 1:
+            errs = ["the Python child did not start: %r, children %s" % (line, kids)]
+        else:
+            errs = shell_parent_errors(tool, shell.pid, kids[0])
+    finally:
+        kill(shell)
+    settle(Result("shell parent", "FAIL" if errs else "PASS", "\n".join(errs)), request.node)
+
+
 # A container's processes: Python as the init of a pid namespace, with two
 # Python children; it prints "ready" once they run.
 NAMESPACE_INIT = """
@@ -414,4 +462,62 @@ def test_tasks_subprocesses(interp, tool, request):
     if errs:
         errs.insert(0, "command: " + " ".join(argv))
     settle(Result("tasks subprocesses", "FAIL" if errs else "PASS", "\n".join(errs)),
+           request.node)
+
+
+# Launched by sample: starts Python children one after another (each one
+# caught by a scan between its fork and its exec or not), for a second.
+SPAWNER = """
+import subprocess, sys, time
+end = time.monotonic() + 1.0
+while time.monotonic() < end:
+    subprocess.call([sys.executable, "-c", "import time; time.sleep(0.03)"])
+"""
+LAUNCHES = 5
+
+
+def twice_errors(argv, doc):
+    """The launched process listed once; a child twice only as the two
+    programs it was: the fork of its parent (its command line) sampled
+    before it ran exec, then the program it ran."""
+    procs = doc["processes"]
+    pids = [p["pid"] for p in procs]
+    errs = []
+    if pids.count(doc["pid"]) != 1 or len(pids) < 3:
+        errs.append("%s: processes %s, the launched one %d" % (" ".join(argv), pids, doc["pid"]))
+    for i, p in enumerate(procs):
+        later = [q for q in procs[i + 1:] if q["pid"] == p["pid"]]
+        if later and (p["pid"] == doc["pid"] or not p["exited"]
+                      or p["cmdline"] != procs[0]["cmdline"]
+                      or later[0]["cmdline"] == p["cmdline"]):
+            errs.append("process %d listed twice: %r, then %r" % (p["pid"], p, later[0]))
+    return errs
+
+
+def test_sample_launch_each_pid_once(interp, tool, request):
+    """sample --subprocesses -- PROGRAM, PROGRAM starting Python children:
+    the launched process in the profile once, with samples (opened as it
+    ran exec, it was listed twice: under the command line of before, with
+    no samples, then the real one); several launches, the race being one."""
+    usable(interp)
+    errs = []
+    out = "/tmp/pyd-launch-once-%d.json" % os.getpid()
+    try:
+        for _ in range(LAUNCHES):
+            argv, rc, so, se, took = tool_run(
+                tool, ["sample", "--subprocesses", "-r", str(SAMPLE_RATE), "-q", "-f", "json",
+                       "-o", out, "--"] + interp.argv(["-c", SPAWNER]), timeout=60)
+            try:
+                with open(out) as f:
+                    doc = json.load(f)
+            except (OSError, ValueError) as e:
+                errs.append("%s: exit %s, no profile (%s): %s" % (" ".join(argv), rc, e, short(se)))
+                break
+            errs += twice_errors(argv, doc)
+            if not stacks_by_pid(doc).get(doc["pid"]):
+                errs.append("the launched process %d has no samples" % doc["pid"])
+    finally:
+        if os.path.exists(out):
+            os.remove(out)
+    settle(Result("launch each pid once", "FAIL" if errs else "PASS", "\n".join(errs)),
            request.node)

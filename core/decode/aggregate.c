@@ -648,8 +648,11 @@ static struct pyd_profile *copy_profile(const struct pyd_profile *p,
 		const struct pyd_prof_process *pr = &p->processes[i];
 		ok = pyd_profile_process(m, pr->pid, pr->ppid, pr->cmdline,
 		                         pr->python_version) == i;
-		if (ok)
+		if (ok) {
 			m->processes[i].exited = pr->exited;
+			m->processes[i].idle_threads = pr->idle_threads;
+			m->processes[i].idle_samples = pr->idle_samples;
+		}
 	}
 	for (size_t i = 0; ok && i < p->nframes; i++) {
 		const struct pyd_prof_frame *f = &p->frames[i];
@@ -664,9 +667,14 @@ static struct pyd_profile *copy_profile(const struct pyd_profile *p,
 	for (size_t i = 0; ok && i < p->nthreads; i++) {
 		const struct pyd_prof_thread *t = &p->threads[i];
 		map[t->node] = PYD_PROF_NONE;
-		if ((proc != PYD_PROF_NONE && t->process != proc) ||
-		    (active && pyd_prof_thread_idle(t)))
+		if (proc != PYD_PROF_NONE && t->process != proc)
 			continue;
+		if (active && pyd_prof_thread_idle(t)) {
+			m->processes[t->process].idle_threads++;
+			m->processes[t->process].idle_samples +=
+			    p->nodes[t->node].total;
+			continue;
+		}
 		size_t had = m->nthreads;
 		size_t ti = merge ? thread_index(m, t->process, 0, "all threads")
 		                  : thread_index(m, t->process, t->tid, t->name);

@@ -193,6 +193,27 @@ static void process_line(struct pyd_buf *b, const struct pyd_profile *p)
 	               pr->exited ? "; exited while sampled" : "");
 }
 
+/* The idle threads the table leaves out (frontend's default, --idle
+ * keeps them): said, so that a process whose threads all blocked -- a
+ * hung one, what wall mode is for -- does not look unsampled. */
+static void idle_line(struct pyd_buf *b, const struct pyd_profile *p)
+{
+	size_t n = 0;
+	uint64_t samples = 0;
+	for (size_t i = 0; i < p->nprocesses; i++)
+		if (!p->by_process || p->processes[i].pid == p->meta.pid) {
+			n += p->processes[i].idle_threads;
+			samples += p->processes[i].idle_samples;
+		}
+	if (n)
+		pyd_buf_printf(b,
+		               "Left out: %zu idle thread%s (never seen on a "
+		               "CPU), %llu samples; --idle shows %s\n",
+		               n, n == 1 ? "" : "s",
+		               (unsigned long long)samples,
+		               n == 1 ? "it" : "them");
+}
+
 static void table_header(struct pyd_buf *b, const struct pyd_profile *p)
 {
 	const struct pyd_prof_meta *m = &p->meta;
@@ -207,6 +228,7 @@ static void table_header(struct pyd_buf *b, const struct pyd_profile *p)
 	               p->merged && nthreads > 1 ? " (merged)" : "");
 	if (p->by_process)
 		process_line(b, p);
+	idle_line(b, p);
 	if (pyd_sample_mode_awaits(m->mode))
 		pyd_buf_printf(b,
 		               "%s on CPU: %llu samples (%.1f%%), "

@@ -1,9 +1,11 @@
 """pystack-dump --greenlets: every greenlet of tests/targets/greenlets.py
-(gevent greenlets blocked in a sleep, an Event, a socket read, a Queue and
-a Lock, where gevent is installed; plain greenlets switched out several levels deep; an unstarted and
-a dead one), each compared with the target's own ground truth: state,
-parent, main, the function an unstarted one runs, the call a suspended one
-waits in (receiver and arguments), and its frames, frame
+(gevent greenlets blocked in a sleep, an Event (also with a keyword
+argument), a socket read, a Queue and a Lock, where gevent is installed;
+plain greenlets switched out several levels deep, one with a keyword
+argument; an unstarted and a dead one), each compared with the target's
+own ground truth: state, parent, main, the function an unstarted one runs,
+the call a suspended one waits in (receiver, arguments, keyword arguments
+as name=value), and its frames, frame
 by frame, and the thread it belongs to (the target has greenlets in two
 threads); live, stopped (--locked), from a gcore core and from a
 snapshot; with --locals, every frame's arguments and locals.
@@ -147,7 +149,8 @@ def test_greenlets_saved(interp, tool, source):
 @pytest.mark.interps(lambda i: i.minor in SUPPORTED_MINORS)
 def test_greenlets_text(interp, tool):
     """The text dump: the threads, then a "Greenlets" section naming each
-    greenlet, with the innermost frame of each suspended one."""
+    greenlet, with the innermost frame of each suspended one and the call
+    it waits in (keyword arguments as name=value)."""
     with start(interp) as tg:
         gt = tg.wait_ground_truth()
         argv, rc, out, err, _ = tool_run(tool, ["--greenlets", str(tg.pid)])
@@ -162,6 +165,10 @@ def test_greenlets_text(interp, tool):
                 f = g["frames"][0]
                 line = 'File "%s", line %d, in %s' % (f["file"], f["line"],
                                                       f["qualname"] or f["function"])
+                assert line in tail, "%s missing: %s" % (line, tail)
+            if g["waiting"]:
+                w = g["waiting"]
+                line = "Waiting in %s(%s)\n" % (w["function"], ", ".join(w["args"]))
                 assert line in tail, "%s missing: %s" % (line, tail)
 
 

@@ -394,3 +394,61 @@ def test_sample_greenlet_refused(interp, tool):
     msg = err.decode("utf-8", "replace")
     assert rc == 6 and "-m greenlet is not supported" in msg, \
         "%s: exit %s: %s" % (" ".join(argv), rc, short(err))
+
+
+def start_patched(interp):
+    """tests/targets/gevent_patched.py, where gevent imports."""
+    usable(interp)
+    rc, _, err, _ = run(interp.argv(["-c", "from gevent import monkey; monkey.patch_all()"]), 60)
+    if rc != 0:
+        last = (err or b"").decode("utf-8", "replace").strip().splitlines()[-1:]
+        pytest.skip("gevent not importable by %s: %s" % (interp.label, "".join(last)))
+    return Target(interp, "gevent_patched")
+
+
+def name_errors(gt, names, what):
+    """Each OS thread named as threading.current_thread() named it in that
+    thread; no thread given a name threading.enumerate() has for another."""
+    errs = []
+    for t in gt["threads"]:
+        if names.get(t["tid"]) != t["name"]:
+            errs.append("%s: thread %d named %r, threading says %r"
+                        % (what, t["tid"], names.get(t["tid"]), t["name"]))
+    known = {}
+    for name, native_id in gt["enumerate"]:
+        known.setdefault(native_id, set()).add(name)
+    for tid, name in sorted(names.items()):
+        if tid in known and name not in known[tid]:
+            errs.append("%s: thread %d named %r, not one of threading's %s"
+                        % (what, tid, name, sorted(known[tid])))
+    return errs
+
+
+def test_monkey_patched_names(interp, tool):
+    """Under gevent.monkey.patch_all() threading._active is keyed by
+    greenlet ids, not by the OS threads' idents: each thread is still
+    named as threading names it (matched by its native id): the main
+    thread "MainThread", not the OS's "python3", in the JSON and text
+    dumps and in a profile's threads."""
+    with start_patched(interp) as tg:
+        gt = tg.wait_ground_truth()
+        argv, rc, out, err, _ = tool_run(tool, ["--json", str(tg.pid)])
+        assert rc == 0, "%s exited %s: %s" % (" ".join(argv), rc, short(err))
+        targv, trc, text, terr, _ = tool_run(tool, [str(tg.pid)])
+        assert trc == 0, "%s exited %s: %s" % (" ".join(targv), trc, short(terr))
+        prof = os.path.join(tg.out_host, "patched.json")
+        sargv, src, _, serr, _ = tool_run(tool, ["sample", "--threads", "-n", "20", "-f",
+                                                 "json", "-o", prof, str(tg.pid)])
+        assert src == 0, "%s exited %s: %s" % (" ".join(sargv), src, short(serr))
+        with open(prof) as f:
+            sdoc = json.load(f)
+    doc, e = parse_json_out(out)
+    assert not e, e
+    assert len(gt["threads"]) == 2 and gt["threads"][0]["name"] == "MainThread", gt["threads"]
+    errs = name_errors(gt, dict((t["tid"], t["name"]) for t in doc["threads"]), "--json")
+    errs += name_errors(gt, dict((t["tid"], t["name"]) for t in sdoc["threads"]), "sample")
+    text = text.decode("utf-8", "replace")
+    for t in gt["threads"]:
+        if 'Thread %d "%s"' % (t["tid"], t["name"]) not in text:
+            errs.append('text: no line Thread %d "%s"' % (t["tid"], t["name"]))
+    assert not errs, "\n".join(errs)

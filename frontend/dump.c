@@ -198,10 +198,18 @@ static void print_dump(const struct run *r)
 	char origin[4200];
 	describe_origin(r, origin, sizeof origin);
 	struct pyd_report_opts ro = report_opts(r, origin);
+	bool sources = !o->no_source && !o->json && !r->j->spec.snapshot;
+	const char *other = r->t.core ? pyd_core_other_root(r->t.core) : NULL;
+	/* This machine's files of the paths the frames name are not the
+	 * process's: its lines would be silently wrong. */
+	if (sources && other) {
+		struct pyd_explain e = about(r);
+		e.detail = other;
+		say(r, &e, PYD_SAY_OTHER_ROOT, PYD_OK);
+		sources = false;
+	}
 	struct source_cache *sc =
-	    !o->no_source && !o->json && !r->j->spec.snapshot
-	        ? source_cache_new(r->t.source_root)
-	        : NULL;
+	    sources ? source_cache_new(r->t.source_root) : NULL;
 	ro.source_line = sc ? source_cache_line : NULL;
 	ro.source_ctx = sc;
 	ro.native_all = o->native_all;

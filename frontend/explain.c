@@ -120,6 +120,13 @@ static const struct row rows[] = {
 	 "{prog}: the core file is truncated: {count} bytes of its memory are "
 	 "missing{partial|; stacks marked incomplete could not be read}. Copy "
 	 "the whole core again.\n"},
+	{PYD_SAY_OTHER_ROOT, ANY_ERR, ANYWHERE, false,
+	 "{prog}: warning: {file} is of a process that had another root (a "
+	 "container, a chroot, another machine) or whose files changed since: "
+	 "{detail}, which it maps, is not here, or is another build. Its "
+	 "source lines are not shown, as this machine's files of the same "
+	 "paths may differ. Pass --sysroot DIR, the root the process ran in, "
+	 "to show them, or --no-source.\n"},
 	{PYD_SAY_NATIVE_UNREAD, ANY_ERR, ANYWHERE, false,
 	 "{prog}: the native stacks of {count} thread(s) could not be "
 	 "unwound ({error}); they show their Python frames only. The "

@@ -46,6 +46,8 @@ enum pyd_say {
 	PYD_SAY_SKIPPED,           /* why a child process is not read: a
 				    * reason, no prog, no newline */
 	PYD_SAY_NATIVE_UNREAD,     /* count threads' native stacks not read */
+	PYD_SAY_OTHER_ROOT,        /* core {file}'s files are not this
+				    * machine's ({detail}: the first one) */
 	PYD_SAY_CANNOT_READ,       /* the input file {file} */
 	PYD_SAY_BAD_RECORDING,     /* {file} is no recording, or a corrupt one
 				    * (PYD_E_PROFILE; partial: the samples

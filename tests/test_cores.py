@@ -2,6 +2,7 @@
 at hand on 3.13+), against the ground truth of the target they were taken
 of."""
 
+import fcntl
 import os
 
 import pytest
@@ -177,3 +178,69 @@ def test_kcore_nobin(interp, target, tool, jobs, request):
     offsets are found by their cookie)."""
     settle(jobs.result("kcore-nobin:" + target, kcore_job, interp, target, tool),
            request.node)
+
+
+DECOY = "DECOY LINE %d: this machine's file, not the core's"
+
+
+def with_decoy(path, tool, args):
+    """tool_file_run(tool, args) with a file of other contents at path on
+    this machine, removed after."""
+    if os.path.exists(os.path.dirname(path)):
+        pytest.skip("%s exists on this machine: no room for the decoy" % path)
+    os.makedirs(os.path.dirname(path))
+    try:
+        with open(path, "w") as f:
+            f.write("".join(DECOY % n + "\n" for n in range(1, 5000)))
+        return tool_file_run(tool, args)
+    finally:
+        os.unlink(path)
+        os.rmdir(os.path.dirname(path))
+
+
+@pytest.mark.job("kcore")
+@pytest.mark.interps(lambda i: i.chroot is not None)
+def test_kcore_other_root(interp, tool):
+    """A kernel core of a target in the sid chroot, read without --sysroot:
+    the core's mappings name files this machine lacks or has in another
+    build, so the process had another root.  A file of other contents
+    stands here at the path of the target's script (a decoy, removed
+    after): none of its lines may be shown; one warning on stderr names
+    the cause and the fixes (--sysroot, --no-source).  With --sysroot the
+    chroot's own lines are shown, and no such warning."""
+    err = CORE_PATTERN.ensure()
+    if err:
+        pytest.skip(err)
+    script = interp.script("threads")          # the path inside the chroot
+    with Target(interp, "threads", wrap=["prlimit", "--core=unlimited", "--"]) as tg:
+        gt = tg.settled_truth(gt_sanity)
+        core = kernel_core(tg.proc, tg.pid, interp.chroot)
+    try:
+        # one decoy at a time: the session's workers share the path
+        with open(os.path.join(host_tmp(), "decoy.lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            argv, rc, out, err = with_decoy(script, tool, ["--core", core])
+        sargv, src, sout, serr = tool_file_run(tool, ["--core", core, "--sysroot",
+                                                      interp.chroot])
+    finally:
+        remove(core)
+    text, msg = out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+    assert rc == 0, "%s exited %s: %s" % (" ".join(argv), rc, short(err))
+    assert "Thread %d" % gt["main_tid"] in text, text
+    assert "DECOY LINE" not in text, "%s showed this machine's file:\n%s" % (" ".join(argv), text)
+    assert msg.count("another root") == 1 and "--sysroot" in msg and "--no-source" in msg, \
+        "%s: stderr %r" % (" ".join(argv), msg)
+    stext, smsg = sout.decode("utf-8", "replace"), serr.decode("utf-8", "replace")
+    assert src == 0, "%s exited %s: %s" % (" ".join(sargv), src, short(serr))
+    assert "another root" not in smsg, smsg
+    with open(interp.host_path(script)) as f:
+        lines = f.read().splitlines()
+    shown = 0
+    for t in gt["threads"]:
+        for fr in t["frames"]:
+            if fr["file"] == script:
+                want = 'line %d, in %s\n    %s\n' % (fr["line"], fr["qualname"] or fr["function"],
+                                                     lines[fr["line"] - 1].strip())
+                assert want in stext, "%s: %r missing:\n%s" % (" ".join(sargv), want, stext)
+                shown += 1
+    assert shown, gt

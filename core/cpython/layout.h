@@ -317,6 +317,10 @@ struct py_layout {
 		 * prev_instr is a RESUME (one of resume_ops, 0 = none) with
 		 * oparg >= 2 while in `await`. */
 		uint8_t resume_ops[2];
+		/* 3.14+: CALL_KW, its specialised forms and its instrumented
+		 * one (0 = none): a frame in a call with keyword arguments
+		 * keeps their names' tuple on top of the arguments. */
+		uint8_t call_kw_ops[5];
 		/* _asyncio FutureObj / TaskObj */
 		int32_t fut_loop, fut_callback0, fut_callbacks, fut_state;
 		int32_t task_fut_waiter, task_coro, task_name; /* name 3.8+ */

@@ -40,6 +40,10 @@
  * states are enum _framestate of each version's headers; resume_ops are
  * RESUME and its specialized / instrumented forms (3.11: RESUME_QUICK 150,
  * 3.12: INSTRUMENTED_RESUME 240), YIELD_FROM is opcode 72 (3.7-3.10).
+ * call_kw_ops are dis.opmap's and dis._specialized_opmap's CALL_KW,
+ * CALL_KW_BOUND_METHOD, CALL_KW_NON_PY, CALL_KW_PY and
+ * INSTRUMENTED_CALL_KW of each version (3.14+: read only where the frame
+ * keeps its stack pointer).
  */
 #define OBJECTS_GENERIC \
 	.valid = true, .ma_used = 16, .ma_keys = 32, .ma_values = 40, \
@@ -128,9 +132,11 @@
 	.fut_state = 104, .task_fut_waiter = 120, .task_coro = 128, \
 	.task_name = 136, .task_size = 168
 #define OBJECTS_314 { OBJECTS_314_COMMON, .interp_modules = 7688, \
-	.tstate_dict = 128, .ht_cached_keys = 880 }
+	.tstate_dict = 128, .ht_cached_keys = 880, \
+	.call_kw_ops = {55, 151, 152, 153, 251} }
 #define OBJECTS_315 { OBJECTS_314_COMMON, .interp_modules = 7592, \
-	.tstate_dict = 152, .ht_cached_keys = 888 }
+	.tstate_dict = 152, .ht_cached_keys = 888, \
+	.call_kw_ops = {53, 154, 155, 156, 250} }
 
 /*
  * The groups struct py_objects shares with every layout: where generators

@@ -10,10 +10,13 @@
  *	[callable, self or NULL, oparg arguments]
  *
  * oparg being the byte after the opcode at instr_ptr (CALL's specialised
- * forms keep it).  Before 3.14 the frame keeps no stack pointer there.
+ * forms keep it).  A call with keyword arguments is a CALL_KW (one of the
+ * layout's call_kw_ops): the tuple of their names is on top of those,
+ * whose last len(names) are the keyword ones, shown as name=value.
+ * Before 3.14 the frame keeps no stack pointer there.
  *
- * Nothing says the instruction is a plain call (CALL_KW has its names on
- * top; a property's getter may switch too), so the callable must be one
+ * Nothing else says the instruction is a plain call (a property's getter
+ * may switch too), so the callable must be one
  * we can name, or nothing is reported: a function, a bound method of
  * one, a method descriptor, a built-in function or method -- the
  * interpreter's own static types, known by where they live -- or a
@@ -37,6 +40,13 @@
 
 /* A frame whose value stack is deeper than this is not one. */
 #define MAX_STACK_BYTES (1u << 24)
+
+/* The keyword arguments' names of a CALL_KW: n of them, the first
+ * PYD_CALL_MAX_ARGS read (the only ones that can be shown). */
+struct pyd_kw {
+	size_t n;
+	char *names[PYD_CALL_MAX_ARGS];
+};
 
 /* A type's __name__: its tp_name after the module's dotted path. */
 static void short_type_name(struct pyd_session *s, uint64_t type, char *out,
@@ -160,6 +170,57 @@ static char *render(struct pyd_repr *r, uint64_t ref)
 	return pyd_repr_str(r, tagged_int ? ref : ref & ~mask, tagged_int);
 }
 
+/* "name=value" for a keyword argument, the value alone otherwise. */
+static char *render_arg(struct pyd_repr *r, uint64_t ref, const char *name)
+{
+	char *value = render(r, ref);
+	if (!value || !name)
+		return value;
+	struct pyd_buf b = {0};
+	pyd_buf_printf(&b, "%s=%s", name, value);
+	pyd_buf_put(&b, "", 1);
+	free(value);
+	if (b.failed)
+		free(b.data);
+	return b.failed ? NULL : b.data;
+}
+
+static bool is_call_kw(const struct py_layout *L, uint8_t op)
+{
+	for (size_t i = 0; i < sizeof L->objects.call_kw_ops; i++)
+		if (op && op == L->objects.call_kw_ops[i])
+			return true;
+	return false;
+}
+
+/* The names of a CALL_KW's keyword arguments: its kwnames tuple, at most
+ * nargs str.  False if the slot holds anything else. */
+static bool kw_names(struct pyd_session *s, uint64_t ref, size_t nargs,
+		     struct pyd_kw *kw)
+{
+	uint64_t tuple = ref & ~s->layout.code_tag_mask, type, *items;
+	size_t n, size;
+	if (pyd_obj_type(s, tuple, &type) ||
+	    !pyd_builtin_type_is(s, type, "tuple") ||
+	    pyd_seq_items(s, tuple, false, PYD_CALL_MAX_ARGS, &items, &n,
+			  &size))
+		return false;
+	bool ok = size <= nargs;
+	kw->n = size;
+	for (size_t i = 0; ok && i < n; i++)
+		ok = !pyd_obj_type(s, items[i], &type) &&
+		     pyd_builtin_type_is(s, type, "str") &&
+		     (kw->names[i] = pyd_read_str(s, items[i]));
+	free(items);
+	return ok;
+}
+
+static void kw_free(struct pyd_kw *kw)
+{
+	for (size_t i = 0; i < PYD_CALL_MAX_ARGS; i++)
+		free(kw->names[i]);
+}
+
 void pyd_call_free(struct pyd_call *c)
 {
 	if (!c)
@@ -170,11 +231,70 @@ void pyd_call_free(struct pyd_call *c)
 	free(c);
 }
 
+/* The call's arguments from its slots [callable, self or NULL, nargs
+ * arguments], of which the first 2 + shown were read; the last kw->n
+ * arguments are keyword ones. */
+static enum pyd_err render_args(struct pyd_session *s, struct pyd_call *c,
+				const uint64_t *slots, size_t nargs,
+				size_t shown, const struct pyd_kw *kw)
+{
+	struct pyd_repr *r = malloc(sizeof *r);
+	if (!r)
+		return PYD_E_NOMEM;
+	pyd_repr_init(r, s, &PYD_REPR_DEFAULTS);
+	enum pyd_err err = PYD_OK;
+	/* The receiver, where the call has one, is the first argument. */
+	size_t from = (slots[1] & ~s->layout.code_tag_mask) ? 1 : 2;
+	size_t first_kw = 2 + nargs - kw->n;
+	c->more = nargs > shown;
+	for (size_t i = from; i < 2 + shown && c->nargs < PYD_CALL_MAX_ARGS;
+	     i++) {
+		const char *name = i >= first_kw ? kw->names[i - first_kw] : NULL;
+		if (!(c->args[c->nargs++] = render_arg(r, slots[i], name)))
+			err = PYD_E_NOMEM;
+	}
+	c->more |= from == 1 && shown == PYD_CALL_MAX_ARGS;
+	free(r);
+	return err;
+}
+
+/* The callable and arguments below top, the frame's stack pointer less
+ * the kwnames slot of a CALL_KW, into *out (NULL if not a call we can
+ * name). */
+static enum pyd_err read_call(struct pyd_session *s, const struct pyd_frame *f,
+			      uint64_t top, size_t nargs,
+			      const struct pyd_kw *kw, struct pyd_call **out)
+{
+	const struct py_layout *L = &s->layout;
+	uint64_t slots[2 + PYD_CALL_MAX_ARGS];
+	size_t shown = nargs > PYD_CALL_MAX_ARGS ? PYD_CALL_MAX_ARGS : nargs;
+	uint64_t base = f->addr + (uint64_t)L->iframe.localsplus;
+	if (top < base || top - base > MAX_STACK_BYTES ||
+	    top - base < 8 * (2 + (uint64_t)nargs) ||
+	    pyd_read(s->src, top - 8 * (2 + (uint64_t)nargs), slots,
+		     8 * (2 + shown)))
+		return PYD_OK;
+	char *function = callable_qualname(s, slots[0] & ~L->code_tag_mask, 0);
+	struct pyd_call *c = function ? calloc(1, sizeof *c) : NULL;
+	if (!c) {
+		free(function);
+		return function ? PYD_E_NOMEM : PYD_OK;
+	}
+	c->function = function;
+	enum pyd_err err = render_args(s, c, slots, nargs, shown, kw);
+	if (err) {
+		pyd_call_free(c);
+		return err;
+	}
+	*out = c;
+	return PYD_OK;
+}
+
 enum pyd_err pyd_pending_call(struct pyd_session *s, const struct pyd_frame *f,
 			      struct pyd_call **out)
 {
 	const struct py_layout *L = &s->layout;
-	uint64_t instr, sp, slots[2 + PYD_CALL_MAX_ARGS];
+	uint64_t instr, sp, kwnames;
 	uint8_t unit[2];
 	*out = NULL;
 	if (L->iframe.stackpointer == PYD_NO_FIELD || !f->addr)
@@ -185,38 +305,14 @@ enum pyd_err pyd_pending_call(struct pyd_session *s, const struct pyd_frame *f,
 				&sp)) ||
 	    (err = pyd_read(s->src, instr, unit, sizeof unit)))
 		return err == PYD_E_EXITED || err == PYD_E_NOMEM ? err : PYD_OK;
-	size_t nargs = unit[1];
-	size_t shown = nargs > PYD_CALL_MAX_ARGS ? PYD_CALL_MAX_ARGS : nargs;
-	uint64_t base = f->addr + (uint64_t)L->iframe.localsplus;
-	uint64_t at = sp - 8 * (2 + (uint64_t)nargs);
-	if (sp < base || sp - base > MAX_STACK_BYTES ||
-	    sp - base < 8 * (2 + (uint64_t)nargs) ||
-	    pyd_read(s->src, at, slots, 8 * (2 + shown)))
+	struct pyd_kw kw = {0};
+	bool call_kw = is_call_kw(L, unit[0]);
+	if (call_kw && (pyd_read_ptr(s, sp - 8, &kwnames) ||
+			!kw_names(s, kwnames, unit[1], &kw))) {
+		kw_free(&kw);
 		return PYD_OK;
-	uint64_t mask = L->code_tag_mask;
-	char *function = callable_qualname(s, slots[0] & ~mask, 0);
-	struct pyd_call *c = function ? calloc(1, sizeof *c) : NULL;
-	struct pyd_repr *r = c ? malloc(sizeof *r) : NULL;
-	if (!r) {
-		free(c);
-		free(function);
-		return function ? PYD_E_NOMEM : PYD_OK;
 	}
-	c->function = function;
-	pyd_repr_init(r, s, &PYD_REPR_DEFAULTS);
-	/* The receiver, where the call has one, is the first argument. */
-	size_t from = (slots[1] & ~mask) ? 1 : 2;
-	c->more = nargs > shown;
-	for (size_t i = from; i < 2 + shown && c->nargs < PYD_CALL_MAX_ARGS;
-	     i++)
-		if (!(c->args[c->nargs++] = render(r, slots[i])))
-			err = PYD_E_NOMEM;
-	c->more |= from == 1 && shown == PYD_CALL_MAX_ARGS;
-	free(r);
-	if (err) {
-		pyd_call_free(c);
-		return err;
-	}
-	*out = c;
-	return PYD_OK;
+	err = read_call(s, f, call_kw ? sp - 8 : sp, unit[1], &kw, out);
+	kw_free(&kw);
+	return err;
 }

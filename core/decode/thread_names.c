@@ -8,6 +8,14 @@
  * in threading._active, {ident: Thread}, where ident is the pthread_t the
  * thread state records: read them there on every version, and leave the
  * OS name to threads threading does not know.
+ *
+ * A program monkey-patched by gevent keys _active by greenlet ids, and
+ * every Thread it starts is a greenlet of the thread that started it: a
+ * thread no ident matches is named by the first entry whose native id is
+ * its OS thread id (the main thread's _MainThread, registered before any
+ * greenlet's), as threading.current_thread() names it there.  Renaming
+ * the OS thread after each started Thread (3.14+) makes the OS name
+ * wrong there too.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,22 +38,59 @@ static uint64_t active_threads(struct pyd_session *s, uint64_t interp)
 	return active;
 }
 
-static void name_thread(struct pyd_session *s, uint64_t ident,
-			uint64_t thread, struct pyd_thread *t, size_t n)
+/* Thread t takes the name of threading's Thread object thread; false if
+ * it has none we can read. */
+static bool take_name(struct pyd_session *s, uint64_t thread,
+		      struct pyd_thread *t)
 {
 	uint64_t name;
-	for (size_t j = 0; j < n; j++) {
-		if (t[j].ident != ident)
+	char *str;
+	if (pyd_obj_attr(s, thread, "_name", &name) || !name ||
+	    !(str = pyd_read_str(s, name)))
+		return false;
+	snprintf(t->name, sizeof t->name, "%s", str);
+	pyd_utf8_repair(t->name);
+	free(str);
+	return true;
+}
+
+/* The key a Thread object is matched by: its ident (the dict's key), or
+ * its native id (Thread._native_id, 3.8+); false if it has none. */
+static bool match_key(struct pyd_session *s, const uint64_t *pair,
+		      bool native, int64_t *key)
+{
+	uint64_t v;
+	if (!native)
+		return !pyd_long_value(s, pair[0], key);
+	return !pyd_obj_attr(s, pair[1], "_native_id", &v) && v &&
+	       !pyd_long_value(s, v, key);
+}
+
+/* Name every thread not named yet whose ident (or native id) is that of
+ * an entry of threading._active, the first such entry in the dict's
+ * order: the one registered first on that OS thread. */
+static void name_by(struct pyd_session *s, const uint64_t *kv, size_t nkv,
+		    bool native, struct pyd_thread *t, bool *named, size_t n)
+{
+	for (size_t i = 0; i < nkv; i++) {
+		int64_t key;
+		if (!match_key(s, kv + 2 * i, native, &key))
 			continue;
-		char *str;
-		if (pyd_obj_attr(s, thread, "_name", &name) || !name ||
-		    !(str = pyd_read_str(s, name)))
-			return;
-		snprintf(t[j].name, sizeof t[j].name, "%s", str);
-		pyd_utf8_repair(t[j].name);
-		free(str);
-		return;
+		for (size_t j = 0; j < n; j++)
+			if (!named[j] && (native ? t[j].tid == key
+						 : t[j].ident == (uint64_t)key)) {
+				named[j] = take_name(s, kv[2 * i + 1], &t[j]);
+				break;
+			}
 	}
+}
+
+static bool all_named(const bool *named, size_t n)
+{
+	for (size_t j = 0; j < n; j++)
+		if (!named[j])
+			return false;
+	return true;
 }
 
 void pyd_thread_names(struct pyd_session *s, uint64_t interp,
@@ -53,14 +98,16 @@ void pyd_thread_names(struct pyd_session *s, uint64_t interp,
 {
 	uint64_t active, *kv;
 	size_t nkv;
+	bool *named;
 	if (!n || !s->layout.objects.valid ||
 	    !(active = active_threads(s, interp)) ||
-	    pyd_dict_items(s, active, PYD_MAX_ITEMS, &kv, &nkv, NULL))
+	    !(named = calloc(n, sizeof *named)))
 		return;
-	for (size_t i = 0; i < nkv; i++) {
-		int64_t ident;
-		if (!pyd_long_value(s, kv[2 * i], &ident))
-			name_thread(s, (uint64_t)ident, kv[2 * i + 1], t, n);
+	if (!pyd_dict_items(s, active, PYD_MAX_ITEMS, &kv, &nkv, NULL)) {
+		name_by(s, kv, nkv, false, t, named, n);
+		if (!all_named(named, n))
+			name_by(s, kv, nkv, true, t, named, n);
+		free(kv);
 	}
-	free(kv);
+	free(named);
 }

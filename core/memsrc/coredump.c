@@ -61,6 +61,7 @@ struct pyd_core {
 	size_t nthreads;
 	int pid;
 	const char *exe_path; /* the executable's path in NT_FILE */
+	const char *other_root; /* pyd_core_other_root */
 	struct backing_file files[MAX_OPEN_FILES];
 	size_t nfiles;
 	char warnings[WARNINGS_SIZE];
@@ -397,7 +398,12 @@ static enum pyd_err check_build_ids(struct pyd_core *c, char *detail,
 		nh = fd >= 0 ? build_id_of_file(fd, have) : 0;
 		if (fd >= 0)
 			close(fd);
-		if (!nh || (nh == nw && memcmp(want, have, nw) == 0))
+		bool same = nh == nw && memcmp(want, have, nw) == 0;
+		/* A file with no build-id of its own tells nothing. */
+		if (!same && (fd < 0 || nh) && !c->opts.sysroot &&
+		    !c->other_root)
+			c->other_root = m->path;
+		if (!nh || same)
 			continue;
 		hex(want, nw, w);
 		hex(have, nh, h);
@@ -506,6 +512,11 @@ uint64_t pyd_core_missing_bytes(const struct pyd_core *c)
 			need = end;
 	}
 	return need > c->file_size ? need - c->file_size : 0;
+}
+
+const char *pyd_core_other_root(const struct pyd_core *c)
+{
+	return c->other_root;
 }
 
 const char *pyd_core_warnings(const struct pyd_core *c)

@@ -30,6 +30,13 @@ const struct pyd_memsrc *pyd_core_memsrc(struct pyd_core *c);
 int pyd_core_pid(const struct pyd_core *c);
 /* Bytes the segments need beyond the end of the file; 0 if complete. */
 uint64_t pyd_core_missing_bytes(const struct pyd_core *c);
+/* Without a sysroot: the first ELF file the core maps (its path as the
+ * core names it) that is not here at that path, or is another build --
+ * the process ran in another root (a container, a chroot, another
+ * machine) or its files changed since, so this machine's files of the
+ * paths it names are not its own; NULL if each one matches, or a sysroot
+ * was given. */
+const char *pyd_core_other_root(const struct pyd_core *c);
 /* Warnings gathered so far (build-id mismatches, ...), one per line; "" if
  * none. */
 const char *pyd_core_warnings(const struct pyd_core *c);

@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
-"""gevent greenlets blocked in a sleep, an Event, a socket read, a Queue
-and a Lock; plain greenlets switched out several levels deep, one the
-child of another; an unstarted one and a dead one.  The main greenlet
+"""gevent greenlets blocked in a sleep, an Event (waited on with and
+without a keyword argument), a socket read, a Queue and a Lock; plain
+greenlets switched out several levels deep, one the child of another,
+one switching with a keyword argument; an unstarted one and a dead one.  The main greenlet
 blocks the thread (time.sleep: nothing is monkey-patched).  A second
 thread has greenlets of its own: one switched out, one unstarted.
 Without gevent (3.15: Debian builds greenlet for it, not gevent) only the
@@ -65,6 +66,10 @@ def in_event(ev):
     ev.wait()
 
 
+def in_event_kw(ev):
+    ev.wait(timeout=300)
+
+
 def in_socket(sock):
     sock.recv(1)
 
@@ -91,6 +96,10 @@ def level1():
 
 def child_inner():
     MAIN.switch()
+
+
+def switch_kw():
+    MAIN.switch(1, why="kw")
 
 
 def child():
@@ -140,8 +149,12 @@ def spawned(g):
     return run.__name__ if hasattr(run, "__code__") else None
 
 
-def call(fn, *args):
-    return {"function": fn.__qualname__, "args": [brepr(a) for a in args]}
+def call(fn, *args, **kwargs):
+    """The call as pystack-dump shows it: positional arguments, then
+    keyword ones as name=value, in the call's order."""
+    return {"function": fn.__qualname__,
+            "args": [brepr(a) for a in args] +
+                    ["%s=%s" % (k, brepr(v)) for k, v in kwargs.items()]}
 
 
 def waiting(g):
@@ -154,6 +167,8 @@ def waiting(g):
         return call(greenlet.greenlet.switch, MAIN)
     if name == "worker_inner":
         return call(greenlet.greenlet.switch, loc["main"])
+    if name == "switch_kw":
+        return call(greenlet.greenlet.switch, MAIN, 1, why="kw")
     if not gevent:
         return None
     hub = gevent.get_hub()
@@ -164,6 +179,8 @@ def waiting(g):
         return call(type(sock)._wait, sock, sock._read_event)
     if name == "run" and g is hub:            # Hub.run: loop.run()
         return call(type(loc["loop"]).run, loc["loop"])
+    if name == "in_event_kw":
+        return call(type(loc["ev"]).wait, loc["ev"], timeout=300)
     waits = {"in_event": ("ev", "wait"), "in_queue": ("q", "get"),
              "in_lock": ("lock", "acquire")}
     if name in waits:
@@ -210,12 +227,15 @@ def main():
         lock = gevent.lock.Semaphore(1)
         lock.acquire()
         keep = [gevent.spawn(in_sleep), gevent.spawn(in_event, gevent.event.Event()),
+                gevent.spawn(in_event_kw, gevent.event.Event()),
                 gevent.spawn(in_socket, a), gevent.spawn(in_queue, gevent.queue.Queue()),
                 gevent.spawn(in_lock, lock), b]
     outer = greenlet.greenlet(level1)
     outer.switch()
     inner = greenlet.greenlet(child, parent=outer)
     inner.switch()
+    with_kw = greenlet.greenlet(switch_kw)
+    with_kw.switch()
     unstarted = greenlet.greenlet(never_run)
     dead = greenlet.greenlet(finished)
     dead.switch()
@@ -227,7 +247,7 @@ def main():
     doc["greenlets"] = truth()
     write_json(sys.argv[1], doc)
     time.sleep(1e6)
-    return keep, outer, inner, unstarted, dead, theirs
+    return keep, outer, inner, with_kw, unstarted, dead, theirs
 
 
 main()

@@ -454,9 +454,6 @@ def test_monkey_patched_names(interp, tool):
     assert not errs, "\n".join(errs)
 
 
-@pytest.mark.xfail(strict=True, reason="core/decode/sample.c's greenlet mode counts every "
-                   "thread's stack as on a CPU (issue 27, item 6c: the change to record() "
-                   "is not applied yet)")
 def test_sample_greenlet_idle(interp, tool):
     """sample -m greenlet --threads on the monkey-patched target, where
     nothing runs: the main thread's hub blocked in epoll_wait and the

@@ -98,6 +98,8 @@ struct sthread {
 	size_t npred, cap;
 	bool in_batch;
 	bool ran; /* seen on a CPU: no need to ask again */
+	/* cpu and greenlet modes: whether the OS had it on a CPU this round */
+	enum pyd_thread_run run;
 	uint8_t tail[TAIL_MAX][TAIL_BYTES]; /* the saved bottom shims */
 	/* exception mode: exc.raised, exc.handled, exc.info as read */
 	uint8_t exc[3][8];
@@ -816,7 +818,8 @@ static bool mark_gc(struct pyd_sampler *sp)
 	return true;
 }
 
-static bool mark_greenlet(struct pyd_sampler *sp, const struct sthread *t);
+static enum pyd_err record_greenlet(struct pyd_sampler *sp,
+                                    const struct sthread *t);
 
 static enum pyd_err record(struct pyd_sampler *sp, const struct sthread *t,
                            unsigned *nstacks)
@@ -827,17 +830,13 @@ static enum pyd_err record(struct pyd_sampler *sp, const struct sthread *t,
 		return PYD_E_NOMEM;
 	if (t->tstate == sp->in[t->interp].collector && !mark_gc(sp))
 		return PYD_E_NOMEM;
-	bool greenlets = sp->mode == PYD_SAMPLE_GREENLET;
-	if (greenlets && !mark_greenlet(sp, t))
-		return PYD_E_NOMEM;
 	(*nstacks)++;
-	if (greenlets)
-		sp->prof->meta.cpu_samples++;
-	/* A cut stack's outermost frame is the mark, not the memo's; the
-	 * greenlet a thread runs may change from round to round. */
+	if (sp->mode == PYD_SAMPLE_GREENLET)
+		return record_greenlet(sp, t);
+	/* A cut stack's outermost frame is the mark, not the memo's. */
 	return pyd_profile_add_same(sp->prof, sp->process, t->tid, t->name,
 	                            sp->fb.v, sp->fb.n,
-	                            sp->fb.more || greenlets ? 0 : t->same_out);
+	                            sp->fb.more ? 0 : t->same_out);
 }
 
 /* ---- the modes ---- */
@@ -877,12 +876,15 @@ static enum pyd_err select_threads(struct pyd_sampler *sp)
 		if (sp->mode == PYD_SAMPLE_GIL)
 			in = t->tstate == sp->last_holder;
 		enum pyd_thread_run run = PYD_RUN_UNKNOWN;
-		if (sp->mode == PYD_SAMPLE_CPU && src->thread_run) {
+		if ((sp->mode == PYD_SAMPLE_CPU ||
+		     sp->mode == PYD_SAMPLE_GREENLET) &&
+		    src->thread_run) {
 			enum pyd_err err =
 			    src->thread_run(src->ctx, t->tid, &run);
 			if (err == PYD_E_EXITED)
 				return err;
 		}
+		t->run = run;
 		if (sp->mode == PYD_SAMPLE_CPU)
 			in = run == PYD_RUN_RUNNING;
 		if (in != t->in_batch)
@@ -1206,6 +1208,24 @@ static bool mark_greenlet(struct pyd_sampler *sp, const struct sthread *t)
 			                                         sp->glabels[i]});
 	}
 	return true;
+}
+
+/* Thread t's stack under the greenlet it runs, counted as on a CPU
+ * unless the OS has the thread asleep: a hub blocked in epoll_wait, a
+ * greenlet in a call that blocks its thread, wait.  Its path is not
+ * reused: the greenlet a thread runs may change from round to round. */
+static enum pyd_err record_greenlet(struct pyd_sampler *sp,
+                                    const struct sthread *t)
+{
+	if (!mark_greenlet(sp, t))
+		return PYD_E_NOMEM;
+	bool waits = t->run == PYD_RUN_IDLE;
+	if (waits)
+		sp->prof->meta.await_samples++;
+	else
+		sp->prof->meta.cpu_samples++;
+	return pyd_profile_add(sp->prof, sp->process, t->tid, t->name,
+	                       sp->fb.v, sp->fb.n, waits);
 }
 
 /* Every thread as in wall mode, under the greenlet it runs; then every

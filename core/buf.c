@@ -71,18 +71,11 @@ void pyd_buf_json_str(struct pyd_buf *b, const char *s)
  * character; 0 if c stands for itself. */
 static size_t escape_of(unsigned c, bool stray, char esc[5])
 {
-	switch (c) {
-	case '\\':
-		memcpy(esc, "\\\\", 2);
-		return 2;
-	case '\n':
-		memcpy(esc, "\\n", 2);
-		return 2;
-	case '\r':
-		memcpy(esc, "\\r", 2);
-		return 2;
-	case '\t':
-		memcpy(esc, "\\t", 2);
+	static const char named[] = "\\\n\r\t", letter[] = "\\nrt";
+	const char *at = c && c < 0x80 ? strchr(named, (int)c) : NULL;
+	if (at) {
+		esc[0] = '\\';
+		esc[1] = letter[at - named];
 		return 2;
 	}
 	if (stray || c < 0x20 || (c >= 0x7f && c < 0xa0))

@@ -345,6 +345,18 @@ def label(g):
     return "<greenlet main>" if g["main"] else "<greenlet 0x%x>" % g["id"]
 
 
+def greenlet_profile(tool, tg):
+    """`sample -m greenlet --threads -n SAMPLE_TICKS -f json` of tg: the
+    profile's JSON."""
+    out = os.path.join(tg.out_host, "greenlets.json")
+    argv, rc, _, err, _ = tool_run(tool, ["sample", "-m", "greenlet", "--threads", "-n",
+                                          str(SAMPLE_TICKS), "-f", "json", "-o", out,
+                                          str(tg.pid)])
+    assert rc == 0, "%s exited %s: %s" % (" ".join(argv), rc, short(err))
+    with open(out) as f:
+        return json.load(f)
+
+
 @pytest.mark.interps(lambda i: i.minor in SUPPORTED_MINORS)
 def test_sample_greenlet(interp, tool):
     """sample -m greenlet --threads: every round, each switched-out
@@ -353,13 +365,7 @@ def test_sample_greenlet(interp, tool):
     stack under the greenlet it runs."""
     with start(interp) as tg:
         gt = tg.wait_ground_truth()
-        out = os.path.join(tg.out_host, "greenlets.json")
-        argv, rc, so, err, _ = tool_run(tool, ["sample", "-m", "greenlet", "--threads", "-n",
-                                               str(SAMPLE_TICKS), "-f", "json", "-o", out,
-                                               str(tg.pid)])
-        assert rc == 0, "%s exited %s: %s" % (" ".join(argv), rc, short(err))
-        with open(out) as f:
-            doc = json.load(f)
+        doc = greenlet_profile(tool, tg)
     assert doc["mode"] == "greenlet", doc["mode"]
     rounds = doc["ticks"] - doc["missed"]
     stacks = profile_stacks(doc)
@@ -462,13 +468,7 @@ def test_sample_greenlet_idle(interp, tool):
     running on a CPU (cpu_samples, self)."""
     with start_patched(interp) as tg:
         gt = tg.wait_ground_truth()
-        out = os.path.join(tg.out_host, "idle.json")
-        argv, rc, _, err, _ = tool_run(tool, ["sample", "-m", "greenlet", "--threads", "-n",
-                                              str(SAMPLE_TICKS), "-f", "json", "-o", out,
-                                              str(tg.pid)])
-        assert rc == 0, "%s exited %s: %s" % (" ".join(argv), rc, short(err))
-        with open(out) as f:
-            doc = json.load(f)
+        doc = greenlet_profile(tool, tg)
     rounds = doc["ticks"] - doc["missed"]
     stacks = profile_stacks(doc)
     errs = []

@@ -329,6 +329,10 @@ def views_differ(debugger, build, tool, target, cli_target, ntasks, where, settl
     sleep again after pystack-dump paused them."""
     errs = []
     for flag, view in VIEWS:
+        # Both read each thread's state as the OS had it before they
+        # stopped the target: the last one's detach restarted the
+        # blocked threads' system calls.
+        settled()
         rc, out, err, _ = run([tool.path, view] + cli_target, TOOL_TIMEOUT)
         settled()
         got, why = debugger_native(debugger, build, target, ntasks, flag)

@@ -125,8 +125,9 @@ enum pyd_walk_end {
 	PYD_WALK_DOUBT,
 	/* where no stack starts: a Python frame from 3.12 (every run of
 	 * the evaluation loop starts at a shim), a frame other than the
-	 * thread's base frame (3.15+), no frame in a _PyCFrame of a run
-	 * of the loop (3.11, 3.12) */
+	 * thread's base frame (3.15+), a shim whose outermost Python frame
+	 * is not the first of the thread's data stack (3.12-3.14), no
+	 * frame in a _PyCFrame of a run of the loop (3.11, 3.12) */
 	PYD_WALK_TORN,
 };
 
@@ -140,6 +141,7 @@ struct pyd_frame_buf {
 	 * at PYD_MAX_FRAMES, or the rest was known). */
 	enum pyd_walk_end end;
 	uint64_t end_at;
+	size_t nodes; /* the walk asked the reader for nodes 0 to nodes - 1 */
 };
 
 /*

@@ -128,15 +128,60 @@ static enum pyd_err interp_frame(struct pyd_session *s, const uint8_t *buf,
 	return PYD_OK;
 }
 
-/* The thread-state node: its frame pointer and, where the thread state
- * points at the base frame every stack of it ends at (3.15+), that
- * pointer, in one read. */
-static int32_t tstate_node_len(const struct py_layout *L)
+/*
+ * The thread-state node: its frame pointer, and in the same read what
+ * tells where the thread's stack starts: from 3.15 a pointer to the base
+ * frame every chain of the thread ends at; before, from 3.12, the newest
+ * chunk of its data stack, whose oldest chunk holds the thread's
+ * outermost Python frame first.  Its fields' offsets from the frame
+ * pointer, in *base and *chunk (0: not read).
+ */
+#define TSTATE_NODE_MAX 256
+#define CHUNK_DATA 24 /* offsetof(_PyStackChunk, data) */
+
+static size_t tstate_node_len(const struct py_layout *L, int32_t *base,
+			      int32_t *chunk)
 {
-	int32_t base = L->tstate.base_frame;
-	return base > L->tstate.frame && base - L->tstate.frame <= 64
-		       ? base - L->tstate.frame + 8
-		       : 8;
+	int32_t from = L->tstate.frame;
+	*base = *chunk = 0;
+	if (L->tstate.base_frame > from)
+		*base = L->tstate.base_frame - from;
+	else if (L->datastack.chunk > from && L->owner_first_shim != PYD_NO_FIELD)
+		*chunk = L->datastack.chunk - from;
+	int32_t far = *base > *chunk ? *base : *chunk;
+	if (far + 8 > TSTATE_NODE_MAX)
+		far = *base = *chunk = 0;
+	return (size_t)far + 8;
+}
+
+/*
+ * Does a chain that ended at a shim start where the thread's stack does
+ * (3.12-3.14)?  Its outermost Python frame is the first on the oldest
+ * chunk of the thread's data stack, the chunks read from chunk (the
+ * newest) on as nodes from index idx; a generator's frame lives in the
+ * generator and C code may run one first, so that is only doubtful.
+ */
+static enum pyd_walk_end check_start(const struct pyd_node_reader *r,
+				     size_t idx, uint64_t chunk,
+				     const struct pyd_frame_buf *out)
+{
+	const struct pyd_frame *outer = &out->v[out->n - 1];
+	enum pyd_err err;
+	if (outer->generator)
+		return PYD_WALK_DOUBT;
+	/* Every chunk holds a frame at least: a stack of PYD_MAX_FRAMES
+	 * frames has no more chunks. */
+	for (size_t n = 0; chunk && n < PYD_MAX_FRAMES; n++) {
+		const uint8_t *b = r->get(r->ctx, idx + n, chunk, 8, &err);
+		if (!b)
+			return PYD_WALK_TORN;
+		uint64_t older = pyd_u64_at(b, 0);
+		if (!older)
+			return outer->addr == chunk + CHUNK_DATA + 8 ? PYD_WALK_WHOLE
+								     : PYD_WALK_TORN;
+		chunk = older;
+	}
+	return PYD_WALK_TORN;
 }
 
 enum pyd_err pyd_walk_thread(struct pyd_session *s, uint64_t tstate,
@@ -145,19 +190,23 @@ enum pyd_err pyd_walk_thread(struct pyd_session *s, uint64_t tstate,
 {
 	const struct py_layout *L = &s->layout;
 	enum pyd_err err = PYD_OK;
-	int32_t len = tstate_node_len(L);
+	int32_t base_at, chunk_at;
+	size_t len = tstate_node_len(L, &base_at, &chunk_at);
 	out->n = 0;
 	out->end = PYD_WALK_WHOLE;
 	const uint8_t *b = r->get(r->ctx, 0, tstate + (uint64_t)L->tstate.frame,
-				  (size_t)len, &err);
+				  len, &err);
 	/* A snapshot from an older release kept the frame pointer alone. */
-	if (!b && len > 8)
+	if (!b && len > 8) {
+		base_at = chunk_at = 0;
 		b = r->get(r->ctx, 0, tstate + (uint64_t)L->tstate.frame,
-			   (size_t)(len = 8), &err);
+			   len = 8, &err);
+	}
 	if (!b)
 		return err;
 	uint64_t f = pyd_u64_at(b, 0);
-	uint64_t base = len > 8 ? pyd_u64_at(b, (size_t)len - 8) : 0;
+	uint64_t base = base_at ? pyd_u64_at(b, (size_t)base_at) : 0;
+	uint64_t chunk = chunk_at ? pyd_u64_at(b, (size_t)chunk_at) : 0;
 	size_t idx = 1;
 	if (L->frame_model == PY_FRAMES_CFRAME && f) {
 		uint64_t cframe = f;
@@ -176,8 +225,13 @@ enum pyd_err pyd_walk_thread(struct pyd_session *s, uint64_t tstate,
 	}
 	if ((err = pyd_walk_chain(s, f, idx, r, out)))
 		return err;
+	/* A shim ends the chain of every run of the loop, not only the
+	 * thread's first: one read after its run returned, its link to the
+	 * caller overwritten, looks like the thread's. */
 	if (base && out->end_at)
 		out->end = out->end_at == base ? PYD_WALK_WHOLE : PYD_WALK_TORN;
+	else if (chunk && out->end_at && out->end == PYD_WALK_WHOLE && out->n)
+		out->end = check_start(r, out->nodes, chunk, out);
 	return out->end == PYD_WALK_TORN || (out->end == PYD_WALK_DOUBT && !last)
 		       ? PYD_E_TORN
 		       : PYD_OK;
@@ -229,6 +283,7 @@ enum pyd_err pyd_walk_chain(struct pyd_session *s, uint64_t f, size_t idx,
 			out->v[had].addr = at;
 	}
 	out->more = f != 0;
+	out->nodes = idx;
 	if (!f) {
 		out->end = end;
 		out->end_at = at;
@@ -329,7 +384,6 @@ static enum pyd_err walk_stable(struct pyd_session *s, uint64_t tstate,
  * from there proves the frames outside it are all of them.
  */
 #define MAX_CHUNKS 1024
-#define CHUNK_DATA 24 /* offsetof(_PyStackChunk, data) */
 
 /* The chunks of tstate's data stack, oldest first, into c[]; 0 if none
  * or not readable. */

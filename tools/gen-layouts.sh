@@ -63,6 +63,8 @@ fields() {
 	((minor >= 13)) && { frame=current_frame; code=f_executable; instr=instr_ptr; }
 	if ((minor <= 10)); then
 		for f in f_back f_code f_lasti; do echo "frame_object.$f PyFrameObject $f"; done
+		if ((minor <= 9)); then echo "frame_object.f_running PyFrameObject f_executing"
+		else echo "frame_object.f_running PyFrameObject f_state"; fi
 	else
 		echo "iframe.code $F $code"; echo "iframe.previous $F previous"
 		echo "iframe.instr $F $instr"; echo "iframe.owner $F owner"
@@ -118,7 +120,7 @@ groups="runtime:interpreters_head,tstate_current,gc_collecting
 interp:next,tstate_head,id,gil_ptr,gc_collecting
 gil:locked,last_holder tstate:next,interp,frame,thread_id,native_thread_id,base_frame
 exc:raised,handled,info,item_value
-cframe:current_frame,root frame_object:f_back,f_code,f_lasti
+cframe:current_frame,root frame_object:f_back,f_code,f_lasti,f_running
 iframe:code,previous,instr,owner,is_entry
 code:filename,name,qualname,firstlineno,linetable,code_adaptive,firsttraceable
 unicode:length,state,ascii_size,compact_size,legacy_data bytes:ob_size,ob_sval

@@ -131,6 +131,9 @@ struct py_layout {
 		int32_t f_back;
 		int32_t f_code;
 		int32_t f_lasti; /* int */
+		/* char: whether it runs: f_executing (<= 3.9: not 0) or
+		 * f_state (3.10: frame_state.executing) */
+		int32_t f_running;
 	} frame_object;
 
 	struct { /* _PyInterpreterFrame (3.11+) */

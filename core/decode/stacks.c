@@ -87,8 +87,13 @@ static bool hidden_frame(struct pyd_session *s, const uint8_t *buf)
 	if (L->owner_first_shim != PYD_NO_FIELD && owner >= L->owner_first_shim)
 		return true;
 	uint64_t code = pyd_u64_at(buf, L->iframe.code) & ~L->code_tag_mask;
-	const struct pyd_code *c;
-	return owner != L->owner_generator && (c = pyd_code_get(s, code)) &&
+	const struct pyd_code *c = pyd_code_get(s, code);
+	/* The interpreter's own shim code (3.12's "<interpreter
+	 * trampoline>", file "<shim>") runs no Python even where a read
+	 * catches its frame before it is marked a shim. */
+	if (c && !strcmp(c->file, "<shim>"))
+		return true;
+	return owner != L->owner_generator && c &&
 	       pyd_iframe_offset(L, code, pyd_u64_at(buf, L->iframe.instr)) <
 		       c->traceable_from;
 }
@@ -184,6 +189,48 @@ static enum pyd_walk_end check_start(const struct pyd_node_reader *r,
 	return PYD_WALK_TORN;
 }
 
+/*
+ * A chain whose outermost Python frame is a generator's at frame: is the
+ * thread running it (a generator C code ran as the thread's first frame)
+ * or was the frame read after a yield?  Its link to the caller and its
+ * state are read again as node idx, in one read: the frame object's
+ * f_executing or f_state (<= 3.10), the generator's gi_frame_state just
+ * before its embedded frame (3.11+).  A frame linked now to other than
+ * what the walk found after it (nothing, or from 3.12 the shim the chain
+ * ended at), or not running, was read mid-change.  Before 3.11 a generator's frame is
+ * linked to its caller before it runs, so one running unlinked is a
+ * thread's first; from 3.11 the link comes after, and one caught
+ * between the two is only doubtful.
+ */
+static enum pyd_walk_end generator_end(struct pyd_session *s,
+				       const struct pyd_node_reader *r,
+				       size_t idx, uint64_t frame,
+				       uint64_t after)
+{
+	const struct py_layout *L = &s->layout;
+	bool objects = L->frame_model == PY_FRAMES_OBJECT;
+	int32_t link = objects ? L->frame_object.f_back : L->iframe.previous;
+	int32_t at = objects ? L->frame_object.f_running
+			     : L->gen.gi_frame_state > 0 && L->gen.gi_iframe > 0
+				       ? L->gen.gi_frame_state - L->gen.gi_iframe
+				       : PYD_NO_FIELD;
+	if (at == PYD_NO_FIELD)
+		return PYD_WALK_DOUBT;
+	int32_t from = at < link ? at : link;
+	int32_t to = at + 1 > link + 8 ? at + 1 : link + 8;
+	enum pyd_err err;
+	const uint8_t *b = r->get(r->ctx, idx, frame + (uint64_t)(int64_t)from,
+				  (size_t)(to - from), &err);
+	if (!b)
+		return PYD_WALK_DOUBT;
+	int8_t state = (int8_t)b[at - from];
+	bool running = L->frame_state.valid ? state == L->frame_state.executing
+					    : state != 0;
+	if (pyd_u64_at(b, (size_t)(link - from)) != after || !running)
+		return PYD_WALK_TORN;
+	return objects ? PYD_WALK_WHOLE : PYD_WALK_DOUBT;
+}
+
 enum pyd_err pyd_walk_thread(struct pyd_session *s, uint64_t tstate,
 			     const struct pyd_node_reader *r,
 			     struct pyd_frame_buf *out, bool last)
@@ -232,6 +279,11 @@ enum pyd_err pyd_walk_thread(struct pyd_session *s, uint64_t tstate,
 		out->end = out->end_at == base ? PYD_WALK_WHOLE : PYD_WALK_TORN;
 	else if (chunk && out->end_at && out->end == PYD_WALK_WHOLE && out->n)
 		out->end = check_start(r, out->nodes, chunk, out);
+	if (out->end == PYD_WALK_DOUBT && out->n && out->v[out->n - 1].generator) {
+		uint64_t g = out->v[out->n - 1].addr;
+		out->end = generator_end(s, r, out->nodes, g,
+					 out->end_at == g ? 0 : out->end_at);
+	}
 	return out->end == PYD_WALK_TORN || (out->end == PYD_WALK_DOUBT && !last)
 		       ? PYD_E_TORN
 		       : PYD_OK;

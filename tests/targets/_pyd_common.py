@@ -8,6 +8,8 @@ A target:
   * starts worker threads with ``spawn(name, fn, *args)``; each worker calls
     ``ready(name)`` on the very line of its blocking call, e.g.
     ``ready("lock"); BLOCK.acquire()``;
+  * starts a thread whose first Python frame is a generator's with
+    ``spawn_first(name, gen)``;
   * starts threads whose stack keeps changing with
     ``spawn_busy(name, loop_fn, allowed, *args)``; ``loop_fn`` must call
     ``ready(name)`` once it is inside its loop;
@@ -114,6 +116,23 @@ def spawn(name, fn, *args):
     t.daemon = True
     t.start()
     return t
+
+
+def spawn_first(name, gen):
+    """Start a thread whose first Python frame is generator gen's: C code
+    (next, given to _thread) runs it.  gen calls register_thread() first,
+    then blocks on a ``ready(name)`` line."""
+    import _thread
+    _add_expected(name)
+    _thread.start_new_thread(next, (gen,))
+
+
+def register_thread():
+    """Record the calling thread (one spawn_first started) as threading's
+    dummy thread and its native tid."""
+    threading.current_thread()
+    with _registry_lock:
+        _tids[threading.get_ident()] = native_tid()
 
 
 def spawn_busy(name, loop_fn, allowed, *args):

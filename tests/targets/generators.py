@@ -10,7 +10,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _pyd_common import BLOCK, checkpoint, ready, spawn  # noqa: E402
+from _pyd_common import (BLOCK, checkpoint, ready, register_thread, spawn,  # noqa: E402
+                         spawn_first)
 
 
 # --- main thread: for loop -> generator -> yield from -> generator ----------
@@ -100,12 +101,20 @@ def asyncio_worker():
     loop.run_until_complete(asyncio_task())
 
 
+# --- a thread whose first frame is a generator's (C code runs it) ------------
+def first_frame_gen():
+    register_thread()
+    ready("first_frame_gen"); BLOCK.acquire()
+    yield
+
+
 def main():
     spawn("generator", gen_worker)
     spawn("genexpr", genexpr_worker)
     spawn("coroutine", coroutine_worker)
     spawn("asyncgen", asyncgen_worker)
     spawn("asyncio", asyncio_worker)
+    spawn_first("first_frame_gen", first_frame_gen())
     main_consumer()
 
 

@@ -197,10 +197,9 @@ static enum pyd_walk_end check_start(const struct pyd_node_reader *r,
  * f_executing or f_state (<= 3.10), the generator's gi_frame_state just
  * before its embedded frame (3.11+).  A frame linked now to other than
  * what the walk found after it (nothing, or from 3.12 the shim the chain
- * ended at), or not running, was read mid-change.  Before 3.11 a generator's frame is
- * linked to its caller before it runs, so one running unlinked is a
- * thread's first; from 3.11 the link comes after, and one caught
- * between the two is only doubtful.
+ * ended at), or not running, was read mid-change.  One running unlinked
+ * is only doubtful: it may be a thread's first, or be caught between a
+ * resume and its link (3.11+ links it after it says it runs).
  */
 static enum pyd_walk_end generator_end(struct pyd_session *s,
 				       const struct pyd_node_reader *r,
@@ -226,9 +225,9 @@ static enum pyd_walk_end generator_end(struct pyd_session *s,
 	int8_t state = (int8_t)b[at - from];
 	bool running = L->frame_state.valid ? state == L->frame_state.executing
 					    : state != 0;
-	if (pyd_u64_at(b, (size_t)(link - from)) != after || !running)
-		return PYD_WALK_TORN;
-	return objects ? PYD_WALK_WHOLE : PYD_WALK_DOUBT;
+	return pyd_u64_at(b, (size_t)(link - from)) != after || !running
+		       ? PYD_WALK_TORN
+		       : PYD_WALK_DOUBT;
 }
 
 enum pyd_err pyd_walk_thread(struct pyd_session *s, uint64_t tstate,

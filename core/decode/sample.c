@@ -595,14 +595,17 @@ struct batch_reader {
 	bool memo_lost; /* out of memory for memo_at: keep no memo */
 };
 
-/* Track the trailing shims (see TAIL_MAX): only frame nodes, which are
- * longer than the single pointers of the other nodes, have an owner. */
+/* Track the trailing shims (see TAIL_MAX): only frame nodes have an
+ * owner; the nodes read before the frames leave no tail yet, those read
+ * after them (where the thread's stack starts) leave it as it is. */
 static void track_tail(struct batch_reader *r, size_t index, const uint8_t *d,
                        size_t len)
 {
 	const struct py_layout *L = &r->sp->s->layout;
-	if (L->owner_first_shim == PYD_NO_FIELD || len <= 8 ||
-	    len > TAIL_BYTES || d[L->iframe.owner] < L->owner_first_shim) {
+	if (len != pyd_frame_node_len(L))
+		return;
+	if (L->owner_first_shim == PYD_NO_FIELD || len > TAIL_BYTES ||
+	    d[L->iframe.owner] < L->owner_first_shim) {
 		r->ntail = 0;
 		return;
 	}

@@ -178,6 +178,11 @@ enum pyd_err pyd_walk_thread(struct pyd_session *s, uint64_t tstate,
 			     const struct pyd_node_reader *r,
 			     struct pyd_frame_buf *out, bool last);
 
+/* Bytes of a frame the walk reads as its node; every other node of a
+ * thread's walk (the thread state's, a _PyCFrame's, a data-stack
+ * chunk's, a generator's state) has another length. */
+size_t pyd_frame_node_len(const struct py_layout *L);
+
 /* Reads of a thread's stack before it is called torn.  A generator's
  * frame is entered and left millions of times a second and a read finds
  * it left at most a quarter of the time (caught running when its thread

@@ -25,9 +25,7 @@
  * state only has pthread_self(), which points at that struct. */
 #define GLIBC_PTHREAD_TID 0x2d0
 
-/* Bytes of a frame the walk decodes (thread-state and _PyCFrame nodes
- * are a single pointer). */
-static size_t frame_len(const struct py_layout *L)
+size_t pyd_frame_node_len(const struct py_layout *L)
 {
 	int32_t hi;
 	if (L->frame_model == PY_FRAMES_OBJECT) {
@@ -295,7 +293,7 @@ enum pyd_err pyd_walk_chain(struct pyd_session *s, uint64_t f, size_t idx,
 	const struct py_layout *L = &s->layout;
 	enum pyd_err err = PYD_OK;
 	const uint8_t *b;
-	size_t flen = frame_len(L);
+	size_t flen = pyd_frame_node_len(L);
 	/* Brent's cycle check: a frame met again is a chain that loops
 	 * (corrupt memory, or a live stack read mid-change). */
 	uint64_t mark = 0, at = 0;
@@ -539,7 +537,7 @@ static bool recover_outer(struct pyd_session *s, uint64_t tstate,
 	bool stopped_on_stack = !out->n || (k < n && v[k] == out->v[out->n - 1].addr);
 	bool ok = n > 0 && (running >= 0 || stopped_on_stack);
 	uint8_t buf[256];
-	size_t flen = frame_len(L), shims = 0;
+	size_t flen = pyd_frame_node_len(L), shims = 0;
 	for (size_t i = n; ok && i-- > 0;) {
 		uint64_t next;
 		enum pyd_walk_end end;

@@ -162,6 +162,8 @@ void pyd_session_close(struct pyd_session *s);
 const char *pyd_session_version(const struct pyd_session *s);
 /* The file holding the interpreter, as the target names it. */
 const char *pyd_session_binary(const struct pyd_session *s);
+/* A free-threading build (Py_GIL_DISABLED, 3.13t+): no GIL. */
+bool pyd_session_free_threaded(const struct pyd_session *s);
 /* Where the layout came from: "debug offsets" or "built-in table". */
 const char *pyd_session_layout_source(const struct pyd_session *s);
 /* NULL, or what the decoders found corrupt in the target's memory (a

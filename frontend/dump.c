@@ -177,6 +177,7 @@ static struct pyd_report_opts report_opts(const struct run *r,
 	    .source_kind = r->t.kind,
 	    .python_version = pyd_session_version(r->sess),
 	    .binary = pyd_session_binary(r->sess),
+	    .free_threaded = pyd_session_free_threaded(r->sess),
 	    .ppid = r->j->ppid,
 	    .cmdline = r->j->family ? r->j->cmdline : NULL,
 	    .corrupt = pyd_session_corruption(r->sess),
@@ -250,6 +251,8 @@ static enum pyd_err report_truncated_early(const struct run *r)
 		    .python_version =
 		        r->sess ? pyd_session_version(r->sess) : NULL,
 		    .binary = r->sess ? pyd_session_binary(r->sess) : NULL,
+		    .free_threaded =
+		        r->sess && pyd_session_free_threaded(r->sess),
 		};
 		pyd_report_json(r->out, &none, &ro);
 	}

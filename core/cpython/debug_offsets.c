@@ -161,29 +161,39 @@ struct member {
 	int since; /* minor version */
 };
 
-static const struct member members[] = {
+static const struct member members_[] = {
 #define MEMBER(since, group, field) { #group "." #field, since },
 	DEBUG_OFFSETS_MEMBERS(MEMBER)
 #undef MEMBER
 };
 
 /*
- * Per minor version: the member list, and a fact the block does not
- * publish but the task decoder needs (see struct py_layout): where a
- * suspended frame keeps the object it awaits, checked on live targets
- * (stackpointer[-1] on 3.14, [-2] on 3.15 is the coroutine's cr_await).
- * The enum _framestate values, not published either, are the built-in
- * table's (layouts.c), which the block's layout starts from.
+ * Per release: the member list (that of minor version `members`), and a
+ * fact the block does not publish but the task decoder needs (see struct
+ * py_layout): where a suspended frame keeps the object it awaits, checked
+ * on live targets (stackpointer[-1] on 3.14, [-2] on 3.15 is the
+ * coroutine's cr_await).  The enum _framestate values, not published
+ * either, are the built-in table's (layouts.c), which the block's layout
+ * starts from.  Alphas and betas still reshuffle the block, so a minor
+ * version's list is trusted from its release candidates on (first_hex);
+ * a pre-release whose block we have read is a row of its own: 3.15.0a0
+ * (../shared/cpython-ft, main three weeks after 3.14 branched) has
+ * 3.14's.
  */
 struct block_format {
 	int minor;
+	uint32_t first_hex, last_hex; /* the PY_VERSION_HEX it covers */
+	int members;
 	int awaited_slot;
 };
 
+#define ANY_LATER 0xffffffffu
+
 static const struct block_format formats[] = {
-	{ 13, 0 },
-	{ 14, 1 },
-	{ 15, 2 },
+	{ 13, 0x030d00c0, ANY_LATER, 13, 0 },
+	{ 14, 0x030e00c0, ANY_LATER, 14, 1 },
+	{ 15, 0x030f00a0, 0x030f00a0, 14, 1 },
+	{ 15, 0x030f00c0, ANY_LATER, 15, 2 },
 };
 
 /*
@@ -206,6 +216,7 @@ static const struct published published[] = {
 	{ "interpreter_state.next", AT(interp.next), 8 },
 	{ "interpreter_state.threads_head", AT(interp.tstate_head), 8 },
 	{ "interpreter_state.ceval_gil", AT(interp.gil_ptr), 8 },
+	{ "interpreter_state.imports_modules", AT(objects.interp_modules), 8 },
 	{ "thread_state.next", AT(tstate.next), 8 },
 	{ "thread_state.interp", AT(tstate.interp), 8 },
 	{ "thread_state.current_frame", AT(tstate.frame), 8 },
@@ -218,6 +229,10 @@ static const struct published published[] = {
 	{ "interpreter_frame.executable", AT(iframe.code), 8 },
 	{ "interpreter_frame.instr_ptr", AT(iframe.instr), 8 },
 	{ "interpreter_frame.owner", AT(iframe.owner), 1 },
+	/* free-threaded 3.14+ (the block publishes them for every build;
+	 * only these builds' layouts read them) */
+	{ "interpreter_frame.tlbc_index", AT(iframe.tlbc_index), 4 },
+	{ "code_object.co_tlbc", AT(code.tlbc), 8 },
 	{ "code_object.filename", AT(code.filename), 8 },
 	{ "code_object.name", AT(code.name), 8 },
 	{ "code_object.qualname", AT(code.qualname), 8 },
@@ -268,32 +283,44 @@ struct block {
 	const struct block_format *fmt;
 };
 
-static const struct block_format *format_for(int minor)
+static const struct block_format *format_for(uint64_t hex)
 {
+	int minor = (int)((hex >> 16) & 0xff);
 	for (size_t i = 0; i < COUNT(formats); i++)
-		if (formats[i].minor == minor)
+		if (formats[i].minor == minor && hex >= formats[i].first_hex &&
+		    hex <= formats[i].last_hex)
 			return &formats[i];
 	return NULL;
 }
 
-size_t py_debug_offsets_members(int minor, const char **names, size_t max)
+/* A minor version's members as its releases publish them. */
+static const struct block_format *release_format(int minor)
+{
+	return format_for((uint64_t)(3 << 24 | minor << 16 | 0xf0));
+}
+
+static size_t list_members(int members, const char **names, size_t max)
 {
 	size_t n = 0;
-	if (!format_for(minor))
-		return 0;
-	for (size_t m = 0; m < COUNT(members); m++) {
-		if (members[m].since > minor)
+	for (size_t m = 0; m < COUNT(members_); m++) {
+		if (members_[m].since > members)
 			continue;
 		if (n < max)
-			names[n] = members[m].name;
+			names[n] = members_[m].name;
 		n++;
 	}
 	return n;
 }
 
-static size_t member_count(int minor)
+size_t py_debug_offsets_members(int minor, const char **names, size_t max)
 {
-	return py_debug_offsets_members(minor, NULL, 0);
+	const struct block_format *f = release_format(minor);
+	return f ? list_members(f->members, names, max) : 0;
+}
+
+static size_t member_count(const struct block_format *f)
+{
+	return list_members(f->members, NULL, 0);
 }
 
 /* Read a member by name; false if this version does not publish it (or,
@@ -301,10 +328,10 @@ static size_t member_count(int minor)
 static bool get(const struct block *b, const char *name, uint64_t *v)
 {
 	size_t i = 0;
-	for (size_t m = 0; m < COUNT(members); m++) {
-		if (members[m].since > b->fmt->minor)
+	for (size_t m = 0; m < COUNT(members_); m++) {
+		if (members_[m].since > b->fmt->members)
 			continue;
-		if (strcmp(members[m].name, name) != 0) {
+		if (strcmp(members_[m].name, name) != 0) {
 			i++;
 			continue;
 		}
@@ -490,39 +517,44 @@ bool py_layout_has_tasks(const struct py_layout *l)
 	       l->iframe.stackpointer < l->iframe.localsplus;
 }
 
-/* Check the fixed header; on success *minor is the block's minor version. */
-static int parse_header(const uint8_t *raw, size_t len, uint64_t *version_hex,
-			int *minor)
+/* Check the fixed header: the cookie, a CPython 3 version (returned in
+ * *hex) and whether the build is free-threaded. */
+static int parse_header(const uint8_t *raw, size_t len, uint64_t *hex,
+			bool *free_threaded)
 {
 	if (len < HEADER_SIZE || memcmp(raw, COOKIE, 8) != 0)
 		return -1;
-	uint64_t version = pyd_u64_at(raw, 8);
-	if (version_hex)
-		*version_hex = version;
-	if (pyd_u64_at(raw, 16) != 0)
-		return -1; /* free-threaded: different object and GIL layout */
-	/* PY_VERSION_HEX: major<<24 | minor<<16 | micro<<8 | level<<4 | serial.
-	 * Alpha (0xA) and beta (0xB) releases still reshuffle the block, so
-	 * our per-minor member list is only trusted from the candidates on. */
-	if ((version >> 24) != 3 || ((version >> 4) & 0xf) < 0xc)
+	*hex = pyd_u64_at(raw, 8);
+	uint64_t ft = pyd_u64_at(raw, 16);
+	if ((*hex >> 24) != 3 || *hex > 0xffffffffu || ft > 1)
 		return -1;
-	*minor = (int)((version >> 16) & 0xff);
+	*free_threaded = ft != 0;
 	return 0;
+}
+
+int py_debug_offsets_header(const uint8_t *raw, size_t len, uint64_t *hex,
+			    bool *free_threaded)
+{
+	return raw ? parse_header(raw, len, hex, free_threaded) : -1;
 }
 
 int py_layout_from_debug_offsets(const uint8_t *raw, size_t len,
 				 bool debug_build, struct py_layout *out,
 				 uint64_t *version_hex)
 {
-	int minor;
-	uint64_t head;
-	if (!raw || !out || parse_header(raw, len, version_hex, &minor))
+	uint64_t head, hex;
+	bool ft;
+	if (!raw || !out || parse_header(raw, len, &hex, &ft))
 		return -1;
-	struct block b = { raw, len, format_for(minor) };
-	/* Unknown minor (3.12 has no block; 3.16+ unknown member order). */
-	if (!b.fmt || len - HEADER_SIZE < member_count(minor) * FIELD_SIZE)
+	if (version_hex)
+		*version_hex = hex;
+	struct block b = { raw, len, format_for(hex) };
+	/* Unknown release (3.12 has no block; 3.16+ or a pre-release:
+	 * unknown member order). */
+	if (!b.fmt || len - HEADER_SIZE < member_count(b.fmt) * FIELD_SIZE)
 		return -1;
-	const struct py_layout *base = py_layout_builtin(3, minor, debug_build);
+	struct py_build build = { (uint32_t)hex, debug_build, ft };
+	const struct py_layout *base = py_layout_builtin(&build);
 	if (!base)
 		return -1;
 	struct py_layout l = *base;
@@ -532,7 +564,7 @@ int py_layout_from_debug_offsets(const uint8_t *raw, size_t len,
 	    apply_embedded(&b, &l) ||
 	    !get(&b, "pyobject.size", &head) || head > MAX_OFFSET ||
 	    !consistent(&l, (int32_t)head,
-			HEADER_SIZE + member_count(minor) * FIELD_SIZE))
+			HEADER_SIZE + member_count(b.fmt) * FIELD_SIZE))
 		return -1;
 	*out = l;
 	return 0;

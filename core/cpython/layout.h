@@ -45,11 +45,22 @@ enum py_gil_model {
 	/* 3.12+: interp->ceval.gil points at a _gil_runtime_state whose
 	 * locked/last_holder tell who holds it. */
 	PY_GIL_INTERP_STATE,
+	/* Free-threaded builds (3.13t+): threads run Python side by side;
+	 * no thread holds a lock that says which one runs. */
+	PY_GIL_NONE,
 };
 
 struct py_layout {
 	int major, minor;
 	bool debug_build; /* Py_DEBUG: layouts differ from the release build */
+	/* Py_GIL_DISABLED (3.13t+): a larger object header (ob_tid,
+	 * ob_ref_local, ob_ref_shared before ob_type), so every object
+	 * field moves; no GIL; thread-local bytecode (3.14t+) */
+	bool free_threaded;
+	/* The first PY_VERSION_HEX the entry describes, 0 for every release
+	 * of its minor version: a pre-release whose structs are not yet the
+	 * final ones (3.15.0a0) has an entry of its own. */
+	uint32_t first_hex;
 
 	enum py_frame_model frame_model;
 	enum py_line_model line_model;
@@ -142,6 +153,10 @@ struct py_layout {
 		int32_t instr;    /* prev_instr (3.11-3.12) / instr_ptr (3.13+) */
 		int32_t owner;    /* char */
 		int32_t is_entry; /* bool, 3.11 only */
+		/* int32_t: which copy of the code's bytecode the frame runs
+		 * (free-threaded 3.14+: each thread specializes its own copy,
+		 * code.tlbc); PYD_NO_FIELD where there is one copy */
+		int32_t tlbc_index;
 		/* 3.14+ (see "Asyncio tasks" below): _PyStackRef *, the top
 		 * of a suspended frame's value stack; and where localsplus
 		 * starts (sizeof the frame header). */
@@ -160,6 +175,11 @@ struct py_layout {
 		 * traceback shows: a frame not past it is incomplete (its
 		 * set-up, or the interpreter's own __init__ trampoline) */
 		int32_t firsttraceable;
+		/* free-threaded 3.14+: _PyCodeArray *co_tlbc, {Py_ssize_t
+		 * size; char *entries[]}: entries[i] is the bytecode of the
+		 * frames whose tlbc_index is i (entries[0] is co_code_adaptive);
+		 * PYD_NO_FIELD where there is one copy */
+		int32_t tlbc;
 	} code;
 
 	struct { /* PyASCIIObject / PyCompactUnicodeObject / PyUnicodeObject */
@@ -168,6 +188,10 @@ struct py_layout {
 		int32_t ascii_size;   /* data of compact ASCII strings starts here */
 		int32_t compact_size; /* data of other compact strings */
 		int32_t legacy_data;  /* PyUnicodeObject.data.any (non-compact) */
+		/* The first bit of state.kind (3 bits), followed by compact
+		 * and ascii: 2 after interned:2; 8 in free-threaded builds,
+		 * whose interned is a byte of its own. */
+		uint8_t kind_bit;
 	} unicode;
 
 	struct {
@@ -296,6 +320,11 @@ struct py_layout {
 			PY_DICT_MANAGED_312, /* -3: dict, or values | 1 */
 			PY_DICT_INLINE_313,  /* -3: dict; values at basicsize */
 		} obj_dict;
+		/* How far before a managed-dict object its dict (or values)
+		 * pointer is: 3 words (behind the collector's 2-word head);
+		 * 1 in free-threaded builds, which have no such head.  The
+		 * "-3" above is this many bytes. */
+		int32_t managed_dict;
 		/* PyTypeObject / PyHeapTypeObject */
 		int32_t tp_basicsize, tp_dictoffset, tp_base;
 		int32_t ht_cached_keys;
@@ -349,7 +378,17 @@ static inline bool py_layout_has_py_tasks(const struct py_layout *l)
 /* Does l carry every member the asyncio task decoder needs? */
 bool py_layout_has_tasks(const struct py_layout *l);
 
-/* The built-in table; NULL if we have no layout for this version. */
-const struct py_layout *py_layout_builtin(int major, int minor, bool debug_build);
+/* What selects a built-in entry: the version (PY_VERSION_HEX; a version
+ * known only as "3.9.18" is (3 << 24 | 9 << 16 | 18 << 8 | 0xf0)) and the
+ * build's kind. */
+struct py_build {
+	uint32_t hex;
+	bool debug_build;
+	bool free_threaded;
+};
+
+/* The built-in entry for build b: the one of its minor version and kind
+ * with the highest first_hex not past b->hex; NULL if we have none. */
+const struct py_layout *py_layout_builtin(const struct py_build *b);
 
 #endif

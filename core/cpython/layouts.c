@@ -46,7 +46,7 @@
  * keeps its stack pointer).
  */
 #define OBJECTS_GENERIC \
-	.valid = true, .ma_used = 16, .ma_keys = 32, .ma_values = 40, \
+	.valid = true, .managed_dict = 24, .ma_used = 16, .ma_keys = 32, .ma_values = 40, \
 	.tp_basicsize = 32, .tp_dictoffset = 288, .tp_base = 256, \
 	.wr_object = 16, \
 	.seq_size = 16, .list_items = 24, .cell_ref = 16, \
@@ -62,11 +62,12 @@
 	.gi_frame = 16, .yield_from_op = 72, .if_stacktop = NO, \
 	.resume_ops = {0, 0}
 /* 3.11+: log2 dicts, embedded generator frames */
-#define OBJECTS_LOG2_DICT \
+#define LOG2_DICT_FRAMES \
 	.dk_size = NO, .dk_log2_size = 8, .dk_log2_index_bytes = 9, \
 	.dk_kind = 10, .dk_nentries = 24, .dk_indices = 32, .gi_frame = NO, \
 	.f_stacktop = NO, .f_valuestack = NO, .f_stackdepth = NO, \
-	.f_state = NO, .co_code = NO, .yield_from_op = 0, \
+	.f_state = NO, .co_code = NO, .yield_from_op = 0
+#define OBJECTS_LOG2_DICT LOG2_DICT_FRAMES, \
 	.func_closure = 72, .func_name = 32, .func_qualname = 40
 #define OBJECTS_311_DICT OBJECTS_LOG2_DICT, .if_stacktop = 64
 /* 3.6: the object readers only; its _asyncio is not decoded (task_size
@@ -214,6 +215,93 @@
 #define EXC_313 { .raised = 112, .handled = 256, .info = 120, .item_value = 0 }
 #define EXC_315 { .raised = 136, .handled = 288, .info = 144, .item_value = 0 }
 
+/*
+ * Free-threaded builds (Py_GIL_DISABLED).  The 3.14t entry and 3.15.0a0t
+ * are measured from the DWARF of python3.15t built from the 3.15.0a0 tree
+ * of ../shared/cpython-ft (main of 2025-05-30, three weeks after 3.14
+ * branched: its structs are 3.14's, as its default build shows, which
+ * measures the same as sid's 3.14 but for the interpreter's module dict,
+ * which the block publishes).  Against the default build: every object
+ * field 16 bytes further (ob_tid, ob_flags, ob_mutex, ob_gc_bits,
+ * ob_ref_local and ob_ref_shared before ob_type), the frame's owner 4
+ * further (int32_t tlbc_index before it), the code object's
+ * _co_firsttraceable and co_code_adaptive 24 (co_tlbc), the managed dict
+ * one word before the object (no collector's head), str's state with a
+ * whole byte for interned, a Task 8 bytes larger, and no collector lists
+ * (the collector walks the allocator's heaps: greenlets are not found).
+ * 3.13t cannot be built here: its entry is 3.13's with the same object
+ * header and str state (Include/object.h, cpython/unicodeobject.h of
+ * 3.13); it has no thread-local bytecode and no tagged references.  Its
+ * frames, code objects, strings and threads come from the block it
+ * publishes; the rest is the untested part (README: versions).
+ */
+#define FT_HEAD 16 /* the larger object header */
+#define OBJECTS_FT(tuple_, state_, waiter_, coro_, name_, size_, cached_) \
+	.valid = true, .managed_dict = 8, \
+	.ma_used = 32, .ma_keys = 48, .ma_values = 56, \
+	.tp_basicsize = 48, .tp_dictoffset = 304, .tp_base = 272, \
+	.wr_object = 32, .seq_size = 32, .list_items = 40, .cell_ref = 32, \
+	.meth_func = 32, .meth_self = 40, .cfunc_ml = 32, .cfunc_self = 40, \
+	.descr_type = 32, .descr_name = 40, .fut_loop = 32, \
+	.fut_callback0 = 40, .fut_callbacks = 56, LOG2_DICT_FRAMES, \
+	.func_closure = 88, .func_name = 48, .func_qualname = 56, \
+	.tuple_items = tuple_, .dv_values = 8, \
+	.obj_dict = PY_DICT_INLINE_313, .tstate_dict = 128, \
+	.ht_cached_keys = cached_, .fut_state = state_, \
+	.task_fut_waiter = waiter_, .task_coro = coro_, .task_name = name_, \
+	.task_size = size_
+#define OBJECTS_314T { OBJECTS_FT(48, 120, 136, 144, 152, 192, 896), \
+	.py_only = true, .if_stacktop = NO, .resume_ops = {0, 0}, \
+	.interp_modules = 7712, .call_kw_ops = {55, 151, 152, 153, 251} }
+#define OBJECTS_313T { OBJECTS_FT(40, 112, 128, 136, 144, 160, 896), \
+	.if_stacktop = 64, .resume_ops = {0, 0}, .interp_modules = NO }
+#define VARS_FT(argc, kwonly, flags, nlocals, names) \
+	.vars = { .co_argcount = argc, .co_kwonlyargcount = kwonly, \
+	.co_flags = flags, .co_nlocals = nlocals, .co_varnames = NO, \
+	.co_cellvars = NO, .co_freevars = NO, .co_localsplusnames = names, \
+	.co_localspluskinds = names + 8, .f_localsplus = NO, \
+	.f_globals = 24, .f_builtins = 32, .ob_fval = 32 }
+#define OBJECTS_GROUPS_FT \
+	.object = { .ob_type = 24, .tp_name = 40, .tp_flags = 184 }, \
+	.set = { .used = 40, .mask = 48, .table = 56 }, \
+	.gen = { .gi_iframe = 88, .gi_frame_state = 83 }, \
+	.pylong = { .size = 32, .digit = 40, .tagged = true }
+#define UNICODE_FT .unicode = { .length = 32, .state = 48, .ascii_size = 56, \
+	.compact_size = 72, .legacy_data = 72, .kind_bit = 8 }
+#define BYTES_FT .bytes = { .ob_size = 32, .ob_sval = 48 }
+/* 3.14t and 3.15.0a0t: python3.15t 3.15.0a0 (tests/setup-ft.sh), -g */
+#define LAYOUT_314T(minor_, hex) { \
+	.major = 3, .minor = minor_, .debug_build = false, \
+	.free_threaded = true, .first_hex = hex, \
+	.frame_model = PY_FRAMES_DIRECT, .line_model = PY_LINES_LOCATIONS, \
+	.gil_model = PY_GIL_NONE, \
+	.code_tag_mask = 3, .owner_first_shim = 3, .owner_generator = 1, \
+	.runtime = { .interpreters_head = 808, .tstate_current = NO, \
+		     .gc_collecting = NO }, \
+	.interp = { .next = 7272, .tstate_head = 7344, .id = 7280, \
+		    .gil_ptr = 16, .gc_collecting = 7600 }, \
+	.gil = { .locked = NO, .last_holder = NO }, \
+	.tstate = { .next = 8, .interp = 16, .frame = 72, .thread_id = 152, \
+		    .native_thread_id = 160, .base_frame = NO }, \
+	.exc = EXC_313, \
+	.cframe = { .current_frame = NO, .root = NO }, \
+	.frame_object = { .f_back = NO, .f_code = NO, .f_lasti = NO, \
+			  .f_running = NO }, \
+	.iframe = { .code = 0, .previous = 8, .instr = 56, .owner = 78, \
+		    .is_entry = NO, .tlbc_index = 72, .localsplus = 80 }, \
+	.code = { .filename = 128, .name = 136, .qualname = 144, \
+		  .firstlineno = 84, .linetable = 152, .code_adaptive = 232, \
+		  .firsttraceable = 208, .tlbc = 224 }, \
+	UNICODE_FT, BYTES_FT, \
+	.datastack = { .chunk = 232, .top = 240, .framesize = 92, \
+		       .depth_left = 48, .depth_limit = 52 }, \
+	VARS_FT(68, 76, 64, 96, 112), \
+	OBJECTS_GROUPS_FT, \
+	.objects = OBJECTS_314T, \
+	.frame_state = FRAME_STATE_314, \
+	.gc_lists = { .collecting = 192, .first = 0, .stride = 0, .lists = 0 }, \
+	}
+
 static const struct py_layout layouts[] = {
 	/* 3.6: pyenv 3.6.15 lib/libpython3.6m.so */
 	{
@@ -237,14 +325,15 @@ static const struct py_layout layouts[] = {
 		.frame_object = { .f_back = 24, .f_code = 32, .f_lasti = 120,
 		                  .f_running = 132 },
 		.iframe = { .code = NO, .previous = NO, .instr = NO,
-		            .owner = NO, .is_entry = NO,
+		            .owner = NO, .is_entry = NO, .tlbc_index = NO,
 		            .localsplus = NO },
 		.code = { .filename = 96, .name = 104, .qualname = NO,
 		          .firstlineno = 36, .linetable = 112,
 		          .code_adaptive = NO,
-		          .firsttraceable = NO },
+		          .firsttraceable = NO, .tlbc = NO },
 		.unicode = { .length = 16, .state = 32, .ascii_size = 48,
-		             .compact_size = 72, .legacy_data = 72 },
+		             .compact_size = 72, .legacy_data = 72,
+		             .kind_bit = 2 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
 		.datastack = { .chunk = NO, .top = NO, .framesize = NO,
 		               .depth_left = NO, .depth_limit = NO },
@@ -274,14 +363,15 @@ static const struct py_layout layouts[] = {
 		.frame_object = { .f_back = 24, .f_code = 32, .f_lasti = 104,
 		                  .f_running = 116 },
 		.iframe = { .code = NO, .previous = NO, .instr = NO,
-		            .owner = NO, .is_entry = NO,
+		            .owner = NO, .is_entry = NO, .tlbc_index = NO,
 		            .localsplus = NO },
 		.code = { .filename = 96, .name = 104, .qualname = NO,
 		          .firstlineno = 36, .linetable = 112,
 		          .code_adaptive = NO,
-		          .firsttraceable = NO },
+		          .firsttraceable = NO, .tlbc = NO },
 		.unicode = { .length = 16, .state = 32, .ascii_size = 48,
-		             .compact_size = 72, .legacy_data = 72 },
+		             .compact_size = 72, .legacy_data = 72,
+		             .kind_bit = 2 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
 		.datastack = { .chunk = NO, .top = NO, .framesize = NO,
 		               .depth_left = NO, .depth_limit = NO },
@@ -311,14 +401,15 @@ static const struct py_layout layouts[] = {
 		.frame_object = { .f_back = 24, .f_code = 32, .f_lasti = 104,
 		                  .f_running = 116 },
 		.iframe = { .code = NO, .previous = NO, .instr = NO,
-		            .owner = NO, .is_entry = NO,
+		            .owner = NO, .is_entry = NO, .tlbc_index = NO,
 		            .localsplus = NO },
 		.code = { .filename = 104, .name = 112, .qualname = NO,
 		          .firstlineno = 40, .linetable = 120,
 		          .code_adaptive = NO,
-		          .firsttraceable = NO },
+		          .firsttraceable = NO, .tlbc = NO },
 		.unicode = { .length = 16, .state = 32, .ascii_size = 48,
-		             .compact_size = 72, .legacy_data = 72 },
+		             .compact_size = 72, .legacy_data = 72,
+		             .kind_bit = 2 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
 		.datastack = { .chunk = NO, .top = NO, .framesize = NO,
 		               .depth_left = NO, .depth_limit = NO },
@@ -348,14 +439,15 @@ static const struct py_layout layouts[] = {
 		.frame_object = { .f_back = 24, .f_code = 32, .f_lasti = 104,
 		                  .f_running = 116 },
 		.iframe = { .code = NO, .previous = NO, .instr = NO,
-		            .owner = NO, .is_entry = NO,
+		            .owner = NO, .is_entry = NO, .tlbc_index = NO,
 		            .localsplus = NO },
 		.code = { .filename = 104, .name = 112, .qualname = NO,
 		          .firstlineno = 40, .linetable = 120,
 		          .code_adaptive = NO,
-		          .firsttraceable = NO },
+		          .firsttraceable = NO, .tlbc = NO },
 		.unicode = { .length = 16, .state = 32, .ascii_size = 48,
-		             .compact_size = 72, .legacy_data = 72 },
+		             .compact_size = 72, .legacy_data = 72,
+		             .kind_bit = 2 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
 		.datastack = { .chunk = NO, .top = NO, .framesize = NO,
 		               .depth_left = NO, .depth_limit = NO },
@@ -385,14 +477,15 @@ static const struct py_layout layouts[] = {
 		.frame_object = { .f_back = 24, .f_code = 32, .f_lasti = 96,
 		                  .f_running = 108 },
 		.iframe = { .code = NO, .previous = NO, .instr = NO,
-		            .owner = NO, .is_entry = NO,
+		            .owner = NO, .is_entry = NO, .tlbc_index = NO,
 		            .localsplus = NO },
 		.code = { .filename = 104, .name = 112, .qualname = NO,
 		          .firstlineno = 40, .linetable = 120,
 		          .code_adaptive = NO,
-		          .firsttraceable = NO },
+		          .firsttraceable = NO, .tlbc = NO },
 		.unicode = { .length = 16, .state = 32, .ascii_size = 48,
-		             .compact_size = 72, .legacy_data = 72 },
+		             .compact_size = 72, .legacy_data = 72,
+		             .kind_bit = 2 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
 		.datastack = { .chunk = NO, .top = NO, .framesize = NO,
 		               .depth_left = NO, .depth_limit = NO },
@@ -423,14 +516,15 @@ static const struct py_layout layouts[] = {
 		.frame_object = { .f_back = NO, .f_code = NO, .f_lasti = NO,
 		                  .f_running = NO },
 		.iframe = { .code = 32, .previous = 48, .instr = 56,
-		            .owner = 69, .is_entry = 68,
+		            .owner = 69, .is_entry = 68, .tlbc_index = NO,
 		            .localsplus = 72 },
 		.code = { .filename = 112, .name = 120, .qualname = 128,
 		          .firstlineno = 72, .linetable = 136,
 		          .code_adaptive = 184,
-		          .firsttraceable = 168 },
+		          .firsttraceable = 168, .tlbc = NO },
 		.unicode = { .length = 16, .state = 32, .ascii_size = 48,
-		             .compact_size = 72, .legacy_data = 72 },
+		             .compact_size = 72, .legacy_data = 72,
+		             .kind_bit = 2 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
 		.datastack = { .chunk = NO, .top = NO, .framesize = NO,
 		               .depth_left = NO, .depth_limit = NO },
@@ -461,14 +555,15 @@ static const struct py_layout layouts[] = {
 		.frame_object = { .f_back = NO, .f_code = NO, .f_lasti = NO,
 		                  .f_running = NO },
 		.iframe = { .code = 32, .previous = 48, .instr = 56,
-		            .owner = 69, .is_entry = 68,
+		            .owner = 69, .is_entry = 68, .tlbc_index = NO,
 		            .localsplus = 72 },
 		.code = { .filename = 112, .name = 120, .qualname = 128,
 		          .firstlineno = 72, .linetable = 136,
 		          .code_adaptive = 184,
-		          .firsttraceable = 168 },
+		          .firsttraceable = 168, .tlbc = NO },
 		.unicode = { .length = 16, .state = 32, .ascii_size = 48,
-		             .compact_size = 72, .legacy_data = 72 },
+		             .compact_size = 72, .legacy_data = 72,
+		             .kind_bit = 2 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
 		.datastack = { .chunk = NO, .top = NO, .framesize = NO,
 		               .depth_left = NO, .depth_limit = NO },
@@ -499,14 +594,15 @@ static const struct py_layout layouts[] = {
 		.frame_object = { .f_back = NO, .f_code = NO, .f_lasti = NO,
 		                  .f_running = NO },
 		.iframe = { .code = 0, .previous = 8, .instr = 56, .owner = 70,
-		            .is_entry = NO,
+		            .is_entry = NO, .tlbc_index = NO,
 		            .localsplus = 72 },
 		.code = { .filename = 112, .name = 120, .qualname = 128,
 		          .firstlineno = 68, .linetable = 136,
 		          .code_adaptive = 192,
-		          .firsttraceable = 176 },
+		          .firsttraceable = 176, .tlbc = NO },
 		.unicode = { .length = 16, .state = 32, .ascii_size = 40,
-		             .compact_size = 56, .legacy_data = 56 },
+		             .compact_size = 56, .legacy_data = 56,
+		             .kind_bit = 2 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
 		.datastack = { .chunk = 232, .top = 240, .framesize = 76,
 		               .depth_left = 28, .depth_limit = 32 },
@@ -537,14 +633,15 @@ static const struct py_layout layouts[] = {
 		.frame_object = { .f_back = NO, .f_code = NO, .f_lasti = NO,
 		                  .f_running = NO },
 		.iframe = { .code = 0, .previous = 8, .instr = 56, .owner = 70,
-		            .is_entry = NO,
+		            .is_entry = NO, .tlbc_index = NO,
 		            .localsplus = 72 },
 		.code = { .filename = 112, .name = 120, .qualname = 128,
 		          .firstlineno = 68, .linetable = 136,
 		          .code_adaptive = 200,
-		          .firsttraceable = 184 },
+		          .firsttraceable = 184, .tlbc = NO },
 		.unicode = { .length = 16, .state = 32, .ascii_size = 40,
-		             .compact_size = 56, .legacy_data = 56 },
+		             .compact_size = 56, .legacy_data = 56,
+		             .kind_bit = 2 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
 		.datastack = { .chunk = 232, .top = 240, .framesize = 76,
 		               .depth_left = 44, .depth_limit = 48 },
@@ -575,14 +672,15 @@ static const struct py_layout layouts[] = {
 		.frame_object = { .f_back = NO, .f_code = NO, .f_lasti = NO,
 		                  .f_running = NO },
 		.iframe = { .code = 0, .previous = 8, .instr = 56, .owner = 70,
-		            .is_entry = NO,
+		            .is_entry = NO, .tlbc_index = NO,
 		            .localsplus = 72 },
 		.code = { .filename = 112, .name = 120, .qualname = 128,
 		          .firstlineno = 68, .linetable = 136,
 		          .code_adaptive = 200,
-		          .firsttraceable = 184 },
+		          .firsttraceable = 184, .tlbc = NO },
 		.unicode = { .length = 16, .state = 32, .ascii_size = 40,
-		             .compact_size = 56, .legacy_data = 56 },
+		             .compact_size = 56, .legacy_data = 56,
+		             .kind_bit = 2 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
 		.datastack = { .chunk = 232, .top = 240, .framesize = 76,
 		               .depth_left = 44, .depth_limit = 48 },
@@ -613,14 +711,15 @@ static const struct py_layout layouts[] = {
 		.frame_object = { .f_back = NO, .f_code = NO, .f_lasti = NO,
 		                  .f_running = NO },
 		.iframe = { .code = 0, .previous = 8, .instr = 56, .owner = 74,
-		            .is_entry = NO,
+		            .is_entry = NO, .tlbc_index = NO,
 		            .localsplus = 80 },
 		.code = { .filename = 112, .name = 120, .qualname = 128,
 		          .firstlineno = 68, .linetable = 136,
 		          .code_adaptive = 208,
-		          .firsttraceable = 192 },
+		          .firsttraceable = 192, .tlbc = NO },
 		.unicode = { .length = 16, .state = 32, .ascii_size = 40,
-		             .compact_size = 56, .legacy_data = 56 },
+		             .compact_size = 56, .legacy_data = 56,
+		             .kind_bit = 2 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
 		.datastack = { .chunk = 232, .top = 240, .framesize = 76,
 		               .depth_left = 48, .depth_limit = 52 },
@@ -652,14 +751,15 @@ static const struct py_layout layouts[] = {
 		.frame_object = { .f_back = NO, .f_code = NO, .f_lasti = NO,
 		                  .f_running = NO },
 		.iframe = { .code = 0, .previous = 8, .instr = 56, .owner = 74,
-		            .is_entry = NO,
+		            .is_entry = NO, .tlbc_index = NO,
 		            .localsplus = 80 },
 		.code = { .filename = 112, .name = 120, .qualname = 128,
 		          .firstlineno = 68, .linetable = 136,
 		          .code_adaptive = 208,
-		          .firsttraceable = 192 },
+		          .firsttraceable = 192, .tlbc = NO },
 		.unicode = { .length = 16, .state = 32, .ascii_size = 40,
-		             .compact_size = 56, .legacy_data = 56 },
+		             .compact_size = 56, .legacy_data = 56,
+		             .kind_bit = 2 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
 		.datastack = { .chunk = 232, .top = 240, .framesize = 76,
 		               .depth_left = 48, .depth_limit = 52 },
@@ -672,6 +772,7 @@ static const struct py_layout layouts[] = {
 	/* 3.15: sid python3.15 3.15.2-1, its build-id .debug file */
 	{
 		.major = 3, .minor = 15, .debug_build = false,
+		.first_hex = 0x030f00a1,
 		.frame_model = PY_FRAMES_DIRECT,
 		.line_model = PY_LINES_LOCATIONS,
 		.gil_model = PY_GIL_INTERP_STATE,
@@ -691,14 +792,15 @@ static const struct py_layout layouts[] = {
 		.frame_object = { .f_back = NO, .f_code = NO, .f_lasti = NO,
 		                  .f_running = NO },
 		.iframe = { .code = 0, .previous = 8, .instr = 56, .owner = 74,
-		            .is_entry = NO,
+		            .is_entry = NO, .tlbc_index = NO,
 		            .localsplus = 80 },
 		.code = { .filename = 112, .name = 120, .qualname = 128,
 		          .firstlineno = 68, .linetable = 136,
 		          .code_adaptive = 208,
-		          .firsttraceable = 192 },
+		          .firsttraceable = 192, .tlbc = NO },
 		.unicode = { .length = 16, .state = 32, .ascii_size = 40,
-		             .compact_size = 56, .legacy_data = 56 },
+		             .compact_size = 56, .legacy_data = 56,
+		             .kind_bit = 2 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
 		.datastack = { .chunk = 256, .top = 264, .framesize = 76,
 		               .depth_left = 52, .depth_limit = 56 },
@@ -711,6 +813,7 @@ static const struct py_layout layouts[] = {
 	/* 3.15d: sid /usr/bin/python3.15d (python3.15-dbg 3.15.2-1) */
 	{
 		.major = 3, .minor = 15, .debug_build = true,
+		.first_hex = 0x030f00a1,
 		.frame_model = PY_FRAMES_DIRECT,
 		.line_model = PY_LINES_LOCATIONS,
 		.gil_model = PY_GIL_INTERP_STATE,
@@ -730,14 +833,15 @@ static const struct py_layout layouts[] = {
 		.frame_object = { .f_back = NO, .f_code = NO, .f_lasti = NO,
 		                  .f_running = NO },
 		.iframe = { .code = 0, .previous = 8, .instr = 56, .owner = 74,
-		            .is_entry = NO,
+		            .is_entry = NO, .tlbc_index = NO,
 		            .localsplus = 80 },
 		.code = { .filename = 112, .name = 120, .qualname = 128,
 		          .firstlineno = 68, .linetable = 136,
 		          .code_adaptive = 208,
-		          .firsttraceable = 192 },
+		          .firsttraceable = 192, .tlbc = NO },
 		.unicode = { .length = 16, .state = 32, .ascii_size = 40,
-		             .compact_size = 56, .legacy_data = 56 },
+		             .compact_size = 56, .legacy_data = 56,
+		             .kind_bit = 2 },
 		.bytes = { .ob_size = 16, .ob_sval = 32 },
 		.datastack = { .chunk = 256, .top = 264, .framesize = 76,
 		               .depth_left = 52, .depth_limit = 56 },
@@ -747,21 +851,116 @@ static const struct py_layout layouts[] = {
 		.frame_state = FRAME_STATE_315,
 		.gc_lists = GC_LISTS_315,
 	},
+	/* 3.15.0a0: python3.15 built from ../shared/cpython-ft without
+	 * --disable-gil (tests/setup-ft.sh), -g: 3.14's structs (see the
+	 * free-threaded entries above), the interpreter's module dict 24
+	 * bytes earlier */
+	{
+		.major = 3, .minor = 15, .debug_build = false,
+		.first_hex = 0x030f00a0,
+		.frame_model = PY_FRAMES_DIRECT,
+		.line_model = PY_LINES_LOCATIONS,
+		.gil_model = PY_GIL_INTERP_STATE,
+		.code_tag_mask = 3, .owner_first_shim = 3,
+		.owner_generator = 1,
+		.runtime = { .interpreters_head = 808, .tstate_current = NO,
+		             .gc_collecting = NO },
+		.interp = { .next = 7272, .tstate_head = 7344, .id = 7280,
+		            .gil_ptr = 16,
+		            .gc_collecting = 7600 },
+		.gil = { .locked = 16, .last_holder = 8 },
+		.tstate = { .next = 8, .interp = 16, .frame = 72,
+		            .thread_id = 152, .native_thread_id = 160,
+		            .base_frame = NO },
+		.exc = EXC_313,
+		.cframe = { .current_frame = NO, .root = NO },
+		.frame_object = { .f_back = NO, .f_code = NO, .f_lasti = NO,
+		                  .f_running = NO },
+		.iframe = { .code = 0, .previous = 8, .instr = 56, .owner = 74,
+		            .is_entry = NO, .tlbc_index = NO,
+		            .localsplus = 80 },
+		.code = { .filename = 112, .name = 120, .qualname = 128,
+		          .firstlineno = 68, .linetable = 136,
+		          .code_adaptive = 208,
+		          .firsttraceable = 192, .tlbc = NO },
+		.unicode = { .length = 16, .state = 32, .ascii_size = 40,
+		             .compact_size = 56, .legacy_data = 56,
+		             .kind_bit = 2 },
+		.bytes = { .ob_size = 16, .ob_sval = 32 },
+		.datastack = { .chunk = 232, .top = 240, .framesize = 76,
+		               .depth_left = 48, .depth_limit = 52 },
+		VARS_IFRAME(52, 60, 24),
+		OBJECTS_GROUPS_312,
+		.objects = { OBJECTS_314_COMMON, .interp_modules = 7664,
+			     .tstate_dict = 128, .ht_cached_keys = 880,
+			     .call_kw_ops = {55, 151, 152, 153, 251} },
+		.frame_state = FRAME_STATE_314,
+		.gc_lists = GC_LISTS_314,
+	},
+	LAYOUT_314T(14, 0),
+	LAYOUT_314T(15, 0x030f00a0),
+	/* 3.13t: 3.13's entry with the free-threaded object header (see
+	 * above); not measured */
+	{
+		.major = 3, .minor = 13, .debug_build = false,
+		.free_threaded = true,
+		.frame_model = PY_FRAMES_DIRECT,
+		.line_model = PY_LINES_LOCATIONS,
+		.gil_model = PY_GIL_NONE,
+		.code_tag_mask = 0, .owner_first_shim = 3,
+		.owner_generator = 1,
+		.runtime = { .interpreters_head = 632, .tstate_current = NO,
+		             .gc_collecting = NO },
+		.interp = { .next = 7264, .tstate_head = 7344, .id = 7272,
+		            .gil_ptr = 16,
+		            .gc_collecting = 7600 },
+		.gil = { .locked = NO, .last_holder = NO },
+		.tstate = { .next = 8, .interp = 16, .frame = 72,
+		            .thread_id = 152, .native_thread_id = 160,
+		            .base_frame = NO },
+		.exc = EXC_313,
+		.cframe = { .current_frame = NO, .root = NO },
+		.frame_object = { .f_back = NO, .f_code = NO, .f_lasti = NO,
+		                  .f_running = NO },
+		.iframe = { .code = 0, .previous = 8, .instr = 56, .owner = 70,
+		            .is_entry = NO, .tlbc_index = NO,
+		            .localsplus = 72 },
+		.code = { .filename = 112 + FT_HEAD, .name = 120 + FT_HEAD,
+		          .qualname = 128 + FT_HEAD, .firstlineno = 68 + FT_HEAD,
+		          .linetable = 136 + FT_HEAD,
+		          .code_adaptive = 200 + FT_HEAD,
+		          .firsttraceable = 184 + FT_HEAD, .tlbc = NO },
+		UNICODE_FT, BYTES_FT,
+		.datastack = { .chunk = 232, .top = 240,
+		               .framesize = 76 + FT_HEAD,
+		               .depth_left = 44, .depth_limit = 48 },
+		VARS_FT(68, 76, 64, 96, 112),
+		OBJECTS_GROUPS_FT,
+		.objects = OBJECTS_313T,
+		.frame_state = FRAME_STATE_313,
+		.gc_lists = { .collecting = 0, .first = 0, .stride = 0,
+			      .lists = 0 },
+	},
 };
 
 /*
  * Exact match only: a debug build we never measured (e.g. 3.12d, or 3.6/3.7
  * where Py_DEBUG adds Py_TRACE_REFS pointers to every object) must not be
- * decoded with the release layout, so it gets NULL like an unknown version.
+ * decoded with the release layout, nor a free-threaded build with the
+ * default one, so it gets NULL like an unknown version.
  */
-const struct py_layout *py_layout_builtin(int major, int minor,
-					  bool debug_build)
+const struct py_layout *py_layout_builtin(const struct py_build *b)
 {
+	const struct py_layout *best = NULL;
+	int major = (int)(b->hex >> 24), minor = (int)((b->hex >> 16) & 0xff);
 	for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++) {
 		const struct py_layout *l = &layouts[i];
 		if (l->major == major && l->minor == minor &&
-		    l->debug_build == debug_build)
-			return l;
+		    l->debug_build == b->debug_build &&
+		    l->free_threaded == b->free_threaded &&
+		    l->first_hex <= b->hex &&
+		    (!best || l->first_hex > best->first_hex))
+			best = l;
 	}
-	return NULL;
+	return best;
 }

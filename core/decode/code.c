@@ -18,6 +18,9 @@
 /* Far more distinct code objects than any program runs; past it we stop
  * caching rather than grow without bound. */
 #define MAX_CACHED_CODES (1u << 20)
+/* Thread-local copies of one code object's bytecode we look through: one
+ * per thread index in use (free-threaded 3.14+). */
+#define PYD_MAX_TLBC 65536
 
 /*
  * Is type (an object's ob_type) PyCode_Type?  By address when the binary
@@ -63,7 +66,7 @@ static struct pyd_code *code_read(struct pyd_session *s, uint64_t addr)
 	int32_t offs[] = {L->code.filename,    L->code.name,
 			  L->code.qualname,    L->code.firstlineno,
 			  L->code.linetable,   L->datastack.framesize,
-			  L->vars.co_flags};
+			  L->vars.co_flags,    L->object.ob_type + 8};
 	int32_t end = 0;
 	for (size_t i = 0; i < sizeof offs / sizeof *offs; i++)
 		if (offs[i] + 8 > end)
@@ -95,6 +98,8 @@ static struct pyd_code *code_read(struct pyd_session *s, uint64_t addr)
 	if (L->datastack.framesize != PYD_NO_FIELD)
 		memcpy(&c->framesize, buf + L->datastack.framesize,
 		       sizeof c->framesize);
+	/* PyVarObject's ob_size follows ob_type: the code units */
+	c->code_bytes = 2 * pyd_u64_at(buf, L->object.ob_type + 8);
 	c->name_ptr = pyd_u64_at(buf, L->code.name);
 	c->file_ptr = pyd_u64_at(buf, L->code.filename);
 	c->linetable_ptr = pyd_u64_at(buf, L->code.linetable);
@@ -156,7 +161,7 @@ static void note_used(struct pyd_session *s, struct pyd_code *c)
 	}
 }
 
-const struct pyd_code *pyd_code_get(struct pyd_session *s, uint64_t addr)
+static struct pyd_code *code_get(struct pyd_session *s, uint64_t addr)
 {
 	if (!addr)
 		return NULL;
@@ -182,6 +187,61 @@ const struct pyd_code *pyd_code_get(struct pyd_session *s, uint64_t addr)
 	s->ncodes++;
 	note_used(s, c);
 	return c;
+}
+
+const struct pyd_code *pyd_code_get(struct pyd_session *s, uint64_t addr)
+{
+	return code_get(s, addr);
+}
+
+/* Read code object c's co_tlbc array again into c->tlbc (free-threaded
+ * 3.14+); false if it cannot be read. */
+static bool tlbc_reread(struct pyd_session *s, struct pyd_code *c)
+{
+	uint64_t arr, n;
+	if (pyd_read_ptr(s, c->addr + (uint64_t)s->layout.code.tlbc, &arr) ||
+	    !arr || pyd_read_ptr(s, arr, &n) || n == 0 || n > PYD_MAX_TLBC)
+		return false;
+	uint64_t *v = realloc(c->tlbc, n * sizeof *v);
+	if (!v)
+		return false;
+	c->tlbc = v;
+	c->ntlbc = 0;
+	if (pyd_read(s->src, arr + 8, v, n * sizeof *v))
+		return false;
+	c->ntlbc = (size_t)n;
+	return true;
+}
+
+/* The copy of c's bytecode among its thread-local ones (c->tlbc) that
+ * holds instr; 0 if none does. */
+static uint64_t tlbc_find(const struct pyd_code *c, uint64_t instr)
+{
+	for (size_t i = 0; i < c->ntlbc; i++)
+		if (c->tlbc[i] && instr >= c->tlbc[i] &&
+		    instr - c->tlbc[i] < c->code_bytes)
+			return c->tlbc[i];
+	return 0;
+}
+
+int64_t pyd_code_offset(struct pyd_session *s, uint64_t code, uint64_t instr)
+{
+	const struct py_layout *L = &s->layout;
+	uint64_t base = code + (uint64_t)L->code.code_adaptive;
+	if (L->code.tlbc == PYD_NO_FIELD)
+		return (int64_t)(instr - base);
+	/* Free-threaded 3.14+: a thread that specialized the code runs its
+	 * own copy; the one that holds instr is the frame's (the frame's
+	 * tlbc_index names it too, but only through the same array).
+	 * Copies live as long as their thread uses them, so the array is
+	 * read again only when no copy known holds instr. */
+	struct pyd_code *c = code_get(s, code);
+	if (!c || instr - base < c->code_bytes)
+		return (int64_t)(instr - base);
+	uint64_t copy = tlbc_find(c, instr);
+	if (!copy && tlbc_reread(s, c))
+		copy = tlbc_find(c, instr);
+	return (int64_t)(instr - (copy ? copy : base));
 }
 
 int pyd_code_line(const struct pyd_session *s, const struct pyd_code *c,
@@ -329,7 +389,7 @@ enum pyd_err pyd_frame_push_iframe(struct pyd_session *s,
 				   struct pyd_frame_buf *b, uint64_t code,
 				   uint64_t instr)
 {
-	int64_t off = pyd_iframe_offset(&s->layout, code, instr);
+	int64_t off = pyd_code_offset(s, code, instr);
 	if (off > INT32_MAX || off < -2)
 		return PYD_E_READ;
 	return pyd_frame_push_at(s, b, code, off);

@@ -28,13 +28,11 @@ static inline int64_t pyd_lasti_offset(const struct py_layout *L,
 							   : lasti;
 }
 
-/* Byte offset of instruction pointer instr into the inline bytecode of
- * the code object at code (3.11+). */
-static inline int64_t pyd_iframe_offset(const struct py_layout *L,
-					uint64_t code, uint64_t instr)
-{
-	return (int64_t)(instr - (code + (uint64_t)L->code.code_adaptive));
-}
+/* Byte offset of instruction pointer instr into the bytecode of the code
+ * object at code (3.11+): its inline bytecode, or in free-threaded 3.14+
+ * the copy of it that the frame's thread runs (see struct pyd_code's
+ * tlbc).  An instr in neither gives an offset outside the code. */
+int64_t pyd_code_offset(struct pyd_session *s, uint64_t code, uint64_t instr);
 
 /*
  * Append the frame running the code object at code, at bytecode offset

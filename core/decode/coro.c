@@ -34,9 +34,6 @@
 #include "unicode.h"
 
 #define FRAME_OWNED_BY_GENERATOR 1
-/* PyAsyncGenASend.ags_gen / AThrow.agt_gen: the first member after the
- * object header. */
-#define ASEND_GEN 16
 /* We read this much of a generator object at once: its header and frame
  * and, usually, the value stack slot that says what it awaits. */
 #define GEN_READ 512
@@ -290,7 +287,9 @@ static bool generator(struct tctx *c, uint64_t *coro, enum pyd_err *err)
 		*coro = obj;
 		return true;
 	case KIND_AWAITER:
-		if (pyd_read_ptr(c->s, obj + ASEND_GEN, coro))
+		/* PyAsyncGenASend.ags_gen / AThrow.agt_gen: the first
+		 * member after the object header */
+		if (pyd_read_ptr(c->s, obj + pyd_obj_head(c->L), coro))
 			*err = PYD_E_READ;
 		return false;
 	default:
@@ -338,7 +337,7 @@ static enum pyd_err step_stacktop(struct tctx *c, uint64_t *coro,
 	const uint8_t *f = buf + L->gen.gi_iframe;
 	uint64_t code = pyd_u64_at(f, (uint64_t)L->iframe.code);
 	uint64_t instr = pyd_u64_at(f, (uint64_t)L->iframe.instr);
-	if (!push_at(out, c, code, pyd_iframe_offset(L, code, instr)))
+	if (!push_at(out, c, code, pyd_code_offset(c->s, code, instr)))
 		return PYD_E_READ;
 	if (state == L->frame_state.created || state == L->frame_state.executing)
 		return PYD_OK;
@@ -384,9 +383,9 @@ static enum pyd_err step_stackpointer(struct tctx *c, uint64_t *coro,
 		return PYD_E_READ;
 	switch (tasks_kind_of_type(c, pyd_u64_at(obj, (uint64_t)L->object.ob_type))) {
 	case KIND_AWAITER:
-		if (got < ASEND_GEN + 8)
+		if (got < pyd_obj_head(L) + 8)
 			return PYD_E_READ;
-		*coro = pyd_u64_at(obj, ASEND_GEN);
+		*coro = pyd_u64_at(obj, pyd_obj_head(L));
 		return PYD_OK;
 	case KIND_GEN:
 		break;
@@ -403,7 +402,7 @@ static enum pyd_err step_stackpointer(struct tctx *c, uint64_t *coro,
 		return PYD_E_READ;
 	uint64_t code = pyd_u64_at(f, (uint64_t)L->iframe.code) & ~tag;
 	uint64_t instr = pyd_u64_at(f, (uint64_t)L->iframe.instr);
-	if (!push_at(out, c, code, pyd_iframe_offset(L, code, instr)))
+	if (!push_at(out, c, code, pyd_code_offset(c->s, code, instr)))
 		return PYD_E_READ;
 	/* Running (its frames are on some thread's stack), suspended at a
 	 * plain yield, or not started: it awaits nothing. */
@@ -492,8 +491,8 @@ enum pyd_err tasks_running_stack(struct tctx *c, uint64_t tstate,
 			code = pyd_u64_at(buf, (uint64_t)L->iframe.code) &
 			       ~L->code_tag_mask;
 			prev = pyd_u64_at(buf, (uint64_t)L->iframe.previous);
-			off = pyd_iframe_offset(
-				L, code, pyd_u64_at(buf, (uint64_t)L->iframe.instr));
+			off = pyd_code_offset(
+				c->s, code, pyd_u64_at(buf, (uint64_t)L->iframe.instr));
 			shim = L->owner_first_shim != PYD_NO_FIELD &&
 			       buf[L->iframe.owner] >= L->owner_first_shim;
 		}

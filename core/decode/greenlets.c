@@ -89,13 +89,8 @@ struct gctx {
 static uint64_t module_dict(struct pyd_session *s, uint64_t interp,
 			    const char *name)
 {
-	uint64_t modules, mod, md;
-	if (pyd_read_ptr(s, interp + (uint64_t)s->layout.objects.interp_modules,
-			 &modules) ||
-	    !modules || pyd_dict_get(s, modules, name, &mod) || !mod ||
-	    pyd_read_ptr(s, mod + PYD_MODULE_MD_DICT, &md))
-		return 0;
-	return md;
+	uint64_t md;
+	return pyd_module_dict(s, interp, name, &md) ? 0 : md;
 }
 
 /* The row for this release on this CPython, or NULL. */

@@ -65,7 +65,7 @@ static enum pyd_err str_data(struct pyd_session *s, uint64_t addr,
 	int64_t n = (int64_t)pyd_u64_at(head, L->unicode.length);
 	uint32_t state;
 	memcpy(&state, head + L->unicode.state, sizeof state);
-	struct pyd_str_state st = pyd_str_state_decode(state);
+	struct pyd_str_state st = pyd_str_state_decode(state, L->unicode.kind_bit);
 	if (n < 0 || n > PYD_MAX_STR_LEN ||
 	    (st.kind != 1 && st.kind != 2 && st.kind != 4))
 		return PYD_E_READ;
@@ -482,19 +482,20 @@ static enum pyd_err attr_home(struct pyd_session *s, uint64_t obj,
 	if (err || (err = pyd_read_ptr(s, *type + (uint64_t)s->layout.object.tp_flags, &flags)))
 		return err;
 	bool managed = (flags & TPFLAGS_MANAGED_DICT) != 0;
+	uint64_t at = (uint64_t)o->managed_dict;
 	switch (o->obj_dict) {
 	case PY_DICT_OFFSET:
 		managed = false;
 		break;
 	case PY_DICT_MANAGED_311:
-		if (managed && ((err = pyd_read_ptr(s, obj - 24, dict)) ||
-				(!*dict && (err = pyd_read_ptr(s, obj - 32, values)))))
+		if (managed && ((err = pyd_read_ptr(s, obj - at, dict)) ||
+				(!*dict && (err = pyd_read_ptr(s, obj - at - 8, values)))))
 			return err;
 		*values = values_array(s, *values);
 		break;
 	case PY_DICT_MANAGED_312: {
 		uint64_t dv = 0;
-		if (managed && (err = pyd_read_ptr(s, obj - 24, &dv)))
+		if (managed && (err = pyd_read_ptr(s, obj - at, &dv)))
 			return err;
 		if (dv & 1) /* stored as (char *)values - 1 */
 			*values = values_array(s, dv + 1);
@@ -503,7 +504,7 @@ static enum pyd_err attr_home(struct pyd_session *s, uint64_t obj,
 		break;
 	}
 	case PY_DICT_INLINE_313:
-		if (managed && (err = pyd_read_ptr(s, obj - 24, dict)))
+		if (managed && (err = pyd_read_ptr(s, obj - at, dict)))
 			return err;
 		if (!*dict && (flags & TPFLAGS_INLINE_VALUES)) {
 			uint64_t basic;
@@ -670,7 +671,7 @@ char *pyd_short_ascii(const struct py_layout *L, const uint8_t *buf,
 	    (size_t)L->unicode.state + 4 > got)
 		return NULL;
 	memcpy(&state, buf + L->unicode.state, sizeof state);
-	struct pyd_str_state st = pyd_str_state_decode(state);
+	struct pyd_str_state st = pyd_str_state_decode(state, L->unicode.kind_bit);
 	int64_t len = (int64_t)pyd_u64_at(buf, (uint64_t)L->unicode.length);
 	if (!st.compact || !st.ascii || st.kind != 1 || len < 0 ||
 	    (uint64_t)len > got - (size_t)L->unicode.ascii_size)
@@ -780,4 +781,17 @@ enum pyd_err pyd_weakref_get(struct pyd_session *s, uint64_t ref,
 			     uint64_t *obj)
 {
 	return pyd_read_ptr(s, ref + (uint64_t)OT(s)->wr_object, obj);
+}
+
+enum pyd_err pyd_module_dict(struct pyd_session *s, uint64_t interp,
+			     const char *name, uint64_t *md)
+{
+	uint64_t modules, mod;
+	enum pyd_err err;
+	*md = 0;
+	if ((err = pyd_read_ptr(s, interp + (uint64_t)s->layout.objects.interp_modules,
+				&modules)) ||
+	    !modules || (err = pyd_dict_get(s, modules, name, &mod)) || !mod)
+		return err;
+	return pyd_read_ptr(s, mod + pyd_obj_head(&s->layout), md);
 }

@@ -16,8 +16,18 @@
 
 #include "session.h"
 
-/* PyModuleObject.md_dict, in every 3.x. */
-#define PYD_MODULE_MD_DICT 16
+/* Where an object's own fields start: past PyObject_HEAD, whose last
+ * member is ob_type in every build (16 bytes; 32 free-threaded). */
+static inline uint64_t pyd_obj_head(const struct py_layout *L)
+{
+	return (uint64_t)L->object.ob_type + 8;
+}
+
+/* *md: the dict of module `name` in sys.modules of the interpreter at
+ * interp (PyModuleObject.md_dict, its first field in every 3.x); 0 if
+ * the interpreter has not imported it. */
+enum pyd_err pyd_module_dict(struct pyd_session *s, uint64_t interp,
+			     const char *name, uint64_t *md);
 
 /* Most entries of a dict / set / sequence we read. */
 #define PYD_MAX_ITEMS (1u << 22)

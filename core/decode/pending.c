@@ -33,9 +33,10 @@
 
 /* Cython 3's function object on CPython 3.9+: a PyCMethodObject, then
  * its dict and its names (__name__ made when first asked for,
- * __qualname__ from the start).  Checked against ml_name before use. */
-#define CYFUNC_NAME 72
-#define CYFUNC_QUALNAME 80
+ * __qualname__ from the start), this far past the object header.
+ * Checked against ml_name before use. */
+#define CYFUNC_NAME 56
+#define CYFUNC_QUALNAME 64
 #define CYFUNC_TYPE "cython_function_or_method"
 
 /* A frame whose value stack is deeper than this is not one. */
@@ -120,8 +121,9 @@ static char *cyfunction_name(struct pyd_session *s, uint64_t fn,
 	if (strcmp(dot ? dot + 1 : tname, CYFUNC_TYPE) ||
 	    pyd_read_ptr(s, fn + (uint64_t)s->layout.objects.cfunc_ml, &ml) ||
 	    pyd_read_ptr(s, ml, &cname) ||
-	    pyd_read_ptr(s, fn + CYFUNC_NAME, &name) ||
-	    pyd_read_ptr(s, fn + CYFUNC_QUALNAME, &qualname))
+	    pyd_read_ptr(s, fn + pyd_obj_head(&s->layout) + CYFUNC_NAME, &name) ||
+	    pyd_read_ptr(s, fn + pyd_obj_head(&s->layout) + CYFUNC_QUALNAME,
+			 &qualname))
 		return NULL;
 	pyd_read_cstr(s, cname, mlname, sizeof mlname);
 	/* __name__ is made from ml_name when first asked for. */

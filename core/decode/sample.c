@@ -1287,6 +1287,10 @@ enum pyd_err pyd_sampler_open(struct pyd_session *s, enum pyd_sample_mode mode,
 			err = PYD_E_NOMEM;
 		sp->greenlets_found = sp->now;
 	}
+	/* A free-threading build has no GIL to hold. */
+	if (!err && mode == PYD_SAMPLE_GIL &&
+	    s->layout.gil_model == PY_GIL_NONE)
+		err = PYD_E_UNSUPPORTED;
 	if (!err && mode == PYD_SAMPLE_EXCEPTION &&
 	    (s->layout.exc.raised == PYD_NO_FIELD ||
 	     s->layout.exc.handled == PYD_NO_FIELD))

@@ -19,6 +19,7 @@ void pyd_code_free(struct pyd_code *c)
 	free(c->qualname);
 	free(c->file);
 	free(c->linetable);
+	free(c->tlbc);
 	for (size_t i = 0; i < c->nvars; i++)
 		free(c->vars[i].name);
 	free(c->vars);
@@ -36,14 +37,18 @@ static void format_hex_version(uint64_t hex, char *out, size_t outsz)
 		snprintf(out, outsz, "%u.%u.%u%s%u", ma, mi, micro, level[lv], ser);
 }
 
-/* 3.13+: the layout the target publishes about itself. */
-static bool layout_from_target(struct pyd_session *s)
+/* 3.13+: the layout the target publishes about itself.  *ft: whether
+ * the block's header says the build is free-threaded, which the built-in
+ * table needs too when the block's members are of an order we do not
+ * know. */
+static bool layout_from_target(struct pyd_session *s, bool *ft)
 {
 	uint8_t block[PY_DEBUG_OFFSETS_MAX_SIZE];
 	uint64_t hex;
+	*ft = false;
 	if (!s->rt.runtime_addr ||
-	    pyd_read(s->src, s->rt.runtime_addr, block, 8) ||
-	    memcmp(block, "xdebugpy", 8) != 0)
+	    pyd_read(s->src, s->rt.runtime_addr, block, 24) ||
+	    py_debug_offsets_header(block, 24, &hex, ft))
 		return false;
 	size_t len = sizeof block;
 	/* _PyRuntime may sit near the end of a mapping: shrink until the
@@ -58,8 +63,16 @@ static bool layout_from_target(struct pyd_session *s)
 	return true;
 }
 
-static enum pyd_err layout_builtin(struct pyd_session *s, char *detail,
-				   size_t detailsz)
+/* PY_VERSION_HEX of "3.9.18" (a final release: nothing else is known) */
+static uint32_t version_hex(const char *v)
+{
+	unsigned ma = 0, mi = 0, micro = 0;
+	sscanf(v, "%u.%u.%u", &ma, &mi, &micro);
+	return ma << 24 | (mi & 0xff) << 16 | (micro & 0xff) << 8 | 0xf0;
+}
+
+static enum pyd_err layout_builtin(struct pyd_session *s, bool ft,
+				   char *detail, size_t detailsz)
 {
 	uint32_t hex;
 	if (s->rt.py_version_addr &&
@@ -74,11 +87,15 @@ static enum pyd_err layout_builtin(struct pyd_session *s, char *detail,
 			 s->rt.binary);
 		return PYD_E_UNSUPPORTED;
 	}
-	const struct py_layout *L = py_layout_builtin(major, minor,
-						      s->rt.debug_build);
+	if (!s->rt.py_version_addr || (hex >> 24) != 3)
+		hex = version_hex(s->version);
+	struct py_build b = { hex, s->rt.debug_build, ft };
+	const struct py_layout *L = py_layout_builtin(&b);
 	if (!L) {
 		snprintf(detail, detailsz, "unsupported Python %s%s (%s)",
-			 s->version, s->rt.debug_build ? " (debug build)" : "",
+			 s->version,
+			 ft ? " (free-threading build)"
+			    : s->rt.debug_build ? " (debug build)" : "",
 			 s->rt.binary);
 		return PYD_E_UNSUPPORTED;
 	}
@@ -102,8 +119,9 @@ enum pyd_err pyd_session_open(const struct pyd_memsrc *src,
 	s->rt = *rt;
 	detail[0] = 0;
 	enum pyd_err err = PYD_OK;
-	if (!layout_from_target(s))
-		err = layout_builtin(s, detail, detailsz);
+	bool ft;
+	if (!layout_from_target(s, &ft))
+		err = layout_builtin(s, ft, detail, detailsz);
 	if (err) {
 		free(s);
 		return err;
@@ -161,4 +179,9 @@ const char *pyd_session_layout_source(const struct pyd_session *s)
 const char *pyd_session_binary(const struct pyd_session *s)
 {
 	return s->rt.binary;
+}
+
+bool pyd_session_free_threaded(const struct pyd_session *s)
+{
+	return s->layout.free_threaded;
 }

@@ -20,6 +20,11 @@ struct pyd_code {
 	 * (0 before 3.11) */
 	int traceable_from;
 	int framesize; /* 3.12+: words a frame of it takes on the data stack */
+	uint64_t code_bytes; /* its bytecode's length (3.11+) */
+	/* Free-threaded 3.14+: the addresses of its bytecode's thread-local
+	 * copies (co_tlbc's entries, [0] its own), as last read. */
+	uint64_t *tlbc;
+	size_t ntlbc;
 	uint8_t *linetable;
 	size_t linetable_len;
 	/* Its header's pointers as read: pyd_code_recheck() compares them

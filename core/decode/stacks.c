@@ -92,7 +92,7 @@ static bool hidden_frame(struct pyd_session *s, const uint8_t *buf)
 	if (c && !strcmp(c->file, "<shim>"))
 		return true;
 	return owner != L->owner_generator && c &&
-	       pyd_iframe_offset(L, code, pyd_u64_at(buf, L->iframe.instr)) <
+	       pyd_code_offset(s, code, pyd_u64_at(buf, L->iframe.instr)) <
 		       c->traceable_from;
 }
 
@@ -588,6 +588,8 @@ bool pyd_gil_probe(struct pyd_session *s, uint64_t interp, uint64_t *addr,
 		*addr = gil + (uint64_t)base;
 		*len = (size_t)(end - base);
 		return true;
+	case PY_GIL_NONE:
+		return false;
 	}
 	return false;
 }

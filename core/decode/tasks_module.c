@@ -151,21 +151,13 @@ static enum pyd_err add_set(struct tctx *c, uint64_t set, bool weak)
 static enum pyd_err module_list(struct tctx *c, uint64_t interp,
 			       struct pyd_task_graph *g)
 {
-	const struct py_layout *L = c->L;
-	uint64_t modules, mod, md;
-	enum pyd_err err = tasks_rd(c, interp + (uint64_t)L->objects.interp_modules,
-			      &modules, sizeof modules);
+	uint64_t md;
+	enum pyd_err err = pyd_module_dict(c->s, interp, "asyncio.tasks", &md);
 	if (err)
 		return err;
-	if (!modules)
-		return PYD_OK;
-	if ((err = pyd_dict_get(c->s, modules, "asyncio.tasks", &mod)))
-		return err;
-	if (!mod)
+	if (!md)
 		return PYD_OK; /* this interpreter never imported asyncio */
 	g->asyncio_loaded = true;
-	if ((err = tasks_rd(c, mod + PYD_MODULE_MD_DICT, &md, sizeof md)))
-		return err;
 	uint64_t *kv;
 	size_t n;
 	if ((err = pyd_dict_items(c->s, md, PYD_MAX_ITEMS, &kv, &n, NULL)))

@@ -27,12 +27,8 @@
 /* threading._active of an interpreter, or 0. */
 static uint64_t active_threads(struct pyd_session *s, uint64_t interp)
 {
-	const struct py_layout *L = &s->layout;
-	uint64_t modules, mod, md, active;
-	if (pyd_read_ptr(s, interp + (uint64_t)L->objects.interp_modules,
-			 &modules) ||
-	    !modules || pyd_dict_get(s, modules, "threading", &mod) || !mod ||
-	    pyd_read_ptr(s, mod + PYD_MODULE_MD_DICT, &md) || !md ||
+	uint64_t md, active;
+	if (pyd_module_dict(s, interp, "threading", &md) || !md ||
 	    pyd_dict_get(s, md, "_active", &active))
 		return 0;
 	return active;

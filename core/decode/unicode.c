@@ -2,13 +2,13 @@
 
 #include <string.h>
 
-struct pyd_str_state pyd_str_state_decode(uint32_t state)
+struct pyd_str_state pyd_str_state_decode(uint32_t state, unsigned kind_bit)
 {
-	/* interned:2, kind:3, compact:1, ascii:1, ... */
+	/* interned (2 bits, or a byte), kind:3, compact:1, ascii:1, ... */
 	struct pyd_str_state s = {
-		.kind = (state >> 2) & 7,
-		.compact = (state >> 5) & 1,
-		.ascii = (state >> 6) & 1,
+		.kind = (state >> kind_bit) & 7,
+		.compact = (state >> (kind_bit + 3)) & 1,
+		.ascii = (state >> (kind_bit + 4)) & 1,
 	};
 	return s;
 }

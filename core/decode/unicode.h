@@ -11,14 +11,16 @@
  * cut and end in "...". */
 #define PYD_MAX_STR_CHARS 4096
 
-/* The bits of PyASCIIObject.state we need (the same bits 3.3 - 3.15). */
+/* The bits of PyASCIIObject.state we need: kind, compact and ascii, one
+ * after the other from bit kind_bit (struct py_layout's unicode.kind_bit:
+ * 2 in 3.3 - 3.15, 8 in free-threaded builds). */
 struct pyd_str_state {
 	unsigned kind; /* 1, 2 or 4 bytes per code point */
 	int compact;
 	int ascii;
 };
 
-struct pyd_str_state pyd_str_state_decode(uint32_t state);
+struct pyd_str_state pyd_str_state_decode(uint32_t state, unsigned kind_bit);
 
 /*
  * Encode n code points of the given kind as UTF-8 into out (NUL-terminated,

@@ -132,6 +132,8 @@ void pyd_report_json_head(struct pyd_buf *b, const struct pyd_report_opts *o)
 	pyd_buf_json_str(b, o->source_kind);
 	pyd_buf_put(b, ", \"python_version\": ", 20);
 	pyd_buf_json_str(b, o->python_version);
+	pyd_buf_printf(b, ", \"free_threaded\": %s",
+		       o->free_threaded ? "true" : "false");
 	pyd_buf_put(b, ", \"binary\": ", 12);
 	pyd_buf_json_str(b, o->binary);
 }

@@ -14,6 +14,7 @@ struct pyd_report_opts {
 	const char *source_kind;    /* "process", "core" or "snapshot" */
 	const char *python_version; /* "3.12.1" */
 	const char *binary;         /* file holding the interpreter */
+	bool free_threaded;         /* a free-threading build (3.13t+) */
 	/* Optional: the text of a source line (no trailing newline), or
 	 * NULL.  Core reads no files; the frontend knows where they are. */
 	const char *(*source_line)(void *ctx, const char *file, int line);
@@ -29,6 +30,9 @@ struct pyd_report_opts {
 	 * (pyd_session_corruption), which the JSON gives; NULL if nothing. */
 	const char *corrupt;
 };
+
+/* "ORIGIN: Python 3.15.0 (BINARY)\n", naming a free-threading build. */
+void pyd_report_text_head(struct pyd_buf *b, const struct pyd_report_opts *o);
 
 /* ', "corrupt": "WHY"' where o->corrupt says the memory was. */
 void pyd_report_json_corrupt(struct pyd_buf *b, const struct pyd_report_opts *o);

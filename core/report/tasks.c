@@ -36,9 +36,7 @@ static const char *frame_name(const struct pyd_frame *f)
 static void header(struct pyd_buf *b, const struct pyd_task_graph *g,
 		   const struct pyd_report_opts *o)
 {
-	if (o->origin)
-		pyd_buf_printf(b, "%s: ", o->origin);
-	pyd_buf_printf(b, "Python %s (%s)\n", o->python_version, o->binary);
+	pyd_report_text_head(b, o);
 	if (!g->asyncio_loaded)
 		pyd_buf_printf(b, "No asyncio tasks: the process has not "
 				  "imported asyncio.\n");

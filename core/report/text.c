@@ -127,12 +127,19 @@ static void thread_text(struct pyd_buf *b, const struct pyd_thread *t,
 				  "data stack: the core lacks its C stack]\n");
 }
 
-void pyd_report_text(struct pyd_buf *b, const struct pyd_dump *d,
-		     const struct pyd_report_opts *o)
+void pyd_report_text_head(struct pyd_buf *b, const struct pyd_report_opts *o)
 {
 	if (o->origin)
 		pyd_buf_printf(b, "%s: ", o->origin);
-	pyd_buf_printf(b, "Python %s (%s)\n", o->python_version, o->binary);
+	pyd_buf_printf(b, "Python %s%s (%s)\n", o->python_version,
+		       o->free_threaded ? ", free-threading build" : "",
+		       o->binary);
+}
+
+void pyd_report_text(struct pyd_buf *b, const struct pyd_dump *d,
+		     const struct pyd_report_opts *o)
+{
+	pyd_report_text_head(b, o);
 	for (size_t i = 0; i < d->nthreads; i++)
 		thread_text(b, &d->threads[i], d->ninterps, o);
 }

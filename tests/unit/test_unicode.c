@@ -40,17 +40,22 @@ int main(void)
 	CHECK_EQ(pyd_str_to_utf8(ucs2, 2, 2, out, 1), 0);
 
 	/* state bits: compact ASCII, compact UCS-2, legacy UCS-4 */
-	struct pyd_str_state s = pyd_str_state_decode(1u << 2 | 1u << 5 | 1u << 6);
+	struct pyd_str_state s = pyd_str_state_decode(1u << 2 | 1u << 5 | 1u << 6, 2);
 	CHECK_EQ(s.kind, 1);
 	CHECK_EQ(s.compact, 1);
 	CHECK_EQ(s.ascii, 1);
-	s = pyd_str_state_decode(3u | 2u << 2 | 1u << 5);
+	s = pyd_str_state_decode(3u | 2u << 2 | 1u << 5, 2);
 	CHECK_EQ(s.kind, 2);
 	CHECK_EQ(s.compact, 1);
 	CHECK_EQ(s.ascii, 0);
-	s = pyd_str_state_decode(4u << 2 | 1u << 7);
+	s = pyd_str_state_decode(4u << 2 | 1u << 7, 2);
 	CHECK_EQ(s.kind, 4);
 	CHECK_EQ(s.compact, 0);
+	/* free-threaded: interned is a byte, kind starts at bit 8 */
+	s = pyd_str_state_decode(0xffu | 1u << 8 | 1u << 11 | 1u << 12, 8);
+	CHECK_EQ(s.kind, 1);
+	CHECK_EQ(s.compact, 1);
+	CHECK_EQ(s.ascii, 1);
 
 	/* comm names cut mid-character lose the fragment; junk becomes '?' */
 	char cut[] = "n\xc3\xbc-\xf0\xa0";

@@ -1,0 +1,80 @@
+#!/bin/sh
+# Build (if missing) CPython 3.15.0a0 from ../shared/cpython-ft twice, for the
+# tests (tests/run.sh): free-threaded (--disable-gil, python3.15t) and, as a
+# control, the default build of the same tree (python3.15). A failure seen on
+# both is a 3.15.0a0 difference, not a free-threading one.
+#
+#   tests/setup-ft.sh [TARBALL [DIR]]
+#
+# TARBALL defaults to $PYD_FT_TARBALL, else ../shared/cpython-ft/cpython-3.15.0a0.tar.xz
+# next to the checkout; DIR to $PYD_FT_DIR, else /var/cache/pystack-dump/ft.
+# The builds are installed under DIR/ft and DIR/default; each gets a marker
+# (DIR/KIND/.pyd-ft-ready) only once its interpreter runs what the targets
+# import. Idempotent: a ready build is only checked. About 5 minutes a build
+# on 2 cores; both are built in parallel, one core each.
+# Without the tarball it says so and exits 0: the free-threaded tests skip.
+set -eu
+
+HERE=$(cd "$(dirname "$0")/.." && pwd)
+TARBALL=${1:-${PYD_FT_TARBALL:-$HERE/../shared/cpython-ft/cpython-3.15.0a0.tar.xz}}
+DIR=${2:-${PYD_FT_DIR:-/var/cache/pystack-dump/ft}}
+
+log() { echo "setup-ft: $*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+IMPORTS='import asyncio, ctypes, json, queue, select, socket, threading, traceback'
+
+# KIND EXE: the installed interpreter runs the targets' imports and is the
+# kind of build it should be
+verify() {
+    v_exe="$DIR/$1/bin/$2"
+    [ -x "$v_exe" ] || return 1
+    want=True
+    [ "$1" = ft ] && want=False
+    got=$("$v_exe" -B -E -s -c "$IMPORTS; import sys; print(sys._is_gil_enabled())" 2>/dev/null) \
+        || return 1
+    [ "$got" = "$want" ]
+}
+
+# KIND CONFIGURE-FLAGS EXE: unpack, configure, make, install into DIR/KIND
+build() {
+    kind=$1 flags=$2 exe=$3
+    marker="$DIR/$kind/.pyd-ft-ready"
+    if verify "$kind" "$exe"; then
+        [ -f "$marker" ] || ready "$kind" "$exe"
+        return 0
+    fi
+    rm -f "$marker"
+    src="$DIR/src-$kind"
+    rm -rf "$src" "$DIR/$kind"
+    mkdir -p "$src"
+    tar -xJf "$TARBALL" -C "$src" --strip-components=1 || return 1
+    log "building $kind CPython in $src (log: $DIR/$kind.log)"
+    # -g: the gdb and lldb tests read the interpreter's symbols
+    ( cd "$src" &&
+      ./configure $flags --prefix="$DIR/$kind" CFLAGS=-g --without-ensurepip &&
+      make -j1 && make install ) >"$DIR/$kind.log" 2>&1 || return 1
+    verify "$kind" "$exe" || return 1
+    rm -rf "$src"
+    ready "$kind" "$exe"
+}
+
+# KIND EXE: mark a verified build ready
+ready() {
+    "$DIR/$1/bin/$2" -c 'import sys; print(sys.executable, sys.version)' \
+        >"$DIR/$1/.pyd-ft-ready"
+    log "ready: $DIR/$1/bin/$2"
+}
+
+if [ ! -f "$TARBALL" ]; then
+    log "no $TARBALL: the free-threaded tests will be skipped"
+    exit 0
+fi
+command -v make >/dev/null 2>&1 || die "make is missing (tools/install-deps.sh installs it)"
+mkdir -p "$DIR"
+build ft --disable-gil python3.15t & ft=$!
+build default "" python3.15 & def=$!
+status=0
+wait $ft || { log "the free-threaded build failed, see $DIR/ft.log"; status=1; }
+wait $def || { log "the default build failed, see $DIR/default.log"; status=1; }
+exit $status

@@ -81,6 +81,8 @@ def sample_job(interp, kind, tool):
         if kind == "sample-cpu":
             return [sample_cpu(interp, tool, tg, gt, names[0])]
         if kind == "sample-gil":
+            if interp.ft:
+                return [gil_refused(tool, tg, names[0])]
             return [sample_gil(interp, tool, tg, gt, names[0])]
         return sample_async(interp, tool, tg, gt, names[:2]) + [
             sample_sigint(interp, tool, tg, gt, names[2], "async")]
@@ -246,6 +248,18 @@ def sample_cpu(interp, tool, tg, gt, name):
                     % (shares["burner"] - burn, shares["burner"]))
     return result(name, explain(argv, errs, stacks),
                   info="%s; %s" % (shares_info(shares, total), profile_info(doc)))
+
+
+def gil_refused(tool, tg, name):
+    """A free-threading build has no GIL: `-m gil` is refused (exit 6,
+    saying why) before sampling starts."""
+    argv, rc, out, err, secs = tool_run(tool, ["sample", "-m", "gil", "-n", "100", "-f",
+                                               "json", str(tg.pid)], timeout=SAMPLE_TIMEOUT)
+    errs = []
+    if rc != 6 or b"free-threading build: it has no GIL" not in err or out:
+        errs.append("%s: exit %s, expected 6 saying a free-threading build has no GIL, "
+                    "and no profile; stderr: %s" % (" ".join(argv), rc, short(err)))
+    return result(name, errs)
 
 
 def sample_gil(interp, tool, tg, gt, name):

@@ -148,6 +148,9 @@ def process_errors(gt, doc):
     errs = []
     if doc["pid"] != gt["pid"]:
         errs.append("pid: expected %d, got %d" % (gt["pid"], doc["pid"]))
+    if doc.get("free_threaded") != gt.get("free_threaded", False):
+        errs.append("free_threaded: expected %r, got %r"
+                    % (gt.get("free_threaded", False), doc.get("free_threaded")))
     if doc["python_version"] != gt["python_version"]:
         errs.append("python_version: expected %r (sys.version %r), got %r"
                     % (gt["python_version"], gt["sys_version"].split()[0], doc["python_version"]))
@@ -357,6 +360,9 @@ def base_gt_sanity(gt, interp):
                                                                interp.minor_str))
     if gt["debug_build"] != interp.debug:
         errs.append("debug build is %s, expected %s" % (gt["debug_build"], interp.debug))
+    if gt.get("free_threaded", False) != interp.ft:
+        errs.append("free-threading build is %s, expected %s"
+                    % (gt.get("free_threaded"), interp.ft))
     return errs
 
 

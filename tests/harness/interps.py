@@ -1,6 +1,7 @@
 """The interpreters the tests run targets under: pyenv 3.6-3.13, Debian's
 3.11 release and debug, Debian sid's 3.13-3.15 release and debug in a
-chroot (tests/setup-sid.sh)."""
+chroot (tests/setup-sid.sh), and CPython 3.15.0a0 built free-threaded and,
+as its control, default from ../shared/cpython-ft (tests/setup-ft.sh)."""
 
 import fcntl
 import glob
@@ -17,6 +18,8 @@ TARGETS_DIR = os.path.join(REPO, "tests", "targets")
 FIXTURES_DIR = os.path.join(REPO, "tests", "fixtures")
 SID_DIR_DEFAULT = "/var/cache/pystack-dump/sid"
 SID_MARKER = ".pyd-sid-ready"          # written by tests/setup-sid.sh on success
+FT_DIR_DEFAULT = "/var/cache/pystack-dump/ft"
+FT_MARKER = ".pyd-ft-ready"            # written by tests/setup-ft.sh per build
 # In-chroot directories of the copied targets and of their ground-truth
 # files, one pair per test session: sessions running side by side (two
 # checkouts, a CI run beside a developer's) must not replace each other's
@@ -36,11 +39,13 @@ def chroot_out():
 # interpreters
 
 class Interp:
-    def __init__(self, label, source, minor, debug, exe, chroot=None, missing=None):
-        self.label = label          # e.g. pyenv-3.12, deb-3.11d, sid-3.15d
-        self.source = source        # pyenv | deb | sid
+    def __init__(self, label, source, minor, debug, exe, chroot=None, missing=None,
+                 ft=False):
+        self.label = label          # e.g. pyenv-3.12, deb-3.11d, sid-3.15d, ft-3.15t
+        self.source = source        # pyenv | deb | sid | ft
         self.minor = minor          # (3, 12)
         self.debug = debug
+        self.ft = ft                # a free-threading build
         self.exe = exe              # path as seen by the process (in-chroot for sid)
         self.chroot = chroot
         self.missing = missing      # None if usable, else the reason
@@ -64,8 +69,9 @@ class Interp:
 
     def matches(self, tok):
         return tok in (self.label, self.source, self.minor_str,
-                       self.minor_str + ("d" if self.debug else ""),
-                       "debug" if self.debug else "release")
+                       self.minor_str + ("d" if self.debug else "t" if self.ft else ""),
+                       "debug" if self.debug else "release",
+                       "free-threaded" if self.ft else "default")
 
 
 def pyenv_root():
@@ -76,6 +82,27 @@ def pyenv_root():
     except (OSError, subprocess.SubprocessError):
         pass
     return os.path.expanduser("~/.pyenv")
+
+
+def ft_dir():
+    return os.environ.get("PYD_FT_DIR", FT_DIR_DEFAULT)
+
+
+def discover_ft():
+    """3.15.0a0 free-threaded (ft-3.15t) and its control, the default build
+    of the same tree (ft-3.15)."""
+    found = []
+    for kind, exe, label, ft in (("ft", "python3.15t", "ft-3.15t", True),
+                                 ("default", "python3.15", "ft-3.15", False)):
+        d = os.path.join(ft_dir(), kind)
+        path = os.path.join(d, "bin", exe)
+        why = None
+        if not os.path.isfile(os.path.join(d, FT_MARKER)):
+            why = "no %s build at %s (run tests/setup-ft.sh)" % (kind, d)
+        elif not os.access(path, os.X_OK):
+            why = "%s missing" % path
+        found.append(Interp(label, "ft", (3, 15), False, path, missing=why, ft=ft))
+    return found
 
 
 def discover(sid_dir):
@@ -110,7 +137,7 @@ def discover(sid_dir):
                 why = None
             found.append(Interp("sid-3.%d%s" % (m, suffix), "sid", (3, m), debug, exe,
                                 chroot=sid_dir, missing=why))
-    return found
+    return found + discover_ft()
 
 
 def remove_stale_sessions(sid_dir):

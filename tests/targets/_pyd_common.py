@@ -285,17 +285,31 @@ def wait_workers(timeout=60.0):
             fail("worker %r never became ready" % (name,))
 
 
+def version_string():
+    """The version as PY_VERSION has it: "3.12.1", "3.15.0a0"."""
+    vi = sys.version_info
+    level = {"alpha": "a", "beta": "b", "candidate": "rc"}.get(vi.releaselevel)
+    return "%d.%d.%d" % tuple(vi[:3]) + ("%s%d" % (level, vi.serial) if level else "")
+
+
+def free_threaded():
+    """A free-threading build (Py_GIL_DISABLED), whether or not a module
+    turned the GIL back on."""
+    import sysconfig
+    return bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
+
+
 def base_truth():
     """The fields every ground truth starts with."""
-    vi = sys.version_info
     with _registry_lock:
         main_tid = _tids.get(threading.main_thread().ident)
     return {
         "target": os.path.splitext(os.path.basename(sys.argv[0]))[0],
         "pid": os.getpid(),
-        "python_version": "%d.%d.%d" % (vi[0], vi[1], vi[2]),
+        "python_version": version_string(),
         "sys_version": sys.version,
         "debug_build": hasattr(sys, "gettotalrefcount"),
+        "free_threaded": free_threaded(),
         "executable": sys.executable,
         "main_tid": main_tid if main_tid is not None else native_tid(),
     }

@@ -23,12 +23,17 @@ RECURSION = {tuple: "(...)", list: "[...]", dict: "{...}", set: "set(...)",
              frozenset: "frozenset(...)"}
 
 
+# Where a type object keeps tp_name: past its PyVarObject head, whose
+# ob_size follows the object header (16 bytes; 32 in free-threaded builds).
+TP_NAME = object.__basicsize__ + 8
+
+
 def type_name(t):
     """tp_name, which <TYPE object at ...> shows: read from the type
-    object itself (offset 24 in every 3.x release and debug build here),
-    since __name__ drops the module part of a C type's name."""
+    object itself, since __name__ drops the module part of a C type's
+    name."""
     try:
-        return ctypes.c_char_p.from_address(id(t) + 24).value.decode("utf-8")
+        return ctypes.c_char_p.from_address(id(t) + TP_NAME).value.decode("utf-8")
     except Exception:
         return t.__name__
 

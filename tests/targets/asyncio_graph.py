@@ -105,7 +105,7 @@ import traceback
 import types
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _pyd_common import _out_path, fail, native_tid  # noqa: E402
+from _pyd_common import _out_path, fail, free_threaded, native_tid, version_string  # noqa: E402
 
 OPTIONS = sys.argv[2:]
 CYCLE = "cycle" in OPTIONS
@@ -458,6 +458,14 @@ def shield_map(all_tasks):
     return out
 
 
+def records_awaited_by(cls):
+    """Does as_completed's iterator tell CPython who awaits its inputs?
+    3.14 does; 3.15.0a0 (main before that came) does not."""
+    return cls is not None and any(
+        "future_add_to_awaited_by" in f.__code__.co_names
+        for f in vars(cls).values() if hasattr(f, "__code__"))
+
+
 def derived_awaits(task, shields):
     w = getattr(task, "_fut_waiter", None)
     if w is None:
@@ -479,7 +487,7 @@ def derived_awaits(task, shields):
     # alone tells, as before 3.14) the caller awaits every input still
     # pending
     iterator_type = getattr(asyncio.tasks, "_AsCompletedIterator", None)
-    if iterator_type is not None and hasattr(task, "_asyncio_awaited_by") \
+    if records_awaited_by(iterator_type) and hasattr(task, "_asyncio_awaited_by") \
             and not is_pytask(task):
         for f in coro_chain(get_coro(task)):
             me = f.f_locals.get("self")
@@ -572,13 +580,13 @@ def find_cycles(tasks):
 
 
 def write_truth(tasks, checked):
-    vi = sys.version_info
     doc = {
         "target": "asyncio_graph",
         "pid": os.getpid(),
-        "python_version": "%d.%d.%d" % (vi[0], vi[1], vi[2]),
+        "python_version": version_string(),
         "sys_version": sys.version,
         "debug_build": hasattr(sys, "gettotalrefcount"),
+        "free_threaded": free_threaded(),
         "executable": sys.executable,
         "main_tid": native_tid(),
         "options": OPTIONS,

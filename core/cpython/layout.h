@@ -115,6 +115,11 @@ struct py_layout {
 		/* 3.15+: a pointer to the frame every chain of the thread
 		 * ends at (owned by the interpreter) */
 		int32_t base_frame;
+		/* int state: _Py_THREAD_ATTACHED (1) while the thread may run
+		 * Python; read in free-threaded builds only, where no GIL
+		 * says which thread runs the collector (PYD_NO_FIELD
+		 * elsewhere) */
+		int32_t state;
 	} tstate;
 
 	/* The exceptions of a thread (-m exception), as CPython 3.15's own

@@ -897,9 +897,36 @@ static enum pyd_err select_threads(struct pyd_sampler *sp)
 	return PYD_OK;
 }
 
+/* _Py_THREAD_ATTACHED, tstate->state's value while a thread may run
+ * Python (3.13-3.15) */
+#define THREAD_ATTACHED 1
+
+/* Free-threaded builds: the one thread of interpreter i attached to it
+ * (the collector stops every other one for most of its run); 0 if none
+ * is, or several are (the collector cannot be told: no <GC> frame). */
+static uint64_t only_attached(struct pyd_sampler *sp, size_t i)
+{
+	const struct py_layout *L = &sp->s->layout;
+	uint64_t found = 0;
+	for (size_t k = 0; k < sp->nth; k++) {
+		const struct sthread *t = &sp->th[k];
+		int32_t state;
+		if (t->interp != i ||
+		    pyd_read_i32(sp->s, t->tstate + (uint64_t)L->tstate.state,
+				 &state) ||
+		    state != THREAD_ATTACHED)
+			continue;
+		if (found)
+			return 0;
+		found = t->tstate;
+	}
+	return found;
+}
+
 /* Which thread runs each interpreter's collector this round: the one
  * holding the GIL while gc.collecting (as last read) is set (the GIL is
- * read then, but for gil mode, where the batch has it). */
+ * read then, but for gil mode, where the batch has it); in a
+ * free-threaded build, the one thread attached. */
 static void find_collectors(struct pyd_sampler *sp, uint64_t holder)
 {
 	for (size_t i = 0; i < sp->nin; i++) {
@@ -907,7 +934,13 @@ static void find_collectors(struct pyd_sampler *sp, uint64_t holder)
 		int32_t collecting = 0;
 		memcpy(&collecting, in->gc_buf, 4);
 		in->collector = 0;
-		if (!in->gc_addr || !collecting || !in->gil_addr)
+		if (!in->gc_addr || !collecting)
+			continue;
+		if (sp->s->layout.tstate.state != PYD_NO_FIELD) {
+			in->collector = only_attached(sp, i);
+			continue;
+		}
+		if (!in->gil_addr)
 			continue;
 		if (sp->mode != PYD_SAMPLE_GIL &&
 		    pyd_read(sp->s->src, in->gil_addr, in->gil_buf, in->gil_len))

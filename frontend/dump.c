@@ -304,7 +304,11 @@ static void note_greenlets(const struct run *r)
 	e.version = pyd_session_version(r->sess);
 	e.detail = r->greenlets.release[0] ? r->greenlets.release : "?";
 	if (r->greenlets_err == PYD_E_UNSUPPORTED)
-		say(r, &e, PYD_SAY_GREENLETS_UNSUPPORTED, r->greenlets_err);
+		say(r, &e,
+		    pyd_session_free_threaded(r->sess)
+		        ? PYD_SAY_GREENLETS_FREE_THREADED
+		        : PYD_SAY_GREENLETS_UNSUPPORTED,
+		    r->greenlets_err);
 	else if (r->greenlets.unknown_layout)
 		say(r, &e, PYD_SAY_GREENLET_LAYOUT, PYD_OK);
 }

@@ -109,6 +109,10 @@ static const struct row rows[] = {
 	{PYD_SAY_GREENLETS_UNSUPPORTED, ANY_ERR, ANYWHERE, false,
 	 "{prog}: greenlets of Python {version} cannot be listed yet (CPython "
 	 "3.14 and 3.15 can); the threads are shown.\n"},
+	{PYD_SAY_GREENLETS_FREE_THREADED, ANY_ERR, ANYWHERE, false,
+	 "{prog}: greenlets cannot be listed in a free-threading build "
+	 "(Python {version}): its collector keeps no lists to find them in; "
+	 "the threads are shown.\n"},
 	{PYD_SAY_GREENLET_LAYOUT, ANY_ERR, ANYWHERE, false,
 	 "{prog}: greenlet {detail}: layout not recognised; the threads are "
 	 "shown. The README says which greenlet releases are read.\n"},

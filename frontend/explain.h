@@ -27,6 +27,7 @@ enum pyd_say {
 	PYD_SAY_TASKS_UNSUPPORTED, /* no task graphs for this version */
 	PYD_SAY_NO_ASYNCIO_OFFSETS, /* _asyncio's debug offsets not found */
 	PYD_SAY_GREENLETS_UNSUPPORTED, /* no collector lists for this version */
+	PYD_SAY_GREENLETS_FREE_THREADED, /* nor in a free-threading build */
 	PYD_SAY_GREENLET_LAYOUT,   /* greenlet release {detail} not known */
 	PYD_SAY_TRUNCATED,         /* the core misses bytes (count) */
 	PYD_SAY_INCOMPLETE,        /* count threads or tasks not read */

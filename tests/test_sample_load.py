@@ -32,7 +32,8 @@ FDS_SLACK = 256
 LOAD_VERSIONS = {(3, 6), (3, 10), (3, 12), (3, 15)}
 
 
-@pytest.mark.interps(lambda i: i.minor in LOAD_VERSIONS and not i.debug)
+@pytest.mark.interps(lambda i: i.minor in LOAD_VERSIONS and not i.debug
+                     and (i.source != "ft" or i.ft))
 def test_sample_thread_storm(interp, tool, request):
     errs, info = [], ""
     with Target(interp, "thread_storm") as tg:

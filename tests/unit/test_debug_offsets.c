@@ -171,8 +171,57 @@ static void check_minor(int minor, const char *const *want, size_t nwant)
 		}
 }
 
+/* Which built-in entry a build gets: by kind, and a pre-release with an
+ * entry of its own (3.15.0a0) apart from the releases. */
+static void check_builtin(void)
+{
+	const struct py_layout *a0 =
+	    py_layout_builtin(&(struct py_build){0x030f00a0, false, false});
+	const struct py_layout *rel =
+	    py_layout_builtin(&(struct py_build){0x030f02f0, false, false});
+	const struct py_layout *a0t =
+	    py_layout_builtin(&(struct py_build){0x030f00a0, false, true});
+	const struct py_layout *t314 =
+	    py_layout_builtin(&(struct py_build){0x030e0af0, false, true});
+	CHECK_EQ(a0 && rel && a0t && t314, 1);
+	if (!a0 || !rel || !a0t || !t314)
+		return;
+	CHECK_EQ(a0->first_hex, 0x030f00a0);
+	CHECK_EQ(a0->tstate.base_frame, PYD_NO_FIELD); /* 3.14's structs */
+	CHECK_EQ(rel->tstate.base_frame > 0, 1);
+	CHECK_EQ(a0t->free_threaded && t314->free_threaded, 1);
+	CHECK_EQ(a0t->gil_model, PY_GIL_NONE);
+	CHECK_EQ(a0t->object.ob_type, 24); /* the larger object header */
+	CHECK_EQ(a0t->code.tlbc > 0 && a0t->iframe.tlbc_index > 0, 1);
+	CHECK_EQ(a0->code.tlbc, PYD_NO_FIELD);
+	/* no free-threaded 3.12, no debug free-threaded build measured */
+	CHECK_EQ(py_layout_builtin(&(struct py_build){0x030c01f0, false, true}) == NULL, 1);
+	CHECK_EQ(py_layout_builtin(&(struct py_build){0x030e0af0, true, true}) == NULL, 1);
+	/* a debug 3.15.0a0 was never measured: not the release's table */
+	CHECK_EQ(py_layout_builtin(&(struct py_build){0x030f00a0, true, false}) == NULL, 1);
+}
+
+/* The header says the version and whether the build is free-threaded. */
+static void check_header(void)
+{
+	uint8_t raw[24] = "xdebugpy";
+	uint64_t hex = 0x030f00a0, ft = 1;
+	bool is_ft = false;
+	memcpy(raw + 8, &hex, 8);
+	memcpy(raw + 16, &ft, 8);
+	CHECK_EQ(py_debug_offsets_header(raw, sizeof raw, &hex, &is_ft), 0);
+	CHECK_EQ(hex, 0x030f00a0);
+	CHECK_EQ(is_ft, true);
+	ft = 2; /* neither 0 nor 1: not a block */
+	memcpy(raw + 16, &ft, 8);
+	CHECK_EQ(py_debug_offsets_header(raw, sizeof raw, &hex, &is_ft), -1);
+	CHECK_EQ(py_debug_offsets_header(raw, 16, &hex, &is_ft), -1);
+}
+
 int main(void)
 {
+	check_builtin();
+	check_header();
 	check_minor(13, want_313, COUNT(want_313));
 	check_minor(14, want_314, COUNT(want_314));
 	check_minor(15, want_315, COUNT(want_315));

@@ -15,7 +15,7 @@ from harness.profiles import SAMPLE_RATE, SAMPLE_TIMEOUT
 from harness.results import Result, settle
 from harness.target import Target, tool_run
 
-INTERPS = ("pyenv-3.12", "sid-3.15")
+INTERPS = ("pyenv-3.12", "sid-3.15", "ft-3.15t")
 SECS = 2                   # -d of each profile
 EXIT_PROFILE = 16          # PYD_E_PROFILE: a profile or recording diff or report cannot read
 HEATMAP_SCREENSHOT = "/tmp/pyd-heatmap.png"   # kept after the run (docs/heatmap.png)

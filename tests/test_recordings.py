@@ -20,7 +20,7 @@ from harness.results import Result, settle
 from harness.target import Target, tool_run
 
 # A representative set: the oldest, a middle one, the newest.
-REC_LABELS = ["pyenv-3.6", "pyenv-3.12", "sid-3.15"]
+REC_LABELS = ["pyenv-3.6", "pyenv-3.12", "sid-3.15", "ft-3.15t"]
 only_rec = pytest.mark.interps(lambda i: i.label in REC_LABELS)
 
 REC_SECS = 3

@@ -15,7 +15,7 @@ import pytest
 
 from harness.target import Target
 
-TOP_LABELS = ["pyenv-3.12", "pyenv-3.6", "sid-3.15"]
+TOP_LABELS = ["pyenv-3.12", "pyenv-3.6", "sid-3.15", "ft-3.15t"]
 SCREEN_TIMEOUT = 20.0   # s for a screen to show what is awaited (loaded CI)
 PROMPT = "TOP-TEST$ "
 ROW0 = 5                # the first function's line: after the header and titles

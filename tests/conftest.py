@@ -175,7 +175,7 @@ def pytest_sessionfinish(session):
     delete_kcores()
     if not hasattr(session.config, "workerinput"):
         CORE_PATTERN.restore()
-        core_cleanup(session.config.getoption("sid_dir"))
+        core_cleanup(sorted(set(i.chroot for i in session.config.pyd_interps if i.chroot)))
 
 
 def pytest_terminal_summary(terminalreporter, config):

@@ -57,35 +57,7 @@ install_greenlet() {
         || log "could not install $GREENLET_PKGS (see $DIR.greenlet.log): the greenlet tests will skip"
 }
 
-mount_proc() {
-    mkdir -p "$DIR/proc"
-    if mountpoint -q "$DIR/proc"; then
-        return 0
-    fi
-    mount -t proc proc "$DIR/proc" || die "cannot mount proc on $DIR/proc"
-    log "mounted proc on $DIR/proc"
-}
-
-# the first non-security URI of the machine's apt sources
-find_mirror() {
-    uri=""
-    for f in /etc/apt/sources.list.d/*.sources; do
-        [ -f "$f" ] || continue
-        uri=$(sed -n 's/^[[:space:]]*URIs:[[:space:]]*//p' "$f" | tr -s ' \t' '\n' \
-              | grep -v -e '^$' -e 'security' | head -n1)
-        [ -n "$uri" ] && break
-    done
-    if [ -z "$uri" ]; then
-        for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-            [ -f "$f" ] || continue
-            uri=$(sed -n 's/^[[:space:]]*deb[[:space:]]\{1,\}\(\[[^]]*\][[:space:]]\{1,\}\)\{0,1\}\([^[:space:]]\{1,\}\).*/\2/p' "$f" \
-                  | grep -v security | head -n1)
-            [ -n "$uri" ] && break
-        done
-    fi
-    [ -n "$uri" ] || die "no apt mirror found in /etc/apt/sources.list{,.d}"
-    echo "$uri"
-}
+. "$(dirname "$0")/chroot-common.sh"
 
 if [ -f "$MARKER" ] && verify; then
     mount_proc

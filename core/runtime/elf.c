@@ -132,8 +132,13 @@ static void scan_symbols(Elf *elf, GElf_Word type, struct elf_syms *s)
  * Before 3.11 the binary does not export its version as a number, but the
  * PY_VERSION literal ("3.9.18") is in .rodata -- sometimes only as the tail
  * of a longer string the linker merged it into (".../versions/3.9.18").
- * Every "3.X.Y" that ends a string is a candidate; the commonest wins.
+ * Every "3.X.Y" that ends a string is a candidate (a whole string too:
+ * Debian's "3.9.2" follows a NUL); the commonest wins.  "3.2.0" never
+ * does: it is the Unicode database unicodedata keeps for IDNA (ucd_3_2_0),
+ * in every binary that builds the module in.
  */
+#define UCD_OLD_VERSION "3.2.0"
+
 void pyd_runtime_scan_version(const void *rodata, size_t size, char *out,
 			      size_t outsz)
 {
@@ -142,8 +147,10 @@ void pyd_runtime_scan_version(const void *rodata, size_t size, char *out,
 	const char *b = rodata, *end = b ? b + size : NULL;
 	for (const char *p = b ? b + 1 : NULL; p && p < end; p++) {
 		size_t len;
-		if ((*p == '2' || *p == '3') && !strchr("0123456789.", p[-1]) &&
-		    (len = version_at(p, end)))
+		if ((*p == '2' || *p == '3') &&
+		    (!p[-1] || !strchr("0123456789.", p[-1])) &&
+		    (len = version_at(p, end)) &&
+		    strcmp(p, UCD_OLD_VERSION) != 0)
 			vote(votes, &nvotes, p, len);
 	}
 	size_t best = 0;

@@ -159,10 +159,11 @@ def delete_kcores():
         remove(path)
 
 
-def core_cleanup(sid_dir):
-    """Report (not delete) any core found in the core directories that no
-    test took: e.g. a crashed pystack-dump."""
-    for d in (KCORE_DIR, os.path.join(sid_dir, KCORE_DIR.lstrip("/"))):
+def core_cleanup(chroots):
+    """Report (not delete) any core found in the core directories (the
+    host's and those of the chroots) that no test took: e.g. a crashed
+    pystack-dump."""
+    for d in [KCORE_DIR] + [os.path.join(c, KCORE_DIR.lstrip("/")) for c in chroots]:
         try:
             left = os.listdir(d)
         except OSError:

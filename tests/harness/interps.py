@@ -1,6 +1,7 @@
 """The interpreters the tests run targets under: pyenv 3.6-3.13, Debian's
 3.11 release and debug, Debian sid's 3.13-3.15 release and debug in a
-chroot (tests/setup-sid.sh), and CPython 3.15.0a0 built free-threaded and,
+chroot (tests/setup-sid.sh), Debian bullseye's 3.9 in a chroot
+(tests/setup-bullseye.sh), and CPython 3.15.0a0 built free-threaded and,
 as its control, default from ../shared/cpython-ft (tests/setup-ft.sh)."""
 
 import fcntl
@@ -18,6 +19,8 @@ TARGETS_DIR = os.path.join(REPO, "tests", "targets")
 FIXTURES_DIR = os.path.join(REPO, "tests", "fixtures")
 SID_DIR_DEFAULT = "/var/cache/pystack-dump/sid"
 SID_MARKER = ".pyd-sid-ready"          # written by tests/setup-sid.sh on success
+BULLSEYE_DIR_DEFAULT = "/var/cache/pystack-dump/bullseye"
+BULLSEYE_MARKER = ".pyd-bullseye-ready"  # written by tests/setup-bullseye.sh
 FT_DIR_DEFAULT = "/var/cache/pystack-dump/ft"
 FT_MARKER = ".pyd-ft-ready"            # written by tests/setup-ft.sh per build
 # In-chroot directories of the copied targets and of their ground-truth
@@ -42,11 +45,11 @@ class Interp:
     def __init__(self, label, source, minor, debug, exe, chroot=None, missing=None,
                  ft=False):
         self.label = label          # e.g. pyenv-3.12, deb-3.11d, sid-3.15d, ft-3.15t
-        self.source = source        # pyenv | deb | sid | ft
+        self.source = source        # pyenv | deb | sid | bullseye | ft
         self.minor = minor          # (3, 12)
         self.debug = debug
         self.ft = ft                # a free-threading build
-        self.exe = exe              # path as seen by the process (in-chroot for sid)
+        self.exe = exe              # path as seen by the process (in-chroot for sid, bullseye)
         self.chroot = chroot
         self.missing = missing      # None if usable, else the reason
 
@@ -105,6 +108,23 @@ def discover_ft():
     return found
 
 
+def bullseye_dir():
+    return os.environ.get("PYD_BULLSEYE_DIR", BULLSEYE_DIR_DEFAULT)
+
+
+def discover_bullseye():
+    """Debian bullseye's python3.9 (3.9.2, glibc 2.31): an older
+    distribution's build, and where tests/test_static.py runs the static
+    pystack-dump."""
+    d, exe = bullseye_dir(), "/usr/bin/python3.9"
+    why = None
+    if not os.path.isfile(os.path.join(d, BULLSEYE_MARKER)):
+        why = "no bullseye chroot at %s (run tests/setup-bullseye.sh)" % d
+    elif not os.access(os.path.join(d, exe.lstrip("/")), os.X_OK):
+        why = "%s missing in the bullseye chroot" % exe
+    return [Interp("bullseye-3.9", "bullseye", (3, 9), False, exe, chroot=d, missing=why)]
+
+
 def discover(sid_dir):
     found = []
     root = pyenv_root()
@@ -137,7 +157,7 @@ def discover(sid_dir):
                 why = None
             found.append(Interp("sid-3.%d%s" % (m, suffix), "sid", (3, m), debug, exe,
                                 chroot=sid_dir, missing=why))
-    return found + discover_ft()
+    return found + discover_bullseye() + discover_ft()
 
 
 def remove_stale_sessions(sid_dir):

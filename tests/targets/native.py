@@ -20,6 +20,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _pyd_common import BLOCK, checkpoint, ready, spawn, write_text  # noqa: E402
 
 LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+# glibc before 2.34 (bullseye's 2.31) has pthread_create there, not in
+# libc; later ones keep libpthread as a stub that finds it in libc.
+PTHREAD = ctypes.CDLL("libpthread.so.0")
 CMP = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
 CB = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int)
 
@@ -56,9 +59,9 @@ def c_thread():
     """A thread that never runs Python: pthread_create(sleep, 100000)."""
     tid = ctypes.c_ulong()
     start = ctypes.cast(LIBC.sleep, ctypes.c_void_p)
-    LIBC.pthread_create.argtypes = [ctypes.POINTER(ctypes.c_ulong), ctypes.c_void_p,
-                                    ctypes.c_void_p, ctypes.c_void_p]
-    if LIBC.pthread_create(ctypes.byref(tid), None, start, ctypes.c_void_p(100000)):
+    PTHREAD.pthread_create.argtypes = [ctypes.POINTER(ctypes.c_ulong), ctypes.c_void_p,
+                                       ctypes.c_void_p, ctypes.c_void_p]
+    if PTHREAD.pthread_create(ctypes.byref(tid), None, start, ctypes.c_void_p(100000)):
         raise OSError("pthread_create failed")
 
 

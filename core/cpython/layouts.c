@@ -302,6 +302,54 @@
 	.gc_lists = { .collecting = 192, .first = 0, .stride = 0, .lists = 0 }, \
 	}
 
+/* 3.14 (sid python3.14 3.14.10-1, its build-id .debug file; its Py_DEBUG
+ * build measures the same) and 3.15.0a0, whose structs are 3.14's (see
+ * the free-threaded entries above) but for the interpreter's module dict */
+#define LAYOUT_314(minor_, hex_, debug_, objects_) { \
+	.major = 3, .minor = minor_, .debug_build = debug_, \
+	.first_hex = hex_, \
+	.frame_model = PY_FRAMES_DIRECT, \
+	.line_model = PY_LINES_LOCATIONS, \
+	.gil_model = PY_GIL_INTERP_STATE, \
+	.code_tag_mask = 3, .owner_first_shim = 3, \
+	.owner_generator = 1, \
+	.runtime = { .interpreters_head = 808, .tstate_current = NO, \
+	             .gc_collecting = NO }, \
+	.interp = { .next = 7272, .tstate_head = 7344, .id = 7280, \
+	            .gil_ptr = 16, \
+	            .gc_collecting = 7600 }, \
+	.gil = { .locked = 16, .last_holder = 8 }, \
+	.tstate = { .next = 8, .interp = 16, .frame = 72, \
+	            .thread_id = 152, .native_thread_id = 160, \
+	            .base_frame = NO, \
+	            .state = NO }, \
+	.exc = EXC_313, \
+	.cframe = { .current_frame = NO, .root = NO }, \
+	.frame_object = { .f_back = NO, .f_code = NO, .f_lasti = NO, \
+	                  .f_running = NO }, \
+	.iframe = { .code = 0, .previous = 8, .instr = 56, .owner = 74, \
+	            .is_entry = NO, .tlbc_index = NO, \
+	            .localsplus = 80 }, \
+	.code = { .filename = 112, .name = 120, .qualname = 128, \
+	          .firstlineno = 68, .linetable = 136, \
+	          .code_adaptive = 208, \
+	          .firsttraceable = 192, .tlbc = NO }, \
+	.unicode = { .length = 16, .state = 32, .ascii_size = 40, \
+	             .compact_size = 56, .legacy_data = 56, \
+	             .kind_bit = 2 }, \
+	.bytes = { .ob_size = 16, .ob_sval = 32 }, \
+	.datastack = { .chunk = 232, .top = 240, .framesize = 76, \
+	               .depth_left = 48, .depth_limit = 52 }, \
+	VARS_IFRAME(52, 60, 24), \
+	OBJECTS_GROUPS_312, \
+	.objects = objects_, \
+	.frame_state = FRAME_STATE_314, \
+	.gc_lists = GC_LISTS_314, \
+	}
+#define OBJECTS_315A0 { OBJECTS_314_COMMON, .interp_modules = 7664, \
+	.tstate_dict = 128, .ht_cached_keys = 880, \
+	.call_kw_ops = {55, 151, 152, 153, 251} }
+
 static const struct py_layout layouts[] = {
 	/* 3.6: pyenv 3.6.15 lib/libpython3.6m.so */
 	{
@@ -700,87 +748,9 @@ static const struct py_layout layouts[] = {
 		.frame_state = FRAME_STATE_313,
 	},
 	/* 3.14: sid python3.14 3.14.10-1, its build-id .debug file */
-	{
-		.major = 3, .minor = 14, .debug_build = false,
-		.frame_model = PY_FRAMES_DIRECT,
-		.line_model = PY_LINES_LOCATIONS,
-		.gil_model = PY_GIL_INTERP_STATE,
-		.code_tag_mask = 3, .owner_first_shim = 3,
-		.owner_generator = 1,
-		.runtime = { .interpreters_head = 808, .tstate_current = NO,
-		             .gc_collecting = NO },
-		.interp = { .next = 7272, .tstate_head = 7344, .id = 7280,
-		            .gil_ptr = 16,
-		            .gc_collecting = 7600 },
-		.gil = { .locked = 16, .last_holder = 8 },
-		.tstate = { .next = 8, .interp = 16, .frame = 72,
-		            .thread_id = 152, .native_thread_id = 160,
-		            .base_frame = NO,
-		            .state = NO },
-		.exc = EXC_313,
-		.cframe = { .current_frame = NO, .root = NO },
-		.frame_object = { .f_back = NO, .f_code = NO, .f_lasti = NO,
-		                  .f_running = NO },
-		.iframe = { .code = 0, .previous = 8, .instr = 56, .owner = 74,
-		            .is_entry = NO, .tlbc_index = NO,
-		            .localsplus = 80 },
-		.code = { .filename = 112, .name = 120, .qualname = 128,
-		          .firstlineno = 68, .linetable = 136,
-		          .code_adaptive = 208,
-		          .firsttraceable = 192, .tlbc = NO },
-		.unicode = { .length = 16, .state = 32, .ascii_size = 40,
-		             .compact_size = 56, .legacy_data = 56,
-		             .kind_bit = 2 },
-		.bytes = { .ob_size = 16, .ob_sval = 32 },
-		.datastack = { .chunk = 232, .top = 240, .framesize = 76,
-		               .depth_left = 48, .depth_limit = 52 },
-		VARS_IFRAME(52, 60, 24),
-		OBJECTS_GROUPS_312,
-		.objects = OBJECTS_314,
-		.frame_state = FRAME_STATE_314,
-		.gc_lists = GC_LISTS_314,
-	},
+	LAYOUT_314(14, 0, false, OBJECTS_314),
 	/* 3.14d: sid /usr/bin/python3.14d (python3.14-dbg 3.14.10-1) */
-	{
-		.major = 3, .minor = 14, .debug_build = true,
-		.frame_model = PY_FRAMES_DIRECT,
-		.line_model = PY_LINES_LOCATIONS,
-		.gil_model = PY_GIL_INTERP_STATE,
-		.code_tag_mask = 3, .owner_first_shim = 3,
-		.owner_generator = 1,
-		.runtime = { .interpreters_head = 808, .tstate_current = NO,
-		             .gc_collecting = NO },
-		.interp = { .next = 7272, .tstate_head = 7344, .id = 7280,
-		            .gil_ptr = 16,
-		            .gc_collecting = 7600 },
-		.gil = { .locked = 16, .last_holder = 8 },
-		.tstate = { .next = 8, .interp = 16, .frame = 72,
-		            .thread_id = 152, .native_thread_id = 160,
-		            .base_frame = NO,
-		            .state = NO },
-		.exc = EXC_313,
-		.cframe = { .current_frame = NO, .root = NO },
-		.frame_object = { .f_back = NO, .f_code = NO, .f_lasti = NO,
-		                  .f_running = NO },
-		.iframe = { .code = 0, .previous = 8, .instr = 56, .owner = 74,
-		            .is_entry = NO, .tlbc_index = NO,
-		            .localsplus = 80 },
-		.code = { .filename = 112, .name = 120, .qualname = 128,
-		          .firstlineno = 68, .linetable = 136,
-		          .code_adaptive = 208,
-		          .firsttraceable = 192, .tlbc = NO },
-		.unicode = { .length = 16, .state = 32, .ascii_size = 40,
-		             .compact_size = 56, .legacy_data = 56,
-		             .kind_bit = 2 },
-		.bytes = { .ob_size = 16, .ob_sval = 32 },
-		.datastack = { .chunk = 232, .top = 240, .framesize = 76,
-		               .depth_left = 48, .depth_limit = 52 },
-		VARS_IFRAME(52, 60, 24),
-		OBJECTS_GROUPS_312,
-		.objects = OBJECTS_314,
-		.frame_state = FRAME_STATE_314,
-		.gc_lists = GC_LISTS_314,
-	},
+	LAYOUT_314(14, 0, true, OBJECTS_314),
 	/* 3.15: sid python3.15 3.15.2-1, its build-id .debug file */
 	{
 		.major = 3, .minor = 15, .debug_build = false,
@@ -869,49 +839,7 @@ static const struct py_layout layouts[] = {
 	 * --disable-gil (tests/setup-ft.sh), -g: 3.14's structs (see the
 	 * free-threaded entries above), the interpreter's module dict 24
 	 * bytes earlier */
-	{
-		.major = 3, .minor = 15, .debug_build = false,
-		.first_hex = 0x030f00a0,
-		.frame_model = PY_FRAMES_DIRECT,
-		.line_model = PY_LINES_LOCATIONS,
-		.gil_model = PY_GIL_INTERP_STATE,
-		.code_tag_mask = 3, .owner_first_shim = 3,
-		.owner_generator = 1,
-		.runtime = { .interpreters_head = 808, .tstate_current = NO,
-		             .gc_collecting = NO },
-		.interp = { .next = 7272, .tstate_head = 7344, .id = 7280,
-		            .gil_ptr = 16,
-		            .gc_collecting = 7600 },
-		.gil = { .locked = 16, .last_holder = 8 },
-		.tstate = { .next = 8, .interp = 16, .frame = 72,
-		            .thread_id = 152, .native_thread_id = 160,
-		            .base_frame = NO,
-		            .state = NO },
-		.exc = EXC_313,
-		.cframe = { .current_frame = NO, .root = NO },
-		.frame_object = { .f_back = NO, .f_code = NO, .f_lasti = NO,
-		                  .f_running = NO },
-		.iframe = { .code = 0, .previous = 8, .instr = 56, .owner = 74,
-		            .is_entry = NO, .tlbc_index = NO,
-		            .localsplus = 80 },
-		.code = { .filename = 112, .name = 120, .qualname = 128,
-		          .firstlineno = 68, .linetable = 136,
-		          .code_adaptive = 208,
-		          .firsttraceable = 192, .tlbc = NO },
-		.unicode = { .length = 16, .state = 32, .ascii_size = 40,
-		             .compact_size = 56, .legacy_data = 56,
-		             .kind_bit = 2 },
-		.bytes = { .ob_size = 16, .ob_sval = 32 },
-		.datastack = { .chunk = 232, .top = 240, .framesize = 76,
-		               .depth_left = 48, .depth_limit = 52 },
-		VARS_IFRAME(52, 60, 24),
-		OBJECTS_GROUPS_312,
-		.objects = { OBJECTS_314_COMMON, .interp_modules = 7664,
-			     .tstate_dict = 128, .ht_cached_keys = 880,
-			     .call_kw_ops = {55, 151, 152, 153, 251} },
-		.frame_state = FRAME_STATE_314,
-		.gc_lists = GC_LISTS_314,
-	},
+	LAYOUT_314(15, 0x030f00a0, false, OBJECTS_315A0),
 	LAYOUT_314T(14, 0),
 	LAYOUT_314T(15, 0x030f00a0),
 	/* 3.13t: 3.13's entry with the free-threaded object header (see

@@ -179,7 +179,7 @@ static enum pyd_err code_vars(struct pyd_session *s, struct pyd_code *c)
 	if (c->vars_state)
 		return c->vars_state > 0 ? PYD_OK : PYD_E_READ;
 	const int32_t offs[] = {L->vars.co_argcount, L->vars.co_kwonlyargcount,
-				L->vars.co_flags, L->vars.co_nlocals,
+				L->vars.co_nlocals,
 				L->vars.co_varnames, L->vars.co_cellvars,
 				L->vars.co_freevars, L->vars.co_localsplusnames,
 				L->vars.co_localspluskinds};
@@ -195,7 +195,7 @@ static enum pyd_err code_vars(struct pyd_session *s, struct pyd_code *c)
 	if (!err) {
 		memcpy(&ci.argc, hdr + L->vars.co_argcount, 4);
 		memcpy(&ci.kwonly, hdr + L->vars.co_kwonlyargcount, 4);
-		memcpy(&ci.flags, hdr + L->vars.co_flags, 4);
+		ci.flags = (int32_t)c->flags; /* read with the code object */
 		memcpy(&ci.nlocals, hdr + L->vars.co_nlocals, 4);
 		if (ci.argc < 0 || ci.kwonly < 0 || ci.nlocals < 0 ||
 		    ci.nlocals > (int32_t)MAX_VARS)

@@ -142,6 +142,14 @@ static enum pyd_err interp_frame(struct pyd_session *s, const uint8_t *buf,
 #define TSTATE_NODE_MAX 256
 #define CHUNK_DATA 24 /* offsetof(_PyStackChunk, data) */
 
+/* Where the first frame of data-stack chunk `chunk` is: the oldest chunk
+ * (the thread's first) keeps data[0] for the interpreter, its frames
+ * start at data[1]; later chunks at data[0]. */
+static uint64_t chunk_first_frame(uint64_t chunk, bool oldest)
+{
+	return chunk + CHUNK_DATA + (oldest ? 8 : 0);
+}
+
 static size_t tstate_node_len(const struct py_layout *L, int32_t *base,
 			      int32_t *chunk)
 {
@@ -180,8 +188,9 @@ static enum pyd_walk_end check_start(const struct pyd_node_reader *r,
 			return PYD_WALK_TORN;
 		uint64_t older = pyd_u64_at(b, 0);
 		if (!older)
-			return outer->addr == chunk + CHUNK_DATA + 8 ? PYD_WALK_WHOLE
-								     : PYD_WALK_TORN;
+			return outer->addr == chunk_first_frame(chunk, true)
+				       ? PYD_WALK_WHOLE
+				       : PYD_WALK_TORN;
 		chunk = older;
 	}
 	return PYD_WALK_TORN;
@@ -469,7 +478,7 @@ static size_t data_frames(struct pyd_session *s, uint64_t tstate,
 		uint64_t hdr[3]; /* previous, size (bytes), top (words) */
 		if (pyd_read(s->src, chunks[i], hdr, sizeof hdr))
 			goto fail;
-		uint64_t f = chunks[i] + CHUNK_DATA + (i == 0 ? 8 : 0);
+		uint64_t f = chunk_first_frame(chunks[i], i == 0);
 		uint64_t end = i + 1 == nc ? top
 					   : chunks[i] + CHUNK_DATA + hdr[2] * 8;
 		if (end < f || end > chunks[i] + hdr[1])

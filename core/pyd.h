@@ -304,6 +304,10 @@ long pyd_task_find(const struct pyd_task_graph *g, uint64_t id);
  * without the module's file).
  */
 enum pyd_err pyd_dump_tasks(struct pyd_session *s, struct pyd_task_graph *g);
+/* The same through a source that batches its reads itself (the sampler's
+ * prefetcher): no page cache of its own. */
+enum pyd_err pyd_dump_tasks_batched(struct pyd_session *s,
+				    struct pyd_task_graph *g);
 /* Whether this CPython's task graphs can be decoded at all, without
  * decoding one (pyd_dump_tasks says PYD_E_UNSUPPORTED where not). */
 bool pyd_tasks_supported(const struct pyd_session *s);

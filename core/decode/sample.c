@@ -1093,7 +1093,7 @@ static enum pyd_err read_tasks(struct pyd_sampler *sp, struct pyd_task_graph *g)
 		return err;
 	const struct pyd_memsrc *own = sp->s->src;
 	sp->s->src = &sp->pf.layer.src;
-	err = pyd_dump_tasks(sp->s, g);
+	err = pyd_dump_tasks_batched(sp->s, g);
 	sp->s->src = own;
 	return err;
 }

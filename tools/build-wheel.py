@@ -14,6 +14,8 @@ then retags it py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64.
 auditwheel itself is not in Debian; this is its check for the one kind of
 file the wheel holds.  Exits 1, naming the file, where a check fails."""
 
+import base64
+import hashlib
 import os
 import re
 import subprocess
@@ -68,27 +70,39 @@ def check(wheel):
     return problems
 
 
+def record_hash(data):
+    """A RECORD's hash of data (PEP 376, as wheels write it)."""
+    digest = hashlib.sha256(data).digest()
+    return "sha256=" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
 def retag(wheel, outdir):
-    """The wheel with its platform tag changed to PLATFORMS, in outdir."""
-    with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run([sys.executable, "-m", "wheel", "unpack", "-d", tmp, wheel],
-                       check=True, stdout=subprocess.DEVNULL)
-        (tree,) = [os.path.join(tmp, d) for d in os.listdir(tmp)]
-        (info,) = [os.path.join(tree, d) for d in os.listdir(tree)
-                   if d.endswith(".dist-info")]
-        with open(os.path.join(info, "WHEEL")) as f:
-            lines = f.read().splitlines()
+    """The wheel with its platform tag changed to PLATFORMS, in outdir: a
+    copy entry by entry (wheel pack would drop the executable's mode),
+    its WHEEL file and that file's RECORD line rewritten."""
+    platforms = ".".join(sorted(PLATFORMS))          # as a wheel's name sorts them
+    out = os.path.join(outdir, os.path.basename(wheel).replace("linux_x86_64", platforms))
+    with zipfile.ZipFile(wheel) as z, zipfile.ZipFile(out + ".tmp", "w",
+                                                      zipfile.ZIP_DEFLATED) as o:
+        names = [i.filename for i in z.infolist()]
+        (wheel_file,) = [n for n in names if n.endswith(".dist-info/WHEEL")]
+        (record,) = [n for n in names if n.endswith(".dist-info/RECORD")]
+        lines = z.read(wheel_file).decode().splitlines()
         tags = [l for l in lines if l.startswith("Tag: ")]
-        assert tags == ["Tag: py3-none-linux_x86_64"], tags
+        if tags != ["Tag: py3-none-linux_x86_64"]:
+            raise SystemExit("%s: tags %s, not py3-none-linux_x86_64" % (wheel, tags))
         lines = [l for l in lines if not l.startswith("Tag: ")]
-        lines += ["Tag: py3-none-%s" % p for p in PLATFORMS]
-        with open(os.path.join(info, "WHEEL"), "w") as f:
-            f.write("\n".join(lines) + "\n")
-        subprocess.run([sys.executable, "-m", "wheel", "pack", "-d", outdir, tree],
-                       check=True, stdout=subprocess.DEVNULL)
-    # wheel pack names it with the tags sorted, joined by dots.
-    return os.path.join(outdir, os.path.basename(wheel).replace(
-        "linux_x86_64", ".".join(sorted(PLATFORMS))))
+        tagged = ("\n".join(lines + ["Tag: py3-none-%s" % p for p in PLATFORMS]) +
+                  "\n").encode()
+        rows = [r for r in z.read(record).decode().splitlines()
+                if r and not r.startswith(wheel_file + ",")]
+        rows.append("%s,%s,%d" % (wheel_file, record_hash(tagged), len(tagged)))
+        for info in z.infolist():
+            data = {wheel_file: tagged, record: ("\n".join(rows) + "\n").encode()}.get(
+                info.filename) or z.read(info)
+            o.writestr(info, data, zipfile.ZIP_DEFLATED)
+    os.replace(out + ".tmp", out)
+    return out
 
 
 def main():

@@ -40,6 +40,8 @@ static const char usage_tail[] =
     "      --threads       one tree per thread (default: threads merged)\n"
     "      --no-lines      aggregate by function, not by line\n"
     "      --limit N       table rows (default 40; 0: all)\n"
+    "      --idle          keep idle threads (never seen on a CPU) in the\n"
+    "                      table; by default it leaves them out\n"
     "  -q, --quiet         no summary on stderr\n"
     "  -h, --help          show this help\n"
     "\n"

@@ -10,9 +10,12 @@
  * (PYD_BINDIR); PYD_BUILD_ROOT is the build tree, whose plugins serve a
  * pystack-dump run from there.
  */
+#include <fcntl.h>
+#include <gelf.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -91,12 +94,79 @@ static bool present(const char *path)
 	return path[0] && access(path, R_OK) == 0;
 }
 
+/* glibc version name ("GLIBC_2.33") as a number to compare (2033). */
+static long glibc_version(const char *name)
+{
+	char *end;
+	if (strncmp(name, "GLIBC_", 6))
+		return 0;
+	long major = strtol(name + 6, &end, 10);
+	long minor = *end == '.' ? strtol(end + 1, NULL, 10) : 0;
+	return major * 1000 + minor;
+}
+
+/*
+ * What the plugin at path needs of the machine, as comments: the shared
+ * libraries it loads (DT_NEEDED) and the newest glibc version it names.
+ * Unlike pystack-dump, a static executable, a plugin is a shared object
+ * loaded into gdb or lldb: it runs only where those libraries are, and
+ * this says so before a debugger refuses to load it.
+ */
+static void say_needs(const char *who, const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	elf_version(EV_CURRENT);
+	Elf *e = fd < 0 ? NULL : elf_begin(fd, ELF_C_READ, NULL);
+	Elf_Scn *scn = NULL;
+	long glibc = 0;
+	printf("# the %s plugin loads", who);
+	while (e && (scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d = gelf_getshdr(scn, &sh) ? elf_getdata(scn, NULL) : NULL;
+		if (!d)
+			continue;
+		if (sh.sh_type == SHT_DYNAMIC) {
+			GElf_Dyn dyn;
+			for (int i = 0; gelf_getdyn(d, i, &dyn); i++)
+				if (dyn.d_tag == DT_NEEDED)
+					printf(" %s", elf_strptr(e, sh.sh_link,
+					                         dyn.d_un.d_val));
+		} else if (sh.sh_type == SHT_GNU_verneed) {
+			GElf_Verneed vn;
+			GElf_Vernaux va;
+			for (size_t off = 0; gelf_getverneed(d, off, &vn);
+			     off += vn.vn_next) {
+				for (size_t a = off + vn.vn_aux;
+				     gelf_getvernaux(d, a, &va); a += va.vna_next) {
+					long v = glibc_version(elf_strptr(
+					    e, sh.sh_link, va.vna_name));
+					glibc = v > glibc ? v : glibc;
+					if (!va.vna_next)
+						break;
+				}
+				if (!vn.vn_next)
+					break;
+			}
+		}
+	}
+	if (e)
+		elf_end(e);
+	if (fd >= 0)
+		close(fd);
+	if (glibc)
+		printf(" and needs glibc %ld.%ld or newer", glibc / 1000,
+		       glibc % 1000);
+	printf(":\n# where one is missing (or glibc is older) %s refuses "
+	       "to load it, saying which;\n# install that library, or build "
+	       "pystack-dump there from source\n", who);
+}
+
 static void gdb_lines(const struct plugins *p)
 {
 	if (!present(p->gdb_cmds) || !present(p->gdb_reader)) {
-		printf("# gdb: no plugin (no %s): this pystack-dump was built "
-		       "without it (it needs gdb's jit-reader.h)\n",
-		       present(p->gdb_cmds) ? p->gdb_reader : p->gdb_cmds);
+		printf("# gdb: no plugin (no %s): %s\n",
+		       present(p->gdb_cmds) ? p->gdb_reader : p->gdb_cmds,
+		       PYD_GDB_LEFT_OUT);
 		return;
 	}
 	printf("# ~/.gdbinit: py-bt, py-tasks, py-sample ... in gdb\n");
@@ -106,19 +176,20 @@ static void gdb_lines(const struct plugins *p)
 		putchar('\n');
 	}
 	printf("source %s\n", p->gdb_cmds);
+	say_needs("gdb", p->gdb_reader);
 }
 
 static void lldb_lines(const struct plugins *p)
 {
 	if (!present(p->lldb)) {
-		printf("# lldb: no plugin (no %s): this pystack-dump was built "
-		       "without it (it needs liblldb and its headers)\n",
-		       p->lldb);
+		printf("# lldb: no plugin (no %s): %s\n", p->lldb,
+		       PYD_LLDB_LEFT_OUT);
 		return;
 	}
 	printf("# ~/.lldbinit: the same commands in lldb\nplugin load ");
 	put_quoted(p->lldb);
 	putchar('\n');
+	say_needs("lldb", p->lldb);
 }
 
 int cli_debugger_setup(void)

@@ -1,5 +1,5 @@
 /*
- * One dump, for pystack-dump PID and the Python API (dump.h).
+ * One dump, for pystack-dump PID (dump.h).
  */
 #include <stdio.h>
 #include <stdlib.h>

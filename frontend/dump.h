@@ -1,8 +1,8 @@
 /*
  * One dump of a process, core or snapshot -- its thread stacks or its
- * task graph -- as pystack-dump PID prints it and the Python API
- * (python/) returns it: the options checked, the target read, the report
- * written and how complete it is said, in one place for both.
+ * task graph -- as pystack-dump PID prints it (and the Python API, which
+ * runs it, returns it): the options checked, the target read, the report
+ * written and how complete it is said, in one place.
  */
 #ifndef PYD_FRONTEND_DUMP_H
 #define PYD_FRONTEND_DUMP_H

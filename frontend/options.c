@@ -89,7 +89,7 @@ static const struct opt opts[] = {
     {"to", 0, NULL, OFFSET, PYD_IN_REPORT, AT(to)},
     {"no-lines", 0, NULL, FLAG, REPORTS, AT(no_lines)},
     {"no-gc", 0, "--no-gc", FLAG, SAMPLING | PYD_IN_TOP, AT(no_gc)},
-    {"idle", 0, NULL, FLAG, PYD_IN_SAMPLE, AT(idle)},
+    {"idle", 0, NULL, FLAG, REPORTS, AT(idle)},
     {"threads", 0, NULL, FLAG, REPORTS, AT(threads)},
     {"limit", 0, NULL, LIMIT, REPORTS | PYD_IN_DIFF, AT(limit)},
     {"quiet", 'q', NULL, FLAG, REPORTS, AT(quiet)},

@@ -1,6 +1,6 @@
 /*
- * The processes one sampling run (pystack-dump sample and top, the
- * Python API's Sampler) reads: the one named and,
+ * The processes one sampling run (pystack-dump sample and top, and so
+ * the Python API's Sampler) reads: the one named and,
  * with --subprocesses, every descendant running CPython, found as they
  * start (a look at /proc every 100 ms) and kept in the profile when they
  * exit.  Each has its own memory source, session and sampler; a round

@@ -1,7 +1,7 @@
 /*
  * A finished profile written as the options ask (format, threads, limit,
  * idle), for every shell that writes one: pystack-dump sample and report,
- * and the Python API's Sampler.
+ * and the Python API's Sampler (through pystack-dump sample and report).
  */
 #ifndef PYD_FRONTEND_RENDER_H
 #define PYD_FRONTEND_RENDER_H

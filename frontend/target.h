@@ -1,5 +1,5 @@
 /*
- * What a dump or a sampler reads (pystack-dump, the Python API): a live
+ * What a dump or a sampler reads (pystack-dump, the plugins): a live
  * process, a core file or a snapshot, optionally recorded into a new
  * snapshot as it is read.
  */

@@ -29,8 +29,22 @@ verify() {
         >/dev/null 2>&1 || { log "/usr/bin/python3.9 does not run in $DIR"; return 1; }
 }
 
+# python3.9-venv (ensurepip, and the pip wheel it puts in a venv): a fresh
+# venv in which tests/test_wheel.py installs the wheel.  Best effort: that
+# test skips without it.
+venv_pkgs() {
+    chroot "$DIR" /usr/bin/python3.9 -c 'import ensurepip' >/dev/null 2>&1 && return 0
+    log "installing python3.9-venv in $DIR"
+    cp /etc/resolv.conf "$DIR/etc/resolv.conf" 2>/dev/null || true
+    { chroot "$DIR" apt-get update -qq && \
+      chroot "$DIR" apt-get install -y -qq --no-install-recommends python3.9-venv; } \
+        >"$DIR.venv.log" 2>&1 \
+        || log "cannot install python3.9-venv (see $DIR.venv.log): the wheel's bullseye test skips"
+}
+
 if [ -f "$MARKER" ] && verify; then
     mount_proc
+    venv_pkgs
     log "ready: $DIR"
     exit 0
 fi
@@ -54,4 +68,5 @@ mount_proc
 chroot "$DIR" /usr/bin/python3.9 -c 'import sys; print(sys.executable, sys.version.split()[0])' \
     >"$MARKER.tmp"
 mv "$MARKER.tmp" "$MARKER"
+venv_pkgs
 log "ready: $DIR"

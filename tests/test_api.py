@@ -6,6 +6,7 @@ called in a loop keeps its memory flat."""
 import glob
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -13,6 +14,7 @@ import time
 import pytest
 
 from harness.cores import GCORE, GCORE_TARGET_ENV, gcore_slot, run_gcore
+from harness.interps import REPO
 from harness.dumps import first_difference, gt_sanity
 from harness.procs import host_tmp, kill, spawn
 from harness.tasks import TASKS_TARGET, wait_tasks_truth
@@ -25,12 +27,14 @@ few = pytest.mark.interps(lambda i: i.minor in FEW and not i.debug)
 
 @pytest.fixture(scope="session")
 def python_api(build):
-    """The pystack_dump package as built (BUILD/python), imported; a skip
-    if it was not built."""
+    """The pystack_dump package as built (BUILD/python), imported and
+    running this build's pystack-dump (PYSTACK_DUMP, which the loop's
+    child process inherits); a skip if it was not built."""
     where = os.path.join(build, "python")
-    if not glob.glob(os.path.join(where, "pystack_dump", "_native*.so")):
+    if not os.path.isfile(os.path.join(where, "pystack_dump", "__init__.py")):
         pytest.skip("the Python API was not built (meson -Dpython=disabled, or no "
-                    "Python headers): no %s/pystack_dump/_native*.so" % where)
+                    "Python found): no %s/pystack_dump" % where)
+    os.environ["PYSTACK_DUMP"] = os.path.join(build, "cli", "pystack-dump")
     sys.path.insert(0, where)
     import pystack_dump
     return pystack_dump
@@ -141,6 +145,25 @@ def test_api_errors(tool, python_api, tmp_path):
         assert e.value.code == 2
     with pytest.raises(python_api.UsageError, match="unknown mode 'nope'"):
         python_api.Sampler(os.getpid(), mode="nope")
+
+
+def test_api_error_names(python_api):
+    """ERRORS holds the command's short names (core/error.c's pyd_strerror)
+    of exit statuses 2-16, and each class says its status."""
+    with open(os.path.join(REPO, "core", "error.c")) as f:
+        said = set(re.findall(r'return "([^"]+)";', f.read())) - {"success", "unknown error"}
+    assert sorted(python_api.ERRORS) == list(range(2, 17))
+    assert set(python_api.ERRORS.values()) == said
+    for code, cls in python_api._CLASSES.items():
+        assert issubclass(cls, python_api.Error) and re.search(r"\b%d\)" % code, cls.__doc__)
+
+
+def test_api_no_command(python_api, monkeypatch):
+    """A pystack-dump that is not there: an Error naming where it looked."""
+    monkeypatch.setenv("PYSTACK_DUMP", "/nonexistent/pystack-dump")
+    with pytest.raises(python_api.Error, match="/nonexistent/pystack-dump") as e:
+        python_api.dump(1)
+    assert e.value.code == 127
 
 
 def test_api_dump_self(python_api):

@@ -2,12 +2,16 @@
 a wheel built from the checkout and installed into a fresh venv, and the
 README's source install; from each, the command, the Python API,
 --debugger-setup's lines and both plugins loaded by them, the man page and
-the completions.
+the completions.  The release wheel (tools/build-wheel.py): its manylinux
+tag, what it holds (no extension module, no plugin, a pystack-dump that
+imports no library), and installed into a fresh venv in the bullseye
+chroot (glibc 2.31): the command and the API there, against ground truth.
 
 Builds offline, as the README says: python3 -m build --no-isolation and
 pip install --no-build-isolation, with Debian's python3-mesonpy.  Each
 build is the whole project (minutes): once per session, on one worker."""
 
+import json
 import os
 import re
 import shutil
@@ -18,8 +22,11 @@ import time
 import pytest
 
 from harness.cores import gcore_slot, run_gcore
-from harness.interps import REPO
-from harness.procs import kill, run, spawn
+from harness.dumps import compare, gt_sanity
+from harness.interps import REPO, bullseye_dir, chroot_ready
+from harness.procs import kill, run, session_id, spawn
+from harness.target import Target
+from test_static import PT_DYNAMIC, PT_INTERP, segments
 
 pytestmark = pytest.mark.xdist_group("wheel")
 
@@ -31,8 +38,16 @@ def text(b):
     return b.decode("utf-8", "replace")
 
 
+def own_env():
+    """This environment without PYSTACK_DUMP (tests/test_api.py names the
+    build tree's pystack-dump with it, in this worker too): an installed
+    package runs its own."""
+    return {k: v for k, v in os.environ.items() if k != "PYSTACK_DUMP"}
+
+
 def check_run(argv, timeout=BUILD_TIMEOUT, **kw):
     """Run argv; its stdout, or a failure with the tail of its output."""
+    kw.setdefault("env", own_env())
     rc, out, err, _ = run(argv, timeout, **kw)
     assert rc == 0, "%s: rc %s\n%s\n%s" % (" ".join(argv), rc, text(out)[-3000:],
                                            text(err)[-3000:])
@@ -110,10 +125,10 @@ def setup_lines(env):
 
 
 def test_wheel_name(wheel):
-    """A wheel for the Python that built it (the API's extension is built
-    for its ABI), on Linux x86-64."""
-    tag = "cp%d%d" % sys.version_info[:2]
-    assert re.match(r"pystack_dump-[0-9.]+-%s-%s-linux_x86_64\.whl$" % (tag, tag),
+    """Any Python 3 (no extension module), Linux x86-64 (pystack-dump and
+    the plugins are x86-64 code); meson-python's tag, not a manylinux one:
+    its plugins load the build machine's libraries."""
+    assert re.match(r"pystack_dump-[0-9.]+-py3-none-linux_x86_64\.whl$",
                     os.path.basename(wheel)), wheel
 
 
@@ -209,5 +224,119 @@ def test_moved_venv_not_installed(wheel_env, tmp_path):
     than name paths that are not there."""
     exe = tmp_path / "pystack-dump"
     shutil.copy(os.path.join(wheel_env, "bin", "pystack-dump"), exe)
-    rc, out, err, _ = run([str(exe), "--debugger-setup"], TOOL_TIMEOUT)
+    rc, out, err, _ = run([str(exe), "--debugger-setup"], TOOL_TIMEOUT, env=own_env())
     assert rc == 1 and "cannot tell where" in text(err) and not out, text(err)
+
+
+# ---- the release wheel (tools/build-wheel.py) ----
+
+RELEASE_TAGS = ["py3-none-manylinux_2_17_x86_64", "py3-none-manylinux2014_x86_64"]
+
+
+@pytest.fixture(scope="session")
+def release_wheel(tmp_path_factory):
+    """The wheel tools/build-wheel.py makes (its last line names it)."""
+    need_backend()
+    out = str(tmp_path_factory.mktemp("release"))
+    made = check_run([sys.executable, os.path.join(REPO, "tools", "build-wheel.py"), out],
+                     cwd=REPO).strip().splitlines()[-1]
+    assert os.path.dirname(made) == out and os.path.isfile(made), made
+    return made
+
+
+def test_release_wheel_tag(release_wheel):
+    """Named and tagged manylinux_2_17 (and its legacy alias manylinux2014)
+    for any Python 3: no extension module."""
+    import zipfile
+    assert re.match(r"pystack_dump-[0-9.]+-py3-none-manylinux2014_x86_64"
+                    r"\.manylinux_2_17_x86_64\.whl$", os.path.basename(release_wheel))
+    with zipfile.ZipFile(release_wheel) as z:
+        (wheel_file,) = [n for n in z.namelist() if n.endswith(".dist-info/WHEEL")]
+        tags = [l[5:] for l in z.read(wheel_file).decode().splitlines()
+                if l.startswith("Tag: ")]
+    assert tags == RELEASE_TAGS
+
+
+def test_release_wheel_files(release_wheel, tmp_path):
+    """No shared object at all (no extension module, no plugin), and its
+    pystack-dump static: no interpreter, no dynamic section, no symbol
+    version it imports."""
+    import zipfile
+    with zipfile.ZipFile(release_wheel) as z:
+        names = z.namelist()
+        assert not [n for n in names if re.search(r"\.so(\.|$)", n)], names
+        (exe,) = [n for n in names if n.endswith(".data/scripts/pystack-dump")]
+        assert z.getinfo(exe).external_attr >> 16 & 0o111, "not executable"
+        path = z.extract(exe, str(tmp_path))
+    types = segments(path)
+    assert PT_INTERP not in types and PT_DYNAMIC not in types, types
+    out = check_run(["readelf", "-V", "-d", path], TOOL_TIMEOUT)
+    assert "GLIBC_" not in out and "NEEDED" not in out, out
+
+
+@pytest.fixture(scope="session")
+def bullseye_venv(release_wheel):
+    """(root, venv): the release wheel installed with pip --no-index into
+    a fresh venv of the bullseye chroot's python3.9."""
+    root = bullseye_dir()
+    why = chroot_ready(root)
+    if why:
+        pytest.skip("no bullseye chroot: %s" % why)
+    if run(["chroot", root, "python3.9", "-c", "import ensurepip"], 60)[0] != 0:
+        pytest.skip("no python3.9-venv in the bullseye chroot (tests/setup-bullseye.sh "
+                    "installs it where the mirror is reachable)")
+    inside = "/tmp/pyd-wheel-%s-%d" % (session_id(), os.getpid())
+    os.makedirs(root + inside)
+    shutil.copy(release_wheel, root + inside)
+    try:
+        venv_dir = inside + "/venv"
+        check_run(["chroot", root, "python3.9", "-m", "venv", venv_dir], 300)
+        check_run(["chroot", root, venv_dir + "/bin/pip", "install", "--no-index",
+                   inside + "/" + os.path.basename(release_wheel)], 300)
+        yield root, venv_dir
+    finally:
+        shutil.rmtree(root + inside)
+
+
+# pystack_dump.dump(PID) and a short Sampler, from the venv's python.
+API_SCRIPT = """import json, sys, time, pystack_dump
+pid = int(sys.argv[1])
+doc = pystack_dump.dump(pid)
+with pystack_dump.Sampler(pid, rate=200) as s:
+    time.sleep(0.5)
+print(json.dumps({"dump": doc, "samples": s.samples}))
+"""
+
+
+@pytest.mark.interps(lambda i: i.label in ("bullseye-3.9", "pyenv-3.12"))
+def test_release_wheel_in_bullseye(interp, bullseye_venv):
+    """In the bullseye venv, pystack-dump PID --json and the API's
+    dump(PID) are the target's ground truth (a target of bullseye's
+    python3.9 in the chroot, and one of a host Python outside it); the API's
+    Sampler samples it."""
+    root, venv_dir = bullseye_venv
+    with Target(interp, "threads") as tg:
+        gt = tg.settled_truth(gt_sanity)
+        cli = json.loads(check_run(["chroot", root, venv_dir + "/bin/pystack-dump", "--json",
+                                    str(tg.pid)], TOOL_TIMEOUT))
+        api = json.loads(check_run(["chroot", root, venv_dir + "/bin/python", "-c",
+                                    API_SCRIPT, str(tg.pid)], TOOL_TIMEOUT))
+    errs = ["command: " + e for e in compare(gt, cli, interp, tg.pid)]
+    errs += ["API: " + e for e in compare(gt, api["dump"], interp, tg.pid)]
+    assert not errs, "\n".join(errs)
+    assert api["samples"] > 0, api["samples"]
+
+
+def test_release_wheel_debugger_setup(bullseye_venv):
+    """--debugger-setup in the bullseye venv: exit 0, no loading line, and
+    for each debugger why there is no plugin (the manylinux wheel leaves
+    them out) and what to do."""
+    root, venv_dir = bullseye_venv
+    out = check_run(["chroot", root, venv_dir + "/bin/pystack-dump", "--debugger-setup"],
+                    TOOL_TIMEOUT)
+    lines = out.splitlines()
+    assert all(not l or l.startswith("#") for l in lines), out
+    for debugger in ("gdb", "lldb"):
+        said = [l for l in lines if l.startswith("# %s: no plugin" % debugger)]
+        assert len(said) == 1 and "manylinux wheel" in said[0] and \
+            "build pystack-dump from source" in said[0], out

@@ -161,12 +161,20 @@ static void say_needs(const char *who, const char *path)
 	       "pystack-dump there from source\n", who);
 }
 
+/* Why debugger `who` has no plugin: the file missing ("" when none is
+ * looked for: a static build) and why. */
+static void no_plugin(const char *who, const char *file, const char *why)
+{
+	printf("# %s: no plugin%s%s%s: %s\n", who, file[0] ? " (no " : "", file,
+	       file[0] ? ")" : "", why);
+}
+
 static void gdb_lines(const struct plugins *p)
 {
 	if (!present(p->gdb_cmds) || !present(p->gdb_reader)) {
-		printf("# gdb: no plugin (no %s): %s\n",
-		       present(p->gdb_cmds) ? p->gdb_reader : p->gdb_cmds,
-		       PYD_GDB_LEFT_OUT);
+		no_plugin("gdb", present(p->gdb_cmds) ? p->gdb_reader
+						     : p->gdb_cmds,
+			  PYD_GDB_LEFT_OUT);
 		return;
 	}
 	printf("# ~/.gdbinit: py-bt, py-tasks, py-sample ... in gdb\n");
@@ -182,8 +190,7 @@ static void gdb_lines(const struct plugins *p)
 static void lldb_lines(const struct plugins *p)
 {
 	if (!present(p->lldb)) {
-		printf("# lldb: no plugin (no %s): %s\n", p->lldb,
-		       PYD_LLDB_LEFT_OUT);
+		no_plugin("lldb", p->lldb, PYD_LLDB_LEFT_OUT);
 		return;
 	}
 	printf("# ~/.lldbinit: the same commands in lldb\nplugin load ");
@@ -201,8 +208,10 @@ int cli_debugger_setup(void)
 		return 1;
 	}
 	exe[n] = '\0';
-	struct plugins p;
-	if (!strcmp(exe, PYD_BUILD_ROOT "/cli/" EXE_NAME))
+	struct plugins p = {0};
+	if (PYD_NO_PLUGINS)
+		; /* the lines below say why there are none */
+	else if (!strcmp(exe, PYD_BUILD_ROOT "/cli/" EXE_NAME))
 		in_build_tree(&p);
 	else if (!installed(exe, &p)) {
 		fprintf(stderr, "pystack-dump: cannot tell where the debugger "

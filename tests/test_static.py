@@ -12,7 +12,9 @@ chrooted, in a mount namespace of its own, into
 Targets run outside the root (pyenv 3.12; sid 3.14 in its own chroot) and
 inside bullseye (its python3.9).  Each check is its feature's own, with the
 static binary as the tool: the dump (threads, generators), --locals,
---tasks, sample (wall-split as JSON, collapsed) and a gcore core."""
+--tasks, sample (wall-split as JSON, collapsed) and a gcore core; and on
+one target, snapshots, --native, every profile format, report, diff and
+--debugger-setup."""
 
 import os
 import shutil
@@ -34,6 +36,7 @@ from harness.tasks import TASKS_TARGET, compare_tasks
 from test_dump import dump_job
 from test_locals import dump as locals_dump, text_errors
 from test_sample import sample_collapsed, sample_split
+from test_snapshots import snapshot_roundtrip
 from test_tasks import live_graph, tasks_names
 
 
@@ -248,3 +251,58 @@ def test_static_core(interp, root, roots, request):
     if not shutil.which(GCORE):
         pytest.skip("gcore (package gdb) not installed")
     settle(core_result(interp, roots(root)[2]), request.node)
+
+
+def formats(tool):
+    """Every profile format sample writes, as --list-formats names them."""
+    out = tool_file_run(tool, ["sample", "--list-formats"])[2]
+    return [line.split(b"\t")[0].decode() for line in out.splitlines() if line.strip()]
+
+
+def more_results(interp, tool):
+    """The rest of what the binary does, on one live target: a snapshot
+    saved and read back, --native, every profile format, a recording
+    replayed (report) and compared (diff), and --debugger-setup."""
+    errs = []
+    with Target(interp, "threads") as tg:
+        gt = tg.settled_truth(gt_sanity)
+        r = snapshot_roundtrip(interp, "threads", tool, tg, gt)
+        if r.status != "PASS":
+            errs.append("snapshot: " + r.detail)
+        argv, rc, out, err = tool_file_run(tool, ["--native", "--json", str(tg.pid)])
+        doc, e = parse_json_out(out) if rc == 0 else (None, "exit %s: %s" % (rc, short(err)))
+        if e:
+            errs.append("%s: %s" % (" ".join(argv), e))
+        elif not any(f.get("kind") == "native" for t in doc["threads"] for f in t["frames"]):
+            errs.append("%s: no native frame" % " ".join(argv))
+        scratch = tempfile.mkdtemp(prefix="pyd-static-fmt-", dir=host_tmp())
+        try:
+            for fmt in formats(tool):
+                path = os.path.join(scratch, "p." + fmt)
+                argv, rc, out, err = tool_file_run(
+                    tool, ["sample", "-n", "50", "-q", "-f", fmt, "-o", path, str(tg.pid)])
+                if rc != 0 or not os.path.getsize(path):
+                    errs.append("%s: exit %s, %s; %s" % (" ".join(argv), rc,
+                                "empty" if rc == 0 else "", short(err)))
+            raw = os.path.join(scratch, "p.raw")
+            argv, rc, out, err = tool_file_run(tool, ["report", "-f", "json", raw])
+            doc, e = parse_json_out(out) if rc == 0 else (None, "exit %s: %s" % (rc, short(err)))
+            if e or not doc.get("samples"):
+                errs.append("%s: %s" % (" ".join(argv), e or "no samples"))
+            argv, rc, out, err = tool_file_run(tool, ["diff", raw, raw])
+            if rc != 0 or not out:
+                errs.append("%s: exit %s: %s" % (" ".join(argv), rc, short(err)))
+        finally:
+            shutil.rmtree(scratch)
+    argv, rc, out, err = tool_file_run(tool, ["--debugger-setup"])
+    if rc != 0 or b"a static pystack-dump has no debugger plugins" not in out:
+        errs.append("%s: exit %s, %s" % (" ".join(argv), rc, short(out + err)))
+    return result("more", errs)
+
+
+@pytest.mark.interps(lambda i: i.label == "pyenv-3.12")
+@pytest.mark.parametrize("root", ROOTS)
+def test_static_more(interp, root, roots, request):
+    """Snapshots, --native, every profile format, report, diff and
+    --debugger-setup from the static binary in the root."""
+    settle(more_results(interp, roots(root)[1]), request.node)

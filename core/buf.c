@@ -34,16 +34,44 @@ void pyd_buf_put(struct pyd_buf *b, const char *s, size_t n)
 
 void pyd_buf_printf(struct pyd_buf *b, const char *fmt, ...)
 {
+	/* Formatted once into the room there is, again only where it did
+	 * not fit: a report is millions of short pieces. */
 	va_list ap;
+	size_t room = b->cap > b->len ? b->cap - b->len : 0;
 	va_start(ap, fmt);
-	int n = vsnprintf(NULL, 0, fmt, ap);
+	int n = b->failed ? -1
+			  : vsnprintf(room ? b->data + b->len : NULL, room, fmt, ap);
 	va_end(ap);
-	if (n < 0 || !reserve(b, (size_t)n))
+	if (n < 0)
 		return;
-	va_start(ap, fmt);
-	vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
-	va_end(ap);
+	if ((size_t)n >= room) {
+		if (!reserve(b, (size_t)n))
+			return;
+		va_start(ap, fmt);
+		vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+		va_end(ap);
+	}
 	b->len += (size_t)n;
+}
+
+void pyd_buf_u64(struct pyd_buf *b, uint64_t v)
+{
+	char d[20];
+	size_t n = 0;
+	do
+		d[sizeof d - ++n] = (char)('0' + v % 10);
+	while ((v /= 10));
+	pyd_buf_put(b, d + sizeof d - n, n);
+}
+
+void pyd_buf_i64(struct pyd_buf *b, int64_t v)
+{
+	if (v < 0) {
+		pyd_buf_put(b, "-", 1);
+		pyd_buf_u64(b, -(uint64_t)v);
+	} else {
+		pyd_buf_u64(b, (uint64_t)v);
+	}
 }
 
 void pyd_buf_json_str(struct pyd_buf *b, const char *s)
@@ -53,16 +81,20 @@ void pyd_buf_json_str(struct pyd_buf *b, const char *s)
 		return;
 	}
 	pyd_buf_put(b, "\"", 1);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\') {
-			char esc[2] = {'\\', (char)*p};
-			pyd_buf_put(b, esc, 2);
-		} else if (*p < 0x20) {
+	const unsigned char *p = (const unsigned char *)s, *run = p;
+	for (; *p; p++) {
+		if (*p != '"' && *p != '\\' && *p >= 0x20)
+			continue; /* copied with its run of plain bytes */
+		pyd_buf_put(b, (const char *)run, (size_t)(p - run));
+		run = p + 1;
+		if (*p < 0x20) {
 			pyd_buf_printf(b, "\\u%04x", *p);
 		} else {
-			pyd_buf_put(b, (const char *)p, 1);
+			char esc[2] = {'\\', (char)*p};
+			pyd_buf_put(b, esc, 2);
 		}
 	}
+	pyd_buf_put(b, (const char *)run, (size_t)(p - run));
 	pyd_buf_put(b, "\"", 1);
 }
 

@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct pyd_buf {
 	char *data;
@@ -19,6 +20,10 @@ struct pyd_buf {
 void pyd_buf_printf(struct pyd_buf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void pyd_buf_put(struct pyd_buf *b, const char *s, size_t n);
+/* v in decimal, without printf's machinery: the ids and numbers of large
+ * reports. */
+void pyd_buf_u64(struct pyd_buf *b, uint64_t v);
+void pyd_buf_i64(struct pyd_buf *b, int64_t v);
 /* s as a JSON string literal (quotes included), or null if s is NULL. */
 void pyd_buf_json_str(struct pyd_buf *b, const char *s);
 /* s for one line of text (a command line), into out: each control

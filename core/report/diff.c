@@ -14,7 +14,6 @@
 #include "../pyd_profile.h"
 #include "report.h"
 
-#define PUT(b, lit) pyd_buf_put((b), (lit), sizeof(lit) - 1)
 
 const char *const pyd_diff_formats[] = {"table", "collapsed", "flamegraph",
                                         NULL};

@@ -18,7 +18,6 @@
 #include "flamegraph_html.h"
 #include "report.h"
 
-#define PUT(b, lit) pyd_buf_put((b), (lit), sizeof(lit) - 1)
 
 /* The nodes with samples in depth-first order; new_of maps back. */
 struct order {

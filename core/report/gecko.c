@@ -22,7 +22,6 @@
 #include "../pyd_profile.h"
 #include "report.h"
 
-#define PUT(b, lit) pyd_buf_put((b), (lit), sizeof(lit) - 1)
 
 enum category { CAT_OTHER, CAT_PYTHON, CAT_TASK, CAT_AWAIT };
 

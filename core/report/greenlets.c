@@ -3,7 +3,6 @@
  */
 #include "report.h"
 
-#define PUT(b, lit) pyd_buf_put((b), (lit), sizeof(lit) - 1)
 
 const char *pyd_greenlet_state_name(enum pyd_greenlet_state st)
 {

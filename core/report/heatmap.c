@@ -18,7 +18,6 @@
 #include "heatmap_html.h"
 #include "report.h"
 
-#define PUT(b, lit) pyd_buf_put((b), (lit), sizeof(lit) - 1)
 /* Lines of text asked for per file: past it a file is cut short. */
 #define MAX_TEXT_LINES 100000
 

@@ -6,16 +6,18 @@ void pyd_report_json_frame(struct pyd_buf *b, const struct pyd_frame *f,
 			   bool kind)
 {
 	if (kind)
-		pyd_buf_printf(b, "{\"kind\": \"python\", ");
+		PUT(b, "{\"kind\": \"python\", ");
 	else
-		pyd_buf_put(b, "{", 1);
+		PUT(b, "{");
 	pyd_buf_put(b, "\"function\": ", 12);
 	pyd_buf_json_str(b, f->function);
 	pyd_buf_put(b, ", \"qualname\": ", 14);
 	pyd_buf_json_str(b, f->qualname);
 	pyd_buf_put(b, ", \"file\": ", 10);
 	pyd_buf_json_str(b, f->file);
-	pyd_buf_printf(b, ", \"line\": %d}", f->line);
+	PUT(b, ", \"line\": ");
+	pyd_buf_i64(b, f->line);
+	PUT(b, "}");
 }
 
 void pyd_report_json_vars(struct pyd_buf *b, const struct pyd_frame_vars *fv)

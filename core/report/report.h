@@ -8,6 +8,9 @@
 #include "../pyd.h"
 #include "../buf.h"
 
+/* A string literal into b. */
+#define PUT(b, lit) pyd_buf_put((b), (lit), sizeof(lit) - 1)
+
 struct pyd_report_opts {
 	int pid;                    /* the target's pid, <= 0 if unknown */
 	const char *origin;         /* "Process 1234", "Core file core.1234" */

@@ -13,7 +13,6 @@
 #include "../grow.h"
 #include "report.h"
 
-#define PUT(b, lit) pyd_buf_put((b), (lit), sizeof(lit) - 1)
 
 /* The frames of the stack being walked, outermost first. */
 struct path {

@@ -11,7 +11,6 @@
 #include "report.h"
 
 /* Append a string literal. */
-#define PUT(b, lit) pyd_buf_put((b), (lit), sizeof(lit) - 1)
 
 const char *pyd_task_state_name(enum pyd_task_state st)
 {
@@ -324,24 +323,31 @@ out:
 static void ids_json(struct pyd_buf *b, const uint64_t *ids, size_t n)
 {
 	PUT(b, "[");
-	for (size_t i = 0; i < n; i++)
-		pyd_buf_printf(b, "%s%llu", i ? ", " : "",
-			       (unsigned long long)ids[i]);
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			PUT(b, ", ");
+		pyd_buf_u64(b, ids[i]);
+	}
 	PUT(b, "]");
 }
 
 static void task_json(struct pyd_buf *b, const struct pyd_task *k)
 {
-	pyd_buf_printf(b, "{\"id\": %llu, \"name\": ", (unsigned long long)k->id);
+	PUT(b, "{\"id\": ");
+	pyd_buf_u64(b, k->id);
+	PUT(b, ", \"name\": ");
 	pyd_buf_json_str(b, k->name);
-	pyd_buf_printf(b, ", \"state\": \"%s\", \"thread\": ",
-		       pyd_task_state_name(k->state));
+	PUT(b, ", \"state\": ");
+	pyd_buf_json_str(b, pyd_task_state_name(k->state));
+	PUT(b, ", \"thread\": ");
 	if (k->thread)
-		pyd_buf_printf(b, "%lld", (long long)k->thread);
+		pyd_buf_i64(b, k->thread);
 	else
 		PUT(b, "null");
-	pyd_buf_printf(b, ", \"running\": %s, \"error\": ",
-		       k->running ? "true" : "false");
+	if (k->running)
+		PUT(b, ", \"running\": true, \"error\": ");
+	else
+		PUT(b, ", \"running\": false, \"error\": ");
 	pyd_buf_json_str(b, k->error ? pyd_strerror(k->error) : NULL);
 	PUT(b, ",\n   \"coroutine_stack\": [");
 	for (size_t j = 0; j < k->ncoro; j++) {

@@ -1,6 +1,8 @@
 /* pyd_one_line: a command line on one line of text, its control
  * characters and backslashes escaped as Python's repr() escapes them;
- * other characters, printable or not, as they are. */
+ * other characters, printable or not, as they are.  And the buffer's other
+ * writers. */
+#include <stdio.h>
 #include <string.h>
 
 #include "../../core/buf.h"
@@ -11,6 +13,45 @@ static int line_is(const char *s, size_t outsz, const char *want, bool whole)
 	char out[128];
 	bool got = pyd_one_line(s, out, outsz);
 	return got == whole && !strcmp(out, want);
+}
+
+/* The buffer's writers: numbers without printf, JSON strings escaped in
+ * runs, printf past the room there is. */
+static int buf_is(struct pyd_buf *b, const char *want)
+{
+	int ok = b->len == strlen(want) && !strcmp(b->data, want);
+	if (!ok)
+		fprintf(stderr, "buffer %s, want %s\n", b->data, want);
+	pyd_buf_free(b);
+	*b = (struct pyd_buf){0};
+	return ok;
+}
+
+static void check_buf(void)
+{
+	struct pyd_buf b = {0};
+	pyd_buf_u64(&b, 0);
+	pyd_buf_put(&b, " ", 1);
+	pyd_buf_u64(&b, UINT64_MAX);
+	pyd_buf_put(&b, " ", 1);
+	pyd_buf_i64(&b, INT64_MIN);
+	pyd_buf_put(&b, " ", 1);
+	pyd_buf_i64(&b, -1);
+	CHECK_EQ(buf_is(&b, "0 18446744073709551615 -9223372036854775808 -1"), 1);
+	pyd_buf_json_str(&b, "a\"b\\c\n\x01" "d\xc3\xa9");
+	CHECK_EQ(buf_is(&b, "\"a\\\"b\\\\c\\u000a\\u0001d\xc3\xa9\""), 1);
+	pyd_buf_json_str(&b, NULL);
+	pyd_buf_json_str(&b, "");
+	CHECK_EQ(buf_is(&b, "null\"\""), 1);
+	char big[6000];
+	memset(big, 'x', sizeof big - 1);
+	big[sizeof big - 1] = 0;
+	pyd_buf_printf(&b, "%d", 42);
+	pyd_buf_printf(&b, "%s", big); /* past the first 4096 bytes */
+	CHECK_EQ(b.len, 2 + sizeof big - 1);
+	CHECK_EQ(b.data[b.len], 0);
+	CHECK_EQ(!strncmp(b.data, "42xx", 4), 1);
+	pyd_buf_free(&b);
 }
 
 int main(void)
@@ -31,5 +72,6 @@ int main(void)
 	CHECK_EQ(line_is("a\xe6\x97\xa5", 4, "a", false), 1);
 	CHECK_EQ(line_is("abc", 4, "abc", true), 1);
 	CHECK_EQ(line_is("", 1, "", true), 1);
+	check_buf();
 	return check_done("test_one_line");
 }

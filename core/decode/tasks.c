@@ -65,6 +65,38 @@ static enum pyd_err list_threads(struct tctx *c, uint64_t interp)
 
 /* ---- listing --------------------------------------------------------- */
 
+/* Pages a one-shot graph's pass keeps: 16 MB, the objects of some 20,000
+ * tasks (a task, its list node, its coroutines and their frames sit in a
+ * few pages of the allocator's pools, next to the others'). */
+#define TASK_PAGES 4096
+
+/* What a pass of the graph's reading does. */
+typedef enum pyd_err pass_fn(struct tctx *c, struct pyd_task_graph *g);
+
+/*
+ * Run one pass, through a page cache of its own where c->paged: a task
+ * costs about ten reads of a few dozen bytes (its list node, the task,
+ * its coroutines, their frames, its name), its neighbours' in the same
+ * pages, so a one-shot graph reads each page once a pass instead.  A
+ * listing read again because the lists changed starts a fresh cache, so
+ * that it sees them anew.  The sampler's rounds batch through their own
+ * prefetcher (pyd_dump_tasks_batched).
+ */
+static enum pyd_err paged(struct tctx *c, struct pyd_task_graph *g,
+			  pass_fn *pass)
+{
+	struct pyd_pagecache pc;
+	const struct pyd_memsrc *own = c->s->src;
+	bool cached = c->paged && pyd_pagecache_init(&pc, own, TASK_PAGES);
+	if (cached)
+		c->s->src = &pc.layer.src;
+	enum pyd_err err = pass(c, g);
+	c->s->src = own;
+	if (cached)
+		pyd_pagecache_free(&pc);
+	return err;
+}
+
 /* The interpreters, newest first as CPython chains them. */
 static enum pyd_err list_interps(struct tctx *c, uint64_t *interps,
 				 size_t *n)
@@ -79,9 +111,9 @@ static enum pyd_err list_interps(struct tctx *c, uint64_t *interps,
 /* Every task of every interpreter, once: the main interpreter (the
  * oldest) first, each lister in turn, so that a task two listers see is
  * listed once, by the first. */
-static enum pyd_err list_once(struct tctx *c, uint64_t *interps,
-			      struct pyd_task_graph *g)
+static enum pyd_err list_once(struct tctx *c, struct pyd_task_graph *g)
 {
+	uint64_t *interps = c->interps;
 	size_t ninterps;
 	c->nraw = 0;
 	c->nthreads = 0;
@@ -106,17 +138,17 @@ static enum pyd_err list_once(struct tctx *c, uint64_t *interps,
 static enum pyd_err list_tasks(struct tctx *c, struct pyd_task_graph *g)
 {
 	enum pyd_err err = PYD_OK;
-	uint64_t *interps = malloc(PYD_MAX_INTERPS * sizeof *interps);
-	if (!interps)
+	if (!(c->interps = malloc(PYD_MAX_INTERPS * sizeof *c->interps)))
 		return PYD_E_NOMEM;
 	for (unsigned i = 0; i <= MAX_LIST_RETRIES; i++) {
-		err = list_once(c, interps, g);
+		err = paged(c, g, list_once);
 		if (err != PYD_E_TORN && err != PYD_E_READ)
 			break;
 		if (i < MAX_LIST_RETRIES)
 			g->retries++;
 	}
-	free(interps);
+	free(c->interps);
+	c->interps = NULL;
 	if (err == PYD_E_TORN || err == PYD_E_READ) {
 		g->error = err;
 		err = PYD_OK;
@@ -364,36 +396,8 @@ bool pyd_tasks_supported(const struct pyd_session *s)
 				      py_layout_has_tasks(&s->layout));
 }
 
-/* Pages a one-shot graph's decoding keeps: 16 MB, the objects of some
- * 20,000 tasks (a task, its coroutines and their frames sit in a few
- * pages of the allocator's pools, next to the others'). */
-#define TASK_PAGES 4096
-
-/*
- * Decode every listed task, through a page cache where `cached`: a task
- * costs about nine reads of a few dozen bytes each, its neighbours' in
- * the same pages, so a one-shot graph reads each page once instead
- * (the lists themselves are read without it, as they must be seen
- * changing).  The sampler's rounds batch through their own prefetcher.
- */
-static enum pyd_err decode_through(struct tctx *c, struct pyd_task_graph *g,
-				   bool cached)
-{
-	struct pyd_pagecache pc;
-	const struct pyd_memsrc *own = c->s->src;
-	if (cached && pyd_pagecache_init(&pc, own, TASK_PAGES))
-		c->s->src = &pc.layer.src;
-	else
-		cached = false;
-	enum pyd_err err = decode_all(c, g);
-	c->s->src = own;
-	if (cached)
-		pyd_pagecache_free(&pc);
-	return err;
-}
-
 static enum pyd_err dump_tasks(struct pyd_session *s, struct pyd_task_graph *g,
-			       bool cached)
+			       bool paged_passes)
 {
 	memset(g, 0, sizeof *g);
 	if (!pyd_tasks_supported(s))
@@ -404,6 +408,7 @@ static enum pyd_err dump_tasks(struct pyd_session *s, struct pyd_task_graph *g,
 	c->s = s;
 	c->L = &s->layout;
 	c->nlisters = pick_listers(c->L, c->listers);
+	c->paged = paged_passes;
 	c->tf = tasks_builtin_fields(c->L);
 	enum pyd_err err = PYD_OK;
 	bool none = false;
@@ -413,7 +418,7 @@ static enum pyd_err dump_tasks(struct pyd_session *s, struct pyd_task_graph *g,
 	if (!err && !none)
 		err = list_tasks(c, g);
 	if (!err && !none)
-		err = decode_through(c, g, cached);
+		err = paged(c, g, decode_all);
 	/* The graph keeps the index: g->tasks[i] is what raw[i] became. */
 	if (!err && (g->index = malloc(sizeof *g->index))) {
 		*g->index = c->ix;

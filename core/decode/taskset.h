@@ -151,7 +151,11 @@ struct tctx {
 	bool asyncio_known; /* a lister found asyncio loaded when opened */
 	struct pyd_asyncio_offsets ao; /* tasks_native.c's */
 	struct task_fields tf;
+	/* Each pass (a listing, the decoding) through a page cache of its
+	 * own: a one-shot graph's, not the sampler's (tasks.c) */
+	bool paged;
 	/* Listing */
+	uint64_t *interps; /* PYD_MAX_INTERPS of them, while listing */
 	struct raw_task *raw;
 	size_t nraw, rawcap;
 	struct thread_info *threads;

@@ -8,9 +8,9 @@
 
 #include <stdlib.h>
 
-static struct pyd_page_slot *slot_of(struct pyd_pagecache *c, uint64_t page)
+static size_t slot_of(const struct pyd_pagecache *c, uint64_t page)
 {
-	return &c->slots[(page / PYD_PAGE) & (c->nslots - 1)];
+	return (size_t)(page / PYD_PAGE) & (c->nslots - 1);
 }
 
 static enum pyd_err cached_read(void *ctx, uint64_t addr, void *buf, size_t len)
@@ -21,17 +21,17 @@ static enum pyd_err cached_read(void *ctx, uint64_t addr, void *buf, size_t len)
 		uint64_t page = addr & ~(uint64_t)(PYD_PAGE - 1);
 		size_t off = (size_t)(addr - page);
 		size_t n = PYD_PAGE - off < len ? PYD_PAGE - off : len;
-		struct pyd_page_slot *s = slot_of(c, page);
-		if (s->page != page + 1) {
-			s->page = 0;
-			enum pyd_err err = pyd_read(c->layer.inner, page, s->data, PYD_PAGE);
+		size_t i = slot_of(c, page);
+		if (c->pages[i] != page + 1) {
+			c->pages[i] = 0;
+			enum pyd_err err = pyd_read(c->layer.inner, page, c->data[i], PYD_PAGE);
 			if (err == PYD_E_EXITED)
 				return err;
 			if (err)
 				return pyd_read(c->layer.inner, addr, out, len);
-			s->page = page + 1;
+			c->pages[i] = page + 1;
 		}
-		memcpy(out, s->data + off, n);
+		memcpy(out, c->data[i] + off, n);
 		out += n;
 		addr += n;
 		len -= n;
@@ -44,14 +44,20 @@ bool pyd_pagecache_init(struct pyd_pagecache *c, const struct pyd_memsrc *inner,
 {
 	pyd_layer_init(&c->layer, inner, cached_read, NULL);
 	c->nslots = nslots;
-	c->slots = calloc(nslots, sizeof *c->slots);
-	if (!c->slots)
+	c->pages = calloc(nslots, sizeof *c->pages);
+	c->data = malloc(nslots * sizeof *c->data);
+	if (!c->pages || !c->data) {
+		pyd_pagecache_free(c);
 		c->layer.src = *inner;
-	return c->slots != NULL;
+		return false;
+	}
+	return true;
 }
 
 void pyd_pagecache_free(struct pyd_pagecache *c)
 {
-	free(c->slots);
-	c->slots = NULL;
+	free(c->pages);
+	free(c->data);
+	c->pages = NULL;
+	c->data = NULL;
 }

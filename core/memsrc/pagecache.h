@@ -12,14 +12,13 @@
 
 #define PYD_PAGE 4096
 
-struct pyd_page_slot {
-	uint64_t page; /* address of the page held, +1 (0: empty) */
-	uint8_t data[PYD_PAGE];
-};
-
 struct pyd_pagecache {
 	struct pyd_layer layer; /* read through layer.src */
-	struct pyd_page_slot *slots;
+	/* Per slot: the address of the page held, +1 (0: empty), zeroed at
+	 * the start; and its bytes, never zeroed (a cache of many pages is
+	 * set up in the time of a few). */
+	uint64_t *pages;
+	uint8_t (*data)[PYD_PAGE];
 	size_t nslots; /* a power of two */
 };
 

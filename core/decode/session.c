@@ -130,6 +130,23 @@ enum pyd_err pyd_session_open(const struct pyd_memsrc *src,
 	return PYD_OK;
 }
 
+void pyd_session_paged(struct pyd_session *s, struct pyd_paged *p,
+		       size_t npages)
+{
+	p->own = s->src;
+	p->on = pyd_pagecache_init(&p->pc, s->src, npages);
+	if (p->on)
+		s->src = &p->pc.layer.src;
+}
+
+void pyd_session_unpaged(struct pyd_session *s, struct pyd_paged *p)
+{
+	s->src = p->own;
+	if (p->on)
+		pyd_pagecache_free(&p->pc);
+	p->on = false;
+}
+
 void pyd_session_close(struct pyd_session *s)
 {
 	if (!s)

@@ -8,6 +8,7 @@
 
 #include "../cpython/layout.h"
 #include "../memsrc/budget.h"
+#include "../memsrc/pagecache.h"
 #include "../pyd.h"
 
 /* What we keep of a code object; immutable in CPython, so cacheable. */
@@ -113,6 +114,22 @@ static inline void pyd_session_refill(struct pyd_session *s)
 }
 
 /* Free a code object's record and all it holds. */
+/*
+ * One pass of reads of many small objects close together (a task graph,
+ * the threads' names): between pyd_session_paged and pyd_session_unpaged
+ * the session reads through a page cache of npages, each page once.  A
+ * pass that must see the target change (a list read again) starts a new
+ * one.  Without memory for the cache it reads as before.
+ */
+struct pyd_paged {
+	struct pyd_pagecache pc;
+	const struct pyd_memsrc *own;
+	bool on;
+};
+void pyd_session_paged(struct pyd_session *s, struct pyd_paged *p,
+		       size_t npages);
+void pyd_session_unpaged(struct pyd_session *s, struct pyd_paged *p);
+
 void pyd_code_free(struct pyd_code *c);
 
 /*

@@ -16,7 +16,6 @@
 
 #include "coro.h"
 #include "../grow.h"
-#include "../memsrc/pagecache.h"
 #include "objects.h"
 #include "tasks.h"
 #include "walk.h"
@@ -85,15 +84,12 @@ typedef enum pyd_err pass_fn(struct tctx *c, struct pyd_task_graph *g);
 static enum pyd_err paged(struct tctx *c, struct pyd_task_graph *g,
 			  pass_fn *pass)
 {
-	struct pyd_pagecache pc;
-	const struct pyd_memsrc *own = c->s->src;
-	bool cached = c->paged && pyd_pagecache_init(&pc, own, TASK_PAGES);
-	if (cached)
-		c->s->src = &pc.layer.src;
+	struct pyd_paged p;
+	if (!c->paged)
+		return pass(c, g);
+	pyd_session_paged(c->s, &p, TASK_PAGES);
 	enum pyd_err err = pass(c, g);
-	c->s->src = own;
-	if (cached)
-		pyd_pagecache_free(&pc);
+	pyd_session_unpaged(c->s, &p);
 	return err;
 }
 

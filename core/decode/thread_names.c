@@ -24,6 +24,9 @@
 #include "thread_names.h"
 #include "unicode.h"
 
+/* Pages the names of an interpreter's threads are read through: 1 MB. */
+#define NAME_PAGES 256
+
 /* threading._active of an interpreter, or 0. */
 static uint64_t active_threads(struct pyd_session *s, uint64_t interp)
 {
@@ -95,15 +98,20 @@ void pyd_thread_names(struct pyd_session *s, uint64_t interp,
 	uint64_t active, *kv;
 	size_t nkv;
 	bool *named;
+	struct pyd_paged p;
 	if (!n || !s->layout.objects.valid ||
-	    !(active = active_threads(s, interp)) ||
 	    !(named = calloc(n, sizeof *named)))
 		return;
-	if (!pyd_dict_items(s, active, PYD_MAX_ITEMS, &kv, &nkv, NULL)) {
+	/* A dozen reads of a few bytes a thread (its Thread object, the
+	 * dict of its attributes, the name): each page once. */
+	pyd_session_paged(s, &p, NAME_PAGES);
+	if ((active = active_threads(s, interp)) &&
+	    !pyd_dict_items(s, active, PYD_MAX_ITEMS, &kv, &nkv, NULL)) {
 		name_by(s, kv, nkv, false, t, named, n);
 		if (!all_named(named, n))
 			name_by(s, kv, nkv, true, t, named, n);
 		free(kv);
 	}
+	pyd_session_unpaged(s, &p);
 	free(named);
 }

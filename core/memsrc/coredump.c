@@ -4,7 +4,6 @@
 #define _GNU_SOURCE
 #include "coredump.h"
 #include "../grow.h"
-#include "regs.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -25,7 +24,7 @@
 #define WARNINGS_SIZE 4096
 #define BUILD_ID_MAX 64
 
-/* struct elf_prstatus / elf_prpsinfo on x86-64 */
+/* struct elf_prstatus / elf_prpsinfo on 64-bit Linux (x86-64, arm64) */
 #define PRSTATUS_PID 32
 #define PRSTATUS_REG 112
 #define PRPSINFO_PID 24
@@ -40,9 +39,9 @@ struct backing_file {
 	int fd;     /* -1: looked for and not found */
 };
 
-/* Each thread's registers, from its NT_PRSTATUS (DWARF order). */
+/* Each thread's user registers, from its NT_PRSTATUS (arch.h). */
 struct thread_regs {
-	uint64_t r[PYD_NREGS];
+	uint64_t r[PYD_MAX_USER_WORDS];
 	bool valid;
 };
 
@@ -258,9 +257,10 @@ static void add_thread(struct pyd_core *c, const uint8_t *d, size_t len)
 	int32_t tid;
 	memcpy(&tid, d + PRSTATUS_PID, sizeof tid);
 	struct thread_regs *tr = &c->regs[c->nthreads];
-	tr->valid = len >= PRSTATUS_REG + PYD_USER_REGS_SIZE;
+	size_t size = c->src.arch->user_words * sizeof *tr->r;
+	tr->valid = len >= PRSTATUS_REG + size;
 	if (tr->valid)
-		pyd_regs_from_user(d + PRSTATUS_REG, tr->r);
+		memcpy(tr->r, d + PRSTATUS_REG, size);
 	c->threads[c->nthreads++] = (struct pyd_os_thread){
 		.tid = tid,
 		.run = PYD_RUN_UNKNOWN,
@@ -434,11 +434,13 @@ static enum pyd_err check_header(struct pyd_core *c, char *detail,
 			 (unsigned)eh.e_type);
 		return PYD_E_NOTCORE;
 	}
-	if (eh.e_machine != EM_X86_64 || gelf_getclass(c->elf) != ELFCLASS64) {
+	c->src.arch = pyd_arch_by_machine(eh.e_machine);
+	if (!c->src.arch || gelf_getclass(c->elf) != ELFCLASS64 ||
+	    eh.e_ident[EI_DATA] != ELFDATA2LSB) {
 		snprintf(detail, detailsz,
 			 "a core of another architecture (ELF machine %u); "
-			 "pystack-dump reads x86-64 cores",
-			 (unsigned)eh.e_machine);
+			 "pystack-dump reads %s cores",
+			 (unsigned)eh.e_machine, pyd_arch_labels());
 		return PYD_E_FOREIGN;
 	}
 	return PYD_OK;

@@ -621,7 +621,7 @@ int64_t pyd_thread_tid(struct pyd_session *s, uint64_t tstate)
 	}
 	int32_t tid = 0;
 	if (pyd_read_ptr(s, tstate + (uint64_t)L->tstate.thread_id, &v) || !v ||
-	    pyd_read_i32(s, v + pyd_memsrc_arch(s->src)->pthread_tid, &tid))
+	    pyd_read_i32(s, v + s->arch->pthread_tid, &tid))
 		return 0;
 	return tid;
 }

@@ -23,6 +23,7 @@ static const struct pyd_arch arches[] = {
 				  9, 8, 7, 6, 3, 2, 1, 0, 16},
 		.user_pc = 16,
 		.pthread_tid = 0x2d0,
+		.mutex_extra = 0,
 	},
 	{
 		.name = "aarch64",
@@ -38,6 +39,7 @@ static const struct pyd_arch arches[] = {
 		.user_pc = 32,
 		/* measured: glibc 2.36 (Debian 12) under qemu */
 		.pthread_tid = 0xd0,
+		.mutex_extra = 8,
 	},
 };
 #define NARCHES (sizeof arches / sizeof arches[0])

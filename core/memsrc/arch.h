@@ -32,6 +32,10 @@ struct pyd_arch {
 	/* glibc's offsetof(struct pthread, tid): pthread_self() points at
 	 * that struct, the only thread id a thread state has before 3.8. */
 	uint32_t pthread_tid;
+	/* sizeof(pthread_mutex_t) past x86-64's 40 bytes: the built-in
+	 * layouts are x86-64's, and CPython embeds a few mutexes
+	 * (py_layout_for_arch). */
+	uint8_t mutex_extra;
 };
 
 /* The row for an ELF machine, an architecture's name; NULL if unknown. */

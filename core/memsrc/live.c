@@ -682,7 +682,7 @@ static bool seize_one(struct pyd_live *l, pid_t tid, enum pyd_thread_run run)
 	return waitpid(tid, &status, __WALL) == tid;
 }
 
-enum pyd_err pyd_live_pause(struct pyd_live *l)
+enum pyd_err pyd_live_pause(struct pyd_live *l, char *detail, size_t detailsz)
 {
 	const struct pyd_os_thread *t;
 	size_t n;
@@ -703,6 +703,13 @@ enum pyd_err pyd_live_pause(struct pyd_live *l)
 		if (e == ESRCH && proc_alive(l->pid))
 			continue;
 		pyd_live_resume(l);
+		/* qemu-user emulates no ptrace: it answers ENOSYS itself */
+		if (e == ENOSYS)
+			snprintf(detail, detailsz,
+				 "threads cannot be paused: ptrace is not "
+				 "implemented here (ENOSYS; so it is under qemu "
+				 "user-mode emulation), and --locked and --native "
+				 "need it; run without them");
 		return errno_to_err(e, l->pid);
 	}
 	return PYD_OK;

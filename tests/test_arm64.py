@@ -2,19 +2,24 @@
 CPython 3.11, 3.13, 3.14 and 3.15 (tests/setup-arm64.sh) run the targets,
 and both the arm64 build (tools/build-arm64.sh, itself run under qemu)
 and this machine's x86-64 build read them live: stacks, thread names,
-locals, task graphs, the sampler in every mode.  Under qemu, guest
+locals, task graphs, the sampler in every mode, and the core files qemu
+writes (aarch64, without NT_FILE).  Under qemu, guest
 addresses are the host's and process_vm_readv is ENOSYS (the /proc/PID/mem
 fallback reads); ptrace is not implemented, so --locked and --native must
 refuse, saying why, instead of being tested."""
 
+import glob
 import os
+import shutil
+import signal
+import tempfile
 
 import pytest
 
 from harness.dumps import compare, gt_sanity, parse_dump
 from harness.interps import arm64_dir, discover_arm64
 from harness.locals import check_locals_doc
-from harness.procs import TOOL_TIMEOUT, short
+from harness.procs import TOOL_TIMEOUT, host_tmp, short
 from harness.results import Result, settle
 from harness.target import Target, Tool, tool_run
 from harness.tasks import TASKS_TARGET, compare_tasks, tasks_info, with_graph_diff
@@ -30,6 +35,12 @@ SAMPLE_MODES = {"wall": ("sample_split", sample_split), "cpu": ("sample_cpu", sa
                 "gil": ("sample_gil", sample_gil), "async": ("sample_async", sample_async)}
 # What an arm64 pystack-dump under qemu says instead of pausing threads.
 NO_PTRACE = b"ptrace is not implemented here"
+# qemu writes the guest's core (qemu_PROG_DATE-TIME_PID.core) into the
+# working directory on a core-dumping signal it delivers; SIGQUIT, since a
+# SIGABRT sent from outside kills qemu itself (a kernel core of the host
+# process, not the guest's).
+CORE_SIGNAL = signal.SIGQUIT
+CORE_WAIT = 60.0
 
 
 def pytest_generate_tests(metafunc):
@@ -119,6 +130,51 @@ def sample_job(a64, mode, tools):
         return each_tool(tools, run)
 
 
+def qemu_core(a64, target, workdir):
+    """The ground truth and the qemu core of target killed by CORE_SIGNAL."""
+    wrap = ["prlimit", "--core=unlimited", "--", "sh", "-c", 'cd "$0" && exec "$@"', workdir]
+    with Target(a64, target, wrap=wrap) as tg:
+        gt = tg.settled_truth(gt_sanity)
+        os.kill(tg.pid, CORE_SIGNAL)
+        tg.proc.wait(timeout=CORE_WAIT)
+    cores = glob.glob(os.path.join(workdir, "qemu_*.core"))
+    return gt, cores[0] if cores else None
+
+
+def core_errors(tool, core, gt, a64, sysroot):
+    """--core --json (no NT_FILE: the files from the core's own memory)
+    exact; with --native --sysroot the same Python frames and native
+    frames of libc among them."""
+    errs, secs = [], 0.0
+    for flags in ([], ["--native", "--sysroot", sysroot]):
+        argv, rc, out, err, secs = tool_run(tool, ["--core", core, "--json"] + flags)
+        doc, e = parse_dump(rc, out, err, secs)
+        if e:
+            errs.append("%s: %s" % (" ".join(argv), e))
+            continue
+        if flags:
+            doc = dict(doc, threads=[dict(t, frames=[f for f in t["frames"]
+                                                     if f.get("kind", "python") == "python"])
+                                     for t in doc["threads"]])
+            if b"libc.so.6" not in out:
+                errs.append("%s: no native frame in libc.so.6" % " ".join(argv))
+        errs += ["%s: %s" % (" ".join(argv), x)
+                 for x in compare(gt, doc, a64, gt["pid"])]
+    return errs, "%.2fs" % secs
+
+
+def core_job(a64, tools):
+    workdir = tempfile.mkdtemp(prefix="arm64-core-", dir=host_tmp())
+    try:
+        gt, core = qemu_core(a64, "threads", workdir)
+        if not core:
+            return [Result(n, "FAIL", "qemu wrote no core into %s" % workdir) for n in TOOLS]
+        sysroot = os.path.dirname(os.path.dirname(os.path.dirname(a64.exe)))
+        return each_tool(tools, core_errors, core, gt, a64, sysroot)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
 def no_ptrace_job(a64, tools):
     """The arm64 build under qemu: --locked and --native exit 9 at once,
     saying ptrace is missing; the target is left running."""
@@ -168,6 +224,13 @@ def test_arm64_tasks(a64, which, tools, jobs, request):
 def test_arm64_sample(a64, mode, which, tools, jobs, request):
     """sample in each mode, checked as test_sample.py checks it."""
     settle(jobs.result(which, sample_job, a64, mode, tools), request.node)
+
+
+@pytest.mark.job("arm64-core")
+@pytest.mark.parametrize("which", TOOLS)
+def test_arm64_core(a64, which, tools, jobs, request):
+    """A core qemu wrote (aarch64, no NT_FILE) read by either build."""
+    settle(jobs.result(which, core_job, a64, tools), request.node)
 
 
 @pytest.mark.job("arm64-no-ptrace")

@@ -138,7 +138,7 @@ static const char usage_text[] =
 	"  str saying where, holds what was read before it, and the exit\n"
 	"  status is 9.\n"
 	"\n"
-	"Supported: CPython 3.6 to 3.15 on Linux x86-64, release and debug\n"
+	"Supported: CPython 3.6 to 3.15 on Linux x86-64 and arm64, release and debug\n"
 	"builds, including processes in containers and chroots.\n"
 	"\n"
 	"Permissions: reading another process needs the right to ptrace it:\n"

@@ -104,7 +104,7 @@ static enum pyd_err take_dump(struct run *r, bool *decoding, char *detail,
 	 * threads must be stopped to give them. */
 	bool locked = o->locked || (o->native && r->t.live);
 	if (locked) {
-		if ((err = pyd_live_pause(r->t.live)))
+		if ((err = pyd_live_pause(r->t.live, detail, detailsz)))
 			return err;
 		test_pause_hook();
 	}

@@ -66,7 +66,7 @@ static const struct row rows[] = {
 	 "{prog}: process {pid}" NOT_CPYTHON_TAIL},
 	{PYD_SAY_ERROR, PYD_E_UNSUPPORTED, CLI, false,
 	 "{prog}: {detail|unsupported Python version}. Supported: CPython 3.6 "
-	 "to 3.15 (release and debug builds) on Linux x86-64.\n"},
+	 "to 3.15 (release and debug builds) on Linux x86-64 and arm64.\n"},
 	{PYD_SAY_ERROR, PYD_E_EXITED, CLI, false,
 	 "{prog}: process {pid} exited while it was being read.\n"},
 	{PYD_SAY_ERROR, PYD_E_NOTCORE, FILES, false,

@@ -43,6 +43,9 @@ def pytest_addoption(parser):
                 help="the build directory (default: %(default)s)")
     g.addoption("--sid-dir", default=os.environ.get("PYD_SID_DIR", SID_DIR_DEFAULT),
                 help="the Debian sid chroot of Python 3.13-3.15 (default: %(default)s)")
+    g.addoption("--arm64-build", default=os.path.join(REPO, "build-arm64"),
+                help="the arm64 build directory test_arm64.py runs under qemu "
+                     "(tools/build-arm64.sh; default: %(default)s)")
     g.addoption("--facts", action="store_true",
                 help="print what each test measured (sizes, rates, counts)")
 
@@ -144,7 +147,7 @@ def jobs():
 def group_of(item):
     """The interpreter label of a test, else its file's feature name."""
     spec = getattr(item, "callspec", None)
-    for name in ("interp", "newest"):
+    for name in ("interp", "newest", "a64"):
         if spec and name in spec.params and spec.params[name] is not None:
             return spec.params[name].label
     return item.module.__name__.replace("test_", "", 1)

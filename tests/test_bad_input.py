@@ -120,11 +120,12 @@ def test_core_not_python(tool, sleep_core):
 
 
 def test_core_foreign_arch(tool, sleep_core, scratch):
-    """The same core, its e_machine made 183 (aarch64): exit 12."""
+    """The same core, its e_machine made 243 (RISC-V; x86-64 and arm64 are
+    read): exit 12."""
     with open(sleep_core, "rb") as f:
         b = bytearray(f.read())
-    struct.pack_into("<H", b, 18, 183)
-    foreign = os.path.join(scratch, "aarch64.core")
+    struct.pack_into("<H", b, 18, 243)
+    foreign = os.path.join(scratch, "riscv.core")
     with open(foreign, "wb") as f:
         f.write(b)
     try:

@@ -265,9 +265,10 @@ def gil_refused(tool, tg, name):
 def sample_gil(interp, tool, tg, gt, name):
     """gil mode: at most one sample a tick, never a sleeping thread, the
     holder nearly always."""
-    argv, doc, errs, shares, stacks, (w0, w1) = threads_profile(tool, tg, gt, "gil")
+    argv, doc, errs, shares, stacks, window = threads_profile(tool, tg, gt, "gil")
     if doc is None:
         return result(name, errs)
+    w0, w1 = window
     spans = target_report(tg, ".gil")["spans"]
     total, ticks = doc["samples"], doc["ticks"]
     held = 100.0 * sum(overlap(spans[n], w0, w1) for n in gt["contenders"]) / (w1 - w0)

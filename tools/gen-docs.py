@@ -2,7 +2,9 @@
 """pystack-dump's man page and its bash and zsh completions, written from
 the program's own help texts, so that --help is their one source:
 
-    gen-docs.py man|bash|zsh EXE OUTPUT
+    gen-docs.py man|bash|zsh [WRAPPER...] EXE OUTPUT
+
+WRAPPER runs EXE where it cannot run alone (qemu, for a cross build).
 
 EXE --help names the subcommands (its usage lines "pystack-dump WORD
 [OPTIONS] ..."), and each command's --help gives its usage, its prose and
@@ -148,15 +150,15 @@ def choices(exe, cmd, opt):
     words = opt.arg.split("|")[1:]
     if opt.arg in FILE_ARGS | DIR_ARGS:     # a file would be opened, not refused
         return words
-    argv = [exe] + ([cmd.name] if cmd.name else []) + [opt.long, "?"]
+    argv = exe + ([cmd.name] if cmd.name else []) + [opt.long, "?"]
     m = re.search(r"unknown \w+ '\?' \(([^)]*)\)", run(argv, check=False).stderr)
     return m[1].split(", ") if m else words
 
 
 def read_commands(exe):
-    main = Command("", run([exe, "--help"]).stdout)
+    main = Command("", run(exe + ["--help"]).stdout)
     names = dict.fromkeys(subcommand(line) for line, _ in main.usage if subcommand(line))
-    cmds = [main] + [Command(n, run([exe, n, "--help"]).stdout) for n in names]
+    cmds = [main] + [Command(n, run(exe + [n, "--help"]).stdout) for n in names]
     for cmd in cmds:
         for opt in cmd.options():
             if opt.arg:
@@ -499,10 +501,10 @@ def zsh(cmds):
 
 
 def main():
-    kind, exe, output = sys.argv[1:4]
+    kind, exe, output = sys.argv[1], sys.argv[2:-1], sys.argv[-1]
     cmds = read_commands(exe)
     if kind == "man":
-        text = man(cmds, run([exe, "--version"]).stdout.strip())
+        text = man(cmds, run(exe + ["--version"]).stdout.strip())
     else:
         text = {"bash": bash, "zsh": zsh}[kind](cmds)
     with open(output, "w") as f:

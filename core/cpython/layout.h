@@ -396,4 +396,9 @@ struct py_build {
  * with the highest first_hex not past b->hex; NULL if we have none. */
 const struct py_layout *py_layout_builtin(const struct py_build *b);
 
+/* The built-in entries are x86-64's; on an architecture whose
+ * pthread_mutex_t is mutex_extra bytes larger (arm64: 8), move the
+ * offsets that lie behind mutexes CPython embeds. */
+void py_layout_for_arch(struct py_layout *L, unsigned mutex_extra);
+
 #endif

@@ -908,3 +908,12 @@ const struct py_layout *py_layout_builtin(const struct py_build *b)
 	}
 	return best;
 }
+
+void py_layout_for_arch(struct py_layout *L, unsigned mutex_extra)
+{
+	/* 3.7-3.11: _PyRuntime.ceval.gil (struct _gil_runtime_state) holds
+	 * two pthread_mutex_t, mutex and switch_mutex, before gilstate.
+	 * Measured on Debian's arm64 3.11: tstate_current at 592, not 576. */
+	if (L->runtime.tstate_current != PYD_NO_FIELD)
+		L->runtime.tstate_current += (int32_t)(2 * mutex_extra);
+}

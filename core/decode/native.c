@@ -19,7 +19,6 @@
 #include <unistd.h>
 
 #include "../grow.h"
-#include "../memsrc/regs.h"
 #include "session.h"
 
 /* One OS thread, as libdwfl's thread argument. */
@@ -102,13 +101,18 @@ static bool set_initial_registers(Dwfl_Thread *thread, void *thread_arg)
 {
 	const struct thread_ref *t = thread_arg;
 	const struct pyd_memsrc *src = t->u->s->src;
-	uint64_t regs[PYD_NREGS];
-	Dwarf_Word words[PYD_NREGS];
-	if (!src->regs || src->regs(src->ctx, t->tid, regs))
+	const struct pyd_arch *a = pyd_memsrc_arch(src);
+	uint64_t user[PYD_MAX_USER_WORDS];
+	Dwarf_Word words[PYD_MAX_REGS];
+	if (!src->regs || src->regs(src->ctx, t->tid, user))
 		return false;
-	for (int i = 0; i < PYD_NREGS; i++)
-		words[i] = regs[i];
-	return dwfl_thread_state_registers(thread, 0, PYD_NREGS, words);
+	for (int i = 0; i < a->nregs; i++)
+		words[i] = user[a->user_of_dwarf[i]];
+	/* The pc apart: arm64's return address column is x30, not it. */
+	if (!dwfl_thread_state_registers(thread, 0, a->nregs, words))
+		return false;
+	dwfl_thread_state_register_pc(thread, user[a->user_pc]);
+	return true;
 }
 
 static const Dwfl_Thread_Callbacks thread_callbacks = {

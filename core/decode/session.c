@@ -100,6 +100,7 @@ static enum pyd_err layout_builtin(struct pyd_session *s, bool ft,
 		return PYD_E_UNSUPPORTED;
 	}
 	s->layout = *L;
+	py_layout_for_arch(&s->layout, s->arch->mutex_extra);
 	s->layout_source = "built-in table";
 	return PYD_OK;
 }
@@ -117,6 +118,9 @@ enum pyd_err pyd_session_open(const struct pyd_memsrc *src,
 	s->src = &s->budget.layer.src;
 	s->window = 1;
 	s->rt = *rt;
+	s->arch = pyd_arch_by_machine(rt->e_machine);
+	if (!s->arch)
+		s->arch = pyd_memsrc_arch(src);
 	detail[0] = 0;
 	enum pyd_err err = PYD_OK;
 	bool ft;

@@ -82,6 +82,9 @@ struct pyd_session {
 	struct pyd_budget budget;     /* on the source the session was given */
 	char corrupt[192];            /* pyd_session_corruption */
 	struct pyd_runtime rt;
+	/* The interpreter's architecture (its binary's, else the source's):
+	 * its layouts and glibc's, not the registers' (pyd_memsrc_arch). */
+	const struct pyd_arch *arch;
 	struct py_layout layout;
 	const char *layout_source;
 	char version[32];

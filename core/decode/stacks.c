@@ -21,10 +21,6 @@
 #include "unicode.h"
 #include "walk.h"
 
-/* glibc x86-64: offsetof(struct pthread, tid).  Before 3.8 the thread
- * state only has pthread_self(), which points at that struct. */
-#define GLIBC_PTHREAD_TID 0x2d0
-
 size_t pyd_frame_node_len(const struct py_layout *L)
 {
 	int32_t hi;
@@ -634,7 +630,7 @@ int64_t pyd_thread_tid(struct pyd_session *s, uint64_t tstate)
 	}
 	int32_t tid = 0;
 	if (pyd_read_ptr(s, tstate + (uint64_t)L->tstate.thread_id, &v) || !v ||
-	    pyd_read_i32(s, v + GLIBC_PTHREAD_TID, &tid))
+	    pyd_read_i32(s, v + s->arch->pthread_tid, &tid))
 		return 0;
 	return tid;
 }

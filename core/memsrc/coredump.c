@@ -4,7 +4,6 @@
 #define _GNU_SOURCE
 #include "coredump.h"
 #include "../grow.h"
-#include "regs.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -24,8 +23,11 @@
 #define MAX_OPEN_FILES 64
 #define WARNINGS_SIZE 4096
 #define BUILD_ID_MAX 64
+/* Bounds on the dynamic linker's lists read back from memory. */
+#define MAX_DYNAMIC 512
+#define MAX_LINK_MAPS 1024
 
-/* struct elf_prstatus / elf_prpsinfo on x86-64 */
+/* struct elf_prstatus / elf_prpsinfo on 64-bit Linux (x86-64, arm64) */
 #define PRSTATUS_PID 32
 #define PRSTATUS_REG 112
 #define PRPSINFO_PID 24
@@ -40,9 +42,9 @@ struct backing_file {
 	int fd;     /* -1: looked for and not found */
 };
 
-/* Each thread's registers, from its NT_PRSTATUS (DWARF order). */
+/* Each thread's user registers, from its NT_PRSTATUS (arch.h). */
 struct thread_regs {
-	uint64_t r[PYD_NREGS];
+	uint64_t r[PYD_MAX_USER_WORDS];
 	bool valid;
 };
 
@@ -61,6 +63,8 @@ struct pyd_core {
 	size_t nthreads;
 	int pid;
 	const char *exe_path; /* the executable's path in NT_FILE */
+	uint64_t auxv[64];    /* NT_AUXV's (type, value) pairs */
+	size_t nauxv;
 	const char *other_root; /* pyd_core_other_root */
 	struct backing_file files[MAX_OPEN_FILES];
 	size_t nfiles;
@@ -258,9 +262,10 @@ static void add_thread(struct pyd_core *c, const uint8_t *d, size_t len)
 	int32_t tid;
 	memcpy(&tid, d + PRSTATUS_PID, sizeof tid);
 	struct thread_regs *tr = &c->regs[c->nthreads];
-	tr->valid = len >= PRSTATUS_REG + PYD_USER_REGS_SIZE;
+	size_t size = c->src.arch->user_words * sizeof *tr->r;
+	tr->valid = len >= PRSTATUS_REG + size;
 	if (tr->valid)
-		pyd_regs_from_user(d + PRSTATUS_REG, tr->r);
+		memcpy(tr->r, d + PRSTATUS_REG, size);
 	c->threads[c->nthreads++] = (struct pyd_os_thread){
 		.tid = tid,
 		.run = PYD_RUN_UNKNOWN,
@@ -281,7 +286,10 @@ static void parse_notes(struct pyd_core *c, const GElf_Phdr *ph)
 			add_thread(c, desc, nh.n_descsz);
 		else if (nh.n_type == NT_FILE)
 			parse_nt_file(c, desc, nh.n_descsz);
-		else if (nh.n_type == NT_PRPSINFO && nh.n_descsz >= PRPSINFO_PID + 4)
+		else if (nh.n_type == NT_AUXV && !c->nauxv) {
+			c->nauxv = nh.n_descsz / 16 < 32 ? nh.n_descsz / 16 : 32;
+			memcpy(c->auxv, desc, c->nauxv * 16);
+		} else if (nh.n_type == NT_PRPSINFO && nh.n_descsz >= PRPSINFO_PID + 4)
 			memcpy(&c->pid, desc + PRPSINFO_PID, sizeof c->pid);
 		off = next;
 	}
@@ -307,6 +315,116 @@ static enum pyd_err load_program_headers(struct pyd_core *c)
 				ph.p_flags};
 	}
 	return PYD_OK;
+}
+
+/* ---- Mappings of a core without NT_FILE (qemu-user's) ----
+ * The executable is where NT_AUXV says (its path at AT_EXECFN, placed by
+ * AT_ENTRY), the libraries where the dynamic linker's list in memory
+ * says (r_debug from the executable's DT_DEBUG), as gdb finds them. */
+
+static uint64_t auxv_value(const struct pyd_core *c, uint64_t type)
+{
+	for (size_t i = 0; i < c->nauxv; i++)
+		if (c->auxv[2 * i] == type)
+			return c->auxv[2 * i + 1];
+	return 0;
+}
+
+static char *core_string(struct pyd_core *c, uint64_t addr)
+{
+	char buf[4096];
+	size_t n = 0;
+	while (n < sizeof buf - 1 && core_read(c, addr + n, buf + n, 1) == PYD_OK &&
+	       buf[n])
+		n++;
+	buf[n] = 0;
+	return n && n < sizeof buf - 1 ? strdup(buf) : NULL;
+}
+
+/* Map path's PT_LOAD segments at bias; its PT_DYNAMIC's address, or 0. */
+static uint64_t map_file(struct pyd_core *c, char *path, uint64_t entry,
+			 uint64_t bias)
+{
+	uint64_t dynamic = 0;
+	int fd = open_candidate(c, path, NULL, 0);
+	Elf *elf = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
+	GElf_Ehdr eh;
+	size_t phnum;
+	if (!elf || !gelf_getehdr(elf, &eh) || elf_getphdrnum(elf, &phnum) ||
+	    phnum > 256)
+		goto out;
+	if (entry)
+		bias = entry - eh.e_entry;
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+		if (!gelf_getphdr(elf, (int)i, &ph))
+			continue;
+		if (ph.p_type == PT_DYNAMIC)
+			dynamic = ph.p_vaddr + bias;
+		if (ph.p_type != PT_LOAD || !ph.p_memsz ||
+		    !pyd_grow_one((void **)&c->maps, c->nmaps, sizeof *c->maps))
+			continue;
+		uint64_t align = ph.p_vaddr - ph.p_vaddr / 4096 * 4096;
+		c->maps[c->nmaps++] = (struct pyd_mapping){
+			.start = ph.p_vaddr + bias - align,
+			.end = (ph.p_vaddr + bias + ph.p_memsz + 4095) / 4096 * 4096,
+			.offset = ph.p_offset - align,
+			.path = strdup(path),
+		};
+	}
+out:
+	if (elf)
+		elf_end(elf);
+	if (fd >= 0)
+		close(fd);
+	free(path);
+	return dynamic;
+}
+
+/* r_debug.r_map from the executable's DT_DEBUG (the dynamic linker
+ * fills it in at start); 0 if not found. */
+static uint64_t link_map_head(struct pyd_core *c, uint64_t dynamic)
+{
+	uint64_t d[2], r_map = 0;
+	for (int i = 0; dynamic && i < MAX_DYNAMIC; i++) {
+		if (core_read(c, dynamic + 16 * (uint64_t)i, d, sizeof d) ||
+		    d[0] == DT_NULL)
+			return 0;
+		if (d[0] == DT_DEBUG)
+			return d[1] && !core_read(c, d[1] + 8, &r_map, 8) ? r_map : 0;
+	}
+	return 0;
+}
+
+static int by_start(const void *a, const void *b)
+{
+	const struct pyd_mapping *x = a, *y = b;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static void maps_from_memory(struct pyd_core *c)
+{
+	char *exe = core_string(c, auxv_value(c, AT_EXECFN));
+	uint64_t entry = auxv_value(c, AT_ENTRY);
+	if (!exe || !entry) {
+		free(exe);
+		return;
+	}
+	c->exe_path = exe; /* so that --exe stands for it */
+	uint64_t lm = link_map_head(c, map_file(c, strdup(exe), entry, 0));
+	c->exe_path = c->nmaps ? c->maps[0].path : NULL;
+	free(exe);
+	/* struct link_map: l_addr, l_name, l_ld, l_next */
+	for (int i = 0; lm && i < MAX_LINK_MAPS; i++) {
+		uint64_t l[4];
+		if (core_read(c, lm, l, sizeof l))
+			break;
+		char *name = core_string(c, l[1]);
+		if (name)
+			map_file(c, name, 0, l[0]);
+		lm = l[3];
+	}
+	qsort(c->maps, c->nmaps, sizeof *c->maps, by_start);
 }
 
 static void set_perms(struct pyd_core *c)
@@ -434,11 +552,13 @@ static enum pyd_err check_header(struct pyd_core *c, char *detail,
 			 (unsigned)eh.e_type);
 		return PYD_E_NOTCORE;
 	}
-	if (eh.e_machine != EM_X86_64 || gelf_getclass(c->elf) != ELFCLASS64) {
+	c->src.arch = pyd_arch_by_machine(eh.e_machine);
+	if (!c->src.arch || gelf_getclass(c->elf) != ELFCLASS64 ||
+	    eh.e_ident[EI_DATA] != ELFDATA2LSB) {
 		snprintf(detail, detailsz,
 			 "a core of another architecture (ELF machine %u); "
-			 "pystack-dump reads x86-64 cores",
-			 (unsigned)eh.e_machine);
+			 "pystack-dump reads %s cores",
+			 (unsigned)eh.e_machine, pyd_arch_labels());
 		return PYD_E_FOREIGN;
 	}
 	return PYD_OK;
@@ -482,6 +602,8 @@ enum pyd_err pyd_core_open(const char *path, const struct pyd_core_opts *o,
 	if (!err)
 		err = load_program_headers(c);
 	if (!err) {
+		if (!c->maps)
+			maps_from_memory(c);
 		set_perms(c);
 		err = check_build_ids(c, detail, detailsz);
 	}

@@ -62,5 +62,6 @@ void pyd_layer_init(struct pyd_layer *l, const struct pyd_memsrc *inner,
 	    .open_file = inner->open_file ? l_open_file : NULL,
 	    .thread_run = inner->thread_run ? l_thread_run : NULL,
 	    .regs = inner->regs ? l_regs : NULL,
+	    .arch = inner->arch,
 	};
 }

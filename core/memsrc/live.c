@@ -4,9 +4,9 @@
 #define _GNU_SOURCE
 #include "../grow.h"
 #include "live.h"
-#include "regs.h"
 
 #include <dirent.h>
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
-#include <sys/user.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -411,13 +410,13 @@ static int live_open_file(void *ctx, const struct pyd_mapping *m, char *used,
 static enum pyd_err live_regs(void *ctx, int64_t tid, uint64_t *regs)
 {
 	struct pyd_live *l = ctx;
-	struct user_regs_struct u;
+	/* NT_PRSTATUS's regset is the user registers on every architecture */
+	struct iovec io = {regs, PYD_MAX_USER_WORDS * sizeof *regs};
 	bool ours = false;
 	for (size_t i = 0; i < l->npaused && !ours; i++)
 		ours = l->paused[i] == tid;
-	if (!ours || ptrace(PTRACE_GETREGS, (pid_t)tid, 0, &u) != 0)
+	if (!ours || ptrace(PTRACE_GETREGSET, (pid_t)tid, NT_PRSTATUS, &io) != 0)
 		return PYD_E_READ;
-	pyd_regs_from_user(&u, regs);
 	return PYD_OK;
 }
 
@@ -683,7 +682,7 @@ static bool seize_one(struct pyd_live *l, pid_t tid, enum pyd_thread_run run)
 	return waitpid(tid, &status, __WALL) == tid;
 }
 
-enum pyd_err pyd_live_pause(struct pyd_live *l)
+enum pyd_err pyd_live_pause(struct pyd_live *l, char *detail, size_t detailsz)
 {
 	const struct pyd_os_thread *t;
 	size_t n;
@@ -704,6 +703,13 @@ enum pyd_err pyd_live_pause(struct pyd_live *l)
 		if (e == ESRCH && proc_alive(l->pid))
 			continue;
 		pyd_live_resume(l);
+		/* qemu-user emulates no ptrace: it answers ENOSYS itself */
+		if (e == ENOSYS)
+			snprintf(detail, detailsz,
+				 "threads cannot be paused: ptrace is not "
+				 "implemented here (ENOSYS; so it is under qemu "
+				 "user-mode emulation), and --locked and --native "
+				 "need it; run without them");
 		return errno_to_err(e, l->pid);
 	}
 	return PYD_OK;

@@ -35,8 +35,8 @@ void pyd_live_cmdline(int pid, char *out, size_t size);
 const char *pyd_live_oddity(int pid, enum pyd_err *err);
 const struct pyd_memsrc *pyd_live_memsrc(struct pyd_live *live);
 /* Stop every thread of the target; pyd_live_resume() (or our death)
- * lets them go again. */
-enum pyd_err pyd_live_pause(struct pyd_live *live);
+ * lets them go again.  Where ptrace itself is missing, detail says so. */
+enum pyd_err pyd_live_pause(struct pyd_live *live, char *detail, size_t detailsz);
 void pyd_live_resume(struct pyd_live *live);
 void pyd_live_close(struct pyd_live *live);
 

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "../pyd_error.h"
+#include "arch.h"
 
 struct pyd_mapping {
 	uint64_t start, end, offset;
@@ -73,11 +74,19 @@ struct pyd_memsrc {
 	 * enough to ask every sample.  PYD_E_READ if the thread is gone. */
 	enum pyd_err (*thread_run)(void *ctx, int64_t tid,
 				   enum pyd_thread_run *run);
-	/* Thread tid's registers in DWARF order (regs.h), for native
-	 * unwinding: a core's NT_PRSTATUS, a paused live thread's.
+	/* Thread tid's registers, for native unwinding: the kernel's user
+	 * registers as PYD_MAX_USER_WORDS words (arch.h says which is
+	 * which), from a core's NT_PRSTATUS or a paused live thread.
 	 * PYD_E_READ if unknown. */
 	enum pyd_err (*regs)(void *ctx, int64_t tid, uint64_t *regs);
+	/* The target's architecture; NULL: the host's. */
+	const struct pyd_arch *arch;
 };
+
+static inline const struct pyd_arch *pyd_memsrc_arch(const struct pyd_memsrc *src)
+{
+	return src->arch ? src->arch : pyd_arch_host();
+}
 
 static inline enum pyd_err pyd_read(const struct pyd_memsrc *src,
 				    uint64_t addr, void *buf, size_t len)

@@ -57,9 +57,8 @@ enum sect_type {
 /* String fields, NUL included. */
 #define PATH_MAX_LEN 65536u
 #define META_STR_MAX 256u
-/* The only target this build decodes; named in the file so that a reader
- * refuses, rather than misreads, a snapshot of another architecture. */
-#define SNAP_ARCH "x86_64"
+/* The target's architecture is named in the file (arch.h's names), so
+ * that a reader refuses, rather than misreads, one it does not know. */
 
 /* CRC-32 (zlib's), fed in pieces: a section may pass 4 GiB, zlib takes
  * a uInt at a time. */
@@ -430,7 +429,7 @@ static void body_meta(struct writer *w, const struct write_ctx *c)
 	put_u32(w, (uint32_t)c->pid);
 	put_str(w, "pystack-dump " PYD_VERSION, META_STR_MAX);
 	put_str(w, c->r->kind, META_STR_MAX);
-	put_str(w, SNAP_ARCH, META_STR_MAX);
+	put_str(w, pyd_memsrc_arch(&c->r->layer.src)->name, META_STR_MAX);
 }
 
 static void body_runtime(struct writer *w, const struct write_ctx *c)
@@ -1120,11 +1119,11 @@ enum pyd_err pyd_snapshot_open(const char *path, struct pyd_snapshot **out,
 		err = check_header(s->file, s->size, &hsize, detail, detailsz);
 	if (!err)
 		err = parse_sections(s, hsize, detail, detailsz);
-	if (!err && strcmp(s->arch, SNAP_ARCH) != 0)
+	if (!err && !(s->src.arch = pyd_arch_by_name(s->arch)))
 		err = fail(detail, detailsz, PYD_E_SNAPSHOT,
 			   "snapshot of a %s target; this pystack-dump reads "
 			   "%s only",
-			   s->arch, SNAP_ARCH);
+			   s->arch, pyd_arch_labels());
 	if (err) {
 		pyd_snapshot_close(s);
 		return err;

@@ -240,6 +240,8 @@ static bool probe_file(const struct pyd_memsrc *src, const struct pyd_mapping *m
 						   ASYNCIO_DEBUG_SECTION);
 			rt->asyncio_debug_addr = ad ? ad + bias : 0;
 			rt->debug_build = s.debug_build;
+			GElf_Ehdr eh;
+			rt->e_machine = gelf_getehdr(elf, &eh) ? eh.e_machine : 0;
 			snprintf(rt->binary, sizeof rt->binary, "%s", used);
 			if (!s.py_version) /* else the target tells us */
 				scan_version(elf, shstrndx, rt->version,

@@ -27,6 +27,9 @@ struct pyd_runtime {
 	int major, minor;             /* 0 if not known yet */
 	char version[32];             /* "3.9.18", or "" */
 	bool debug_build;             /* Py_DEBUG */
+	/* The binary's ELF machine, 0 if unknown: an arm64 python under
+	 * qemu is an x86-64 process whose interpreter is arm64's. */
+	unsigned e_machine;
 };
 
 /* Look through the target's mapped files for the CPython runtime. */

@@ -2,7 +2,9 @@
 3.11 release and debug, Debian sid's 3.13-3.15 release and debug in a
 chroot (tests/setup-sid.sh), Debian bullseye's 3.9 in a chroot
 (tests/setup-bullseye.sh), and CPython 3.15.0a0 built free-threaded and,
-as its control, default from ../shared/cpython-ft (tests/setup-ft.sh)."""
+as its control, default from ../shared/cpython-ft (tests/setup-ft.sh).
+Apart from those (tests/test_arm64.py only): Debian's arm64 3.11, 3.13,
+3.14 and 3.15 under qemu (tests/setup-arm64.sh)."""
 
 import fcntl
 import glob
@@ -23,6 +25,8 @@ BULLSEYE_DIR_DEFAULT = "/var/cache/pystack-dump/bullseye"
 BULLSEYE_MARKER = ".pyd-bullseye-ready"  # written by tests/setup-bullseye.sh
 FT_DIR_DEFAULT = "/var/cache/pystack-dump/ft"
 FT_MARKER = ".pyd-ft-ready"            # written by tests/setup-ft.sh per build
+ARM64_DIR_DEFAULT = "/var/cache/pystack-dump/arm64"
+ARM64_MARKER = ".pyd-arm64-ready"      # written by tests/setup-arm64.sh on success
 # In-chroot directories of the copied targets and of their ground-truth
 # files, one pair per test session: sessions running side by side (two
 # checkouts, a CI run beside a developer's) must not replace each other's
@@ -43,7 +47,7 @@ def chroot_out():
 
 class Interp:
     def __init__(self, label, source, minor, debug, exe, chroot=None, missing=None,
-                 ft=False):
+                 ft=False, wrap=()):
         self.label = label          # e.g. pyenv-3.12, deb-3.11d, sid-3.15d, ft-3.15t
         self.source = source        # pyenv | deb | sid | bullseye | ft
         self.minor = minor          # (3, 12)
@@ -52,6 +56,7 @@ class Interp:
         self.exe = exe              # path as seen by the process (in-chroot for sid, bullseye)
         self.chroot = chroot
         self.missing = missing      # None if usable, else the reason
+        self.wrap = list(wrap)      # what runs exe (arm64: qemu -L SYSROOT)
 
     @property
     def minor_str(self):
@@ -65,7 +70,7 @@ class Interp:
         return os.path.join(base, name + ".py")
 
     def argv(self, args):
-        cmd = [self.exe] + PY_FLAGS + list(args)
+        cmd = self.wrap + [self.exe] + PY_FLAGS + list(args)
         if self.chroot:
             cmd = ["chroot", self.chroot] + cmd
         return cmd
@@ -123,6 +128,34 @@ def discover_bullseye():
     elif not os.access(os.path.join(d, exe.lstrip("/")), os.X_OK):
         why = "%s missing in the bullseye chroot" % exe
     return [Interp("bullseye-3.9", "bullseye", (3, 9), False, exe, chroot=d, missing=why)]
+
+
+def arm64_dir():
+    return os.environ.get("PYD_ARM64_DIR", ARM64_DIR_DEFAULT)
+
+
+def arm64_qemu():
+    """qemu-aarch64 11.1 from sid (tests/setup-arm64.sh)."""
+    return os.path.join(arm64_dir(), "qemu-sid", "usr", "bin", "qemu-aarch64")
+
+
+def discover_arm64():
+    """Debian's arm64 CPython under qemu-user: bookworm's 3.11 and sid's
+    3.13-3.15, each in a sysroot of its packages."""
+    d = arm64_dir()
+    ready = os.path.isfile(os.path.join(d, ARM64_MARKER))
+    found = []
+    for suite, m in (("bookworm", 11), ("sid", 13), ("sid", 14), ("sid", 15)):
+        root = os.path.join(d, "py-" + suite)
+        exe = os.path.join(root, "usr", "bin", "python3.%d" % m)
+        why = None
+        if not ready:
+            why = "no arm64 sysroots at %s (run tests/setup-arm64.sh)" % d
+        elif not os.access(exe, os.X_OK):
+            why = "%s missing" % exe
+        found.append(Interp("arm64-3.%d" % m, "arm64", (3, m), False, exe, missing=why,
+                            wrap=[arm64_qemu(), "-L", root]))
+    return found
 
 
 def discover(sid_dir):

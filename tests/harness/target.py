@@ -157,11 +157,15 @@ class Target:
 # running the tool
 
 class Tool:
-    def __init__(self, path):
+    """The built pystack-dump; wrap runs it where it cannot run alone
+    (an arm64 build: qemu -L SYSROOT)."""
+
+    def __init__(self, path, wrap=()):
         self.path = path
+        self.cmd = list(wrap) + [path]
 
     def dump(self, pid, locked=False, native=False, env_extra=None, timeout=TOOL_TIMEOUT):
-        argv = ([self.path] + (["--locked"] if locked else []) + (["--native"] if native else [])
+        argv = (self.cmd + (["--locked"] if locked else []) + (["--native"] if native else [])
                 + ["--json", str(pid)])
         env = dict(os.environ)
         env.pop("PYD_TEST_LOCKED_PAUSE_MS", None)
@@ -174,7 +178,7 @@ class Tool:
 def tool_run(tool, args, timeout=TOOL_TIMEOUT, env=None):
     """pystack-dump ARGS: (argv, rc, stdout, stderr, seconds); rc None on
     timeout."""
-    argv = [tool.path] + list(args)
+    argv = tool.cmd + list(args)
     rc, out, err, secs = run(argv, timeout, env=env)
     vlog("%s -> rc=%s in %.2fs" % (" ".join(argv), rc, secs))
     return argv, rc, out or b"", err or b"", secs

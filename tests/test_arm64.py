@@ -1,0 +1,240 @@
+"""arm64 (aarch64) Linux under qemu user-mode emulation: Debian's arm64
+CPython 3.11, 3.13, 3.14 and 3.15 (tests/setup-arm64.sh) run the targets,
+and both the arm64 build (tools/build-arm64.sh, itself run under qemu)
+and this machine's x86-64 build read them live: stacks, thread names,
+locals, task graphs, the sampler in every mode, and the core files qemu
+writes (aarch64, without NT_FILE).  Under qemu, guest
+addresses are the host's and process_vm_readv is ENOSYS (the /proc/PID/mem
+fallback reads); ptrace is not implemented, so --locked and --native must
+refuse, saying why, instead of being tested."""
+
+import glob
+import os
+import shutil
+import signal
+import tempfile
+
+import pytest
+
+from harness.dumps import compare, gt_sanity, parse_dump
+from harness.interps import arm64_dir, discover_arm64
+from harness.locals import check_locals_doc
+from harness.procs import TOOL_TIMEOUT, host_tmp, short
+from harness.results import Result, settle
+from harness.target import Target, Tool, tool_run
+from harness.tasks import TASKS_TARGET, compare_tasks, tasks_info, with_graph_diff
+from test_sample import sample_async, sample_cpu, sample_gil, sample_split
+from test_tasks import live_graph, tasks_names
+
+# The builds that read the arm64 targets: "arm64" under qemu, and this
+# machine's own ("x86-64"), as one reads an emulated process from outside.
+TOOLS = ["arm64", "x86-64"]
+DUMP_TARGETS = ["threads", "generators", "names"]
+# sample mode -> (target, its check in test_sample.py)
+SAMPLE_MODES = {"wall": ("sample_split", sample_split), "cpu": ("sample_cpu", sample_cpu),
+                "gil": ("sample_gil", sample_gil), "async": ("sample_async", sample_async)}
+# What an arm64 pystack-dump under qemu says instead of pausing threads.
+NO_PTRACE = b"ptrace is not implemented here"
+# qemu writes the guest's core (qemu_PROG_DATE-TIME_PID.core) into the
+# working directory on a core-dumping signal it delivers; SIGQUIT, since a
+# SIGABRT sent from outside kills qemu itself (a kernel core of the host
+# process, not the guest's).
+CORE_SIGNAL = signal.SIGQUIT
+CORE_WAIT = 60.0
+
+
+def pytest_generate_tests(metafunc):
+    if "a64" in metafunc.fixturenames:
+        interps = discover_arm64()
+        metafunc.parametrize("a64", interps, ids=[i.label for i in interps])
+
+
+@pytest.fixture
+def a64(request):
+    if request.param.missing:
+        pytest.skip("interpreter missing: " + request.param.missing)
+    return request.param
+
+
+@pytest.fixture(scope="session")
+def tools(request, tool):
+    """Both builds: the arm64 one (--arm64-build) run under qemu with its
+    build sysroot's libraries, and the x86-64 one."""
+    path = os.path.join(os.path.abspath(request.config.getoption("arm64_build")),
+                        "cli", "pystack-dump")
+    qemu = discover_arm64()[0].wrap[0]
+    found = {"x86-64": tool}
+    if os.access(path, os.X_OK) and os.access(qemu, os.X_OK):
+        found["arm64"] = Tool(path, wrap=[qemu, "-L", os.path.join(arm64_dir(), "build")])
+    return found
+
+
+def each_tool(tools, fn, *args):
+    """fn(tool, *args) -> errors for each build, as Results named by build."""
+    res = []
+    for name in TOOLS:
+        if name not in tools:
+            res.append(Result(name, "SKIP", "no arm64 build (tools/build-arm64.sh build-arm64)"))
+            continue
+        errs, info = fn(tools[name], *args)
+        res.append(Result(name, "FAIL" if errs else "PASS", "\n".join(errs), info=info))
+    return res
+
+
+def dump_errors(tool, tg, gt, flags, check):
+    argv, rc, out, err, secs = tool_run(tool, flags + ["--json", str(tg.pid)])
+    doc, e = parse_dump(rc, out, err, secs)
+    if e:
+        return ["%s: %s" % (" ".join(argv), e)], ""
+    errs = check(gt, doc, tg.interp, tg.pid)
+    if err:
+        errs.append("%s said on stderr: %s" % (" ".join(argv), short(err)))
+    return errs, "%.2fs" % secs
+
+
+def dump_job(a64, target, tools):
+    with Target(a64, target) as tg:
+        gt = tg.settled_truth(gt_sanity)
+        return each_tool(tools, dump_errors, tg, gt, [], compare)
+
+
+def locals_job(a64, tools):
+    with Target(a64, "locals") as tg:
+        gt = tg.settled_truth(gt_sanity)
+        return each_tool(tools, dump_errors, tg, gt, ["--locals"], check_locals_doc)
+
+
+def tasks_errors(tool, tg, a64):
+    early, gt, argv, doc, e, secs = live_graph(a64, tool, tg, tasks_names(a64))
+    if early:
+        return [r.detail for r in early if r.status == "FAIL"], ""
+    errs = with_graph_diff(e, doc, gt, a64) if e else compare_tasks(gt, doc, a64)
+    return (["command: " + " ".join(argv)] + errs if errs else []), tasks_info(doc) if doc else ""
+
+
+def tasks_job(a64, tools):
+    with Target(a64, TASKS_TARGET) as tg:
+        return each_tool(tools, tasks_errors, tg, a64)
+
+
+def sample_job(a64, mode, tools):
+    target, check = SAMPLE_MODES[mode]
+    with Target(a64, target) as tg:
+        gt = tg.wait_ground_truth()
+
+        def run(tool):
+            r = check(a64, tool, tg, gt, mode)
+            if isinstance(r, list):             # async: the run, then its rate
+                r = r[0]
+            return ([r.detail] if r.status == "FAIL" else []), r.info
+        return each_tool(tools, run)
+
+
+def qemu_core(a64, target, workdir):
+    """The ground truth and the qemu core of target killed by CORE_SIGNAL."""
+    wrap = ["prlimit", "--core=unlimited", "--", "sh", "-c", 'cd "$0" && exec "$@"', workdir]
+    with Target(a64, target, wrap=wrap) as tg:
+        gt = tg.settled_truth(gt_sanity)
+        os.kill(tg.pid, CORE_SIGNAL)
+        tg.proc.wait(timeout=CORE_WAIT)
+    cores = glob.glob(os.path.join(workdir, "qemu_*.core"))
+    return gt, cores[0] if cores else None
+
+
+def core_errors(tool, core, gt, a64, sysroot):
+    """--core --json (no NT_FILE: the files from the core's own memory)
+    exact; with --native --sysroot the same Python frames and native
+    frames of libc among them."""
+    errs, secs = [], 0.0
+    for flags in ([], ["--native", "--sysroot", sysroot]):
+        argv, rc, out, err, secs = tool_run(tool, ["--core", core, "--json"] + flags)
+        doc, e = parse_dump(rc, out, err, secs)
+        if e:
+            errs.append("%s: %s" % (" ".join(argv), e))
+            continue
+        if flags:
+            doc = dict(doc, threads=[dict(t, frames=[f for f in t["frames"]
+                                                     if f.get("kind", "python") == "python"])
+                                     for t in doc["threads"]])
+            if b"libc.so.6" not in out:
+                errs.append("%s: no native frame in libc.so.6" % " ".join(argv))
+        errs += ["%s: %s" % (" ".join(argv), x)
+                 for x in compare(gt, doc, a64, gt["pid"])]
+    return errs, "%.2fs" % secs
+
+
+def core_job(a64, tools):
+    workdir = tempfile.mkdtemp(prefix="arm64-core-", dir=host_tmp())
+    try:
+        gt, core = qemu_core(a64, "threads", workdir)
+        if not core:
+            return [Result(n, "FAIL", "qemu wrote no core into %s" % workdir) for n in TOOLS]
+        sysroot = os.path.dirname(os.path.dirname(os.path.dirname(a64.exe)))
+        return each_tool(tools, core_errors, core, gt, a64, sysroot)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def no_ptrace_job(a64, tools):
+    """The arm64 build under qemu: --locked and --native exit 9 at once,
+    saying ptrace is missing; the target is left running."""
+    res = []
+    with Target(a64, "threads") as tg:
+        tg.settled_truth(gt_sanity)
+        for flag in ("--locked", "--native"):
+            if "arm64" not in tools:
+                res.append(Result(flag, "SKIP", "no arm64 build"))
+                continue
+            argv, rc, out, err, secs = tool_run(tools["arm64"], [flag, str(tg.pid)],
+                                                timeout=TOOL_TIMEOUT)
+            errs = []
+            if rc != 9 or NO_PTRACE not in err or secs > 20:
+                errs.append("%s: exit %s in %.1fs, expected 9 at once saying ptrace is "
+                            "missing; stderr: %s" % (" ".join(argv), rc, secs, short(err)))
+            res.append(Result(flag, "FAIL" if errs else "PASS", "\n".join(errs)))
+    return res
+
+
+@pytest.mark.job("arm64-dump")
+@pytest.mark.parametrize("target", DUMP_TARGETS)
+@pytest.mark.parametrize("which", TOOLS)
+def test_arm64_dump(a64, target, which, tools, jobs, request):
+    """--json of a live arm64 target: every thread, name and frame as the
+    target recorded them."""
+    settle(jobs.result(which, dump_job, a64, target, tools), request.node)
+
+
+@pytest.mark.job("arm64-locals")
+@pytest.mark.parametrize("which", TOOLS)
+def test_arm64_locals(a64, which, tools, jobs, request):
+    """--locals: every argument and local equal to the target's repr()."""
+    settle(jobs.result(which, locals_job, a64, tools), request.node)
+
+
+@pytest.mark.job("arm64-tasks")
+@pytest.mark.parametrize("which", TOOLS)
+def test_arm64_tasks(a64, which, tools, jobs, request):
+    """--tasks --json: the asyncio task graph against its ground truth."""
+    settle(jobs.result(which, tasks_job, a64, tools), request.node)
+
+
+@pytest.mark.job("arm64-sample")
+@pytest.mark.parametrize("mode", sorted(SAMPLE_MODES))
+@pytest.mark.parametrize("which", TOOLS)
+def test_arm64_sample(a64, mode, which, tools, jobs, request):
+    """sample in each mode, checked as test_sample.py checks it."""
+    settle(jobs.result(which, sample_job, a64, mode, tools), request.node)
+
+
+@pytest.mark.job("arm64-core")
+@pytest.mark.parametrize("which", TOOLS)
+def test_arm64_core(a64, which, tools, jobs, request):
+    """A core qemu wrote (aarch64, no NT_FILE) read by either build."""
+    settle(jobs.result(which, core_job, a64, tools), request.node)
+
+
+@pytest.mark.job("arm64-no-ptrace")
+@pytest.mark.parametrize("flag", ["--locked", "--native"])
+def test_arm64_no_ptrace(a64, flag, tools, jobs, request):
+    """What qemu cannot do is refused, not hung on (README: arm64)."""
+    settle(jobs.result(flag, no_ptrace_job, a64, tools), request.node)

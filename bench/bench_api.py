@@ -24,7 +24,7 @@ import subprocess
 import sys
 import time
 
-from common import ROOT, tool_path
+from common import ROOT, record, tool_path
 
 SMALL = """import threading, time
 def nap():
@@ -108,13 +108,17 @@ def main():
           % (sys.version.split()[0], exe, a.rounds, a.calls))
     print("| | %s |" % " | ".join(apis))
     print("|---|" + "---|" * len(apis))
+    figures = []
     for key, label in (("dump", "dump(pid), 5 threads, ms/call"),
                        ("tasks", "tasks(pid), 20 tasks, ms/call"),
                        ("sampler", "Sampler, 1 s at 1,000 Hz, ms to profile()"),
                        ("samples", "... samples it got")):
+        med = dict((name, statistics.median(r[key] for r in got[name])) for name in apis)
         print("| %s | %s |" % (label, " | ".join(
-            ("%.0f" if key == "samples" else "%.2f")
-            % statistics.median(r[key] for r in got[name]) for name in apis)))
+            ("%.0f" if key == "samples" else "%.2f") % med[name] for name in apis)))
+        figures.append({"id": key, "what": label, "extension": med["extension (in-process)"],
+                        "command": med["command (subprocess)"]})
+    record("bench_api", figures, tool=exe, interpreters=[sys.executable + " " + sys.version.split()[0]])
 
 
 if __name__ == "__main__":

@@ -19,8 +19,8 @@ import os
 import statistics
 import sys
 
-from common import (ROOT, SID, peak_rss_kib, run_measured, setup_sid, start_target, stop,
-                    tool_path)
+from common import (ROOT, SID, peak_rss_kib, record, run_measured, setup_sid, start_target,
+                    stop, tool_path)
 
 # Issue 12's goal: the dump with locals of a 200-frame stack (the locals
 # scenario) takes under this long, median.
@@ -63,6 +63,7 @@ def main():
     ]
     print("dump benchmark, target: Debian sid python3.15, %d interleaved runs each" % args.runs)
     print("%-22s %-28s %12s %12s" % ("scenario", "tool", "median ms", "peak RSS MB"))
+    figures = []                        # what record() writes: one row per line printed
     for name, kind, n in (("200-frame stack", "deep", 200), ("20 threads", "threads", 20),
                           ("100 threads", "threads", 100), ("200 frames, 6 locals", "locals", 200),
                           ("4 child processes", "sleepers", 4)):
@@ -74,18 +75,26 @@ def main():
         anchor_wall, anchor_rss = rows[tools[-1][0]]
         for label, (wall, rss) in rows.items():
             print("%-22s %-28s %12.2f %12.2f" % (name, label, wall * 1e3, rss / 1024))
+            figures.append({"id": "%s | %s" % (name, label), "median_ms": wall * 1e3,
+                            "peak_rss_mb": rss / 1024})
         wall, rss = rows["pystack-dump"]
         print("%-22s %-28s %11.1fx %11.1fx" % (name, "anchor / pystack-dump", anchor_wall / wall,
                                              anchor_rss / rss))
+        figures.append({"id": "%s | anchor / pystack-dump" % name,
+                        "wall_ratio": anchor_wall / wall, "rss_ratio": anchor_rss / rss})
         for opt in ("--locals", "--native", "--native-all", "--subprocesses"):
             owall, orss = rows["pystack-dump " + opt]
             print("%-22s %-28s %11.2fx %11.2fx" % (name, opt + " / pystack-dump", owall / wall,
                                                  orss / rss))
+            figures.append({"id": "%s | %s / pystack-dump" % (name, opt),
+                            "wall_ratio": owall / wall, "rss_ratio": orss / rss})
         if kind == "locals":
             for label in ("pystack-dump --locals", "pystack-dump --locals --json"):
                 ms = rows[label][0] * 1e3
                 print("%-22s %-28s %12s" % (name, label, "goal < %.0f ms: %s" % (
                     LOCALS_GOAL_MS, "met" if ms < LOCALS_GOAL_MS else "MISSED")))
+    record("bench_dump", figures, tool=ours,
+           interpreters=["sid python3.15 (/usr/bin/python3.15 in %s)" % SID])
     return 0
 
 

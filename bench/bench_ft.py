@@ -47,7 +47,7 @@ import sys
 import tempfile
 import time
 
-from common import HERE, ROOT, start_ready, stop, tool_path
+from common import HERE, ROOT, record, start_ready, stop, tool_path
 
 FT_DIR = os.environ.get("PYD_FT_DIR", "/var/cache/pystack-dump/ft")
 FT_MARKER = ".pyd-ft-ready"            # written by tests/setup-ft.sh once a build works
@@ -386,6 +386,7 @@ def main():
           "| dumps | marked torn | short | failed | sample runs failed "
           "| rounds per sampler CPU s | target's cores busy |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    figures = []                        # for record(): the medians' table, then the ratios
     result = {"settings": {"rounds": a.rounds, "secs": a.secs, "dumps": a.dumps,
                            "tool": tool, "cpus": os.cpu_count()},
               "interpreters": {}}
@@ -411,6 +412,8 @@ def main():
             "python": python, "version": targets[label].truth["version"],
             "free_threaded": ft, "median": med, "wrong_samples": wrong,
             "dumps": tot, "rounds": rs, "dump_rounds": ds}
+        figures.append(dict(med, id=label, wrong_samples=wrong, sample_runs_failed=len(rs) - len(ok),
+                            **dict(("dumps_" + k, v) for k, v in tot.items())))
     ratio = {}
     if len(labels) == 2 and all(result["interpreters"][l]["median"]["samples_per_s"]
                                 for l in labels):
@@ -431,6 +434,12 @@ def main():
         print()
         print("No ratio: both interpreters must be measured.")
     result["ratio_ft_over_default"] = ratio
+    if ratio:
+        figures.append(dict(ratio, id="free-threaded / default"))
+    record("bench_ft", figures, tool=tool,
+           interpreters=["%s: %s, %s" % (label, python, " ".join(targets[label].truth["version"]
+                                                                 .split()))
+                         for label, python, _, _ in interps if python])
 
     # what went wrong, if anything: the distinct wrong stacks and dumps
     for label in labels:

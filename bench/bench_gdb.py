@@ -21,7 +21,7 @@ import os
 import statistics
 import sys
 
-from common import ROOT, peak_rss_kib, run_measured, start_ready, stop
+from common import ROOT, peak_rss_kib, record, run_measured, start_ready, stop, tool_path
 
 FRAMES = 1000
 
@@ -76,9 +76,12 @@ def main():
     print("pystack-dump's py-bt printed %d frames" % frames)
     med = {label: statistics.median(w) * 1e3 for label, w in walls.items()}
     print("%-22s %12s %12s %16s" % ("command", "median ms", "peak RSS MB", "ms beyond gdb"))
+    figures = []
     for label, _ in tools:
         print("%-22s %12.1f %12.1f %16.1f" % (label, med[label], rss[label] / 1024,
                                               med[label] - med["gdb"]))
+        figures.append({"id": label, "median_ms": med[label], "peak_rss_mb": rss[label] / 1024,
+                        "beyond_gdb_ms": med[label] - med["gdb"]})
     ours = med["gdb + pystack-dump"] - med["gdb"]
     theirs = med["gdb + python-gdb.py"] - med["gdb"]
     print("python-gdb.py / pystack-dump: %.1fx wall, %.1fx beyond gdb's start-up; "
@@ -88,6 +91,12 @@ def main():
     print("py-bt -n (gdb's unwinding, named and merged by pystack-dump) costs %.1f ms beyond "
           "gdb's own bt of the same stack: %.2fx its wall time"
           % (med["gdb + py-bt -n"] - med["gdb bt"], med["gdb + py-bt -n"] / med["gdb bt"]))
+    figures.append({"id": "python-gdb.py / pystack-dump",
+                    "wall_ratio": med["gdb + python-gdb.py"] / med["gdb + pystack-dump"],
+                    "beyond_gdb_ratio": theirs / ours if ours > 0 else None})
+    figures.append({"id": "py-bt -n / gdb bt", "beyond_bt_ms": med["gdb + py-bt -n"] - med["gdb bt"],
+                    "wall_ratio": med["gdb + py-bt -n"] / med["gdb bt"]})
+    record("bench_gdb", figures, tool=tool_path(args.build), interpreters=[exe])
     return 0
 
 

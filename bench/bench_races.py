@@ -24,7 +24,7 @@ import sys
 import tempfile
 import time
 
-from common import ROOT, SID, setup_sid, stop, tool_path
+from common import ROOT, SID, record, setup_sid, stop, tool_path
 
 TARGETS = os.path.join(ROOT, "tests", "targets")
 # One of each way a stack's start is known: sid's 3.15 (the anchor of
@@ -110,10 +110,12 @@ def main():
     print("| interpreter | build | rounds/s | reads/round | errors | samples | cut short "
           "| dumped stacks | marked torn | cut short |")
     print("|---|---|---|---|---|---|---|---|---|---|")
+    figures, measured = [], []
     for label, python, chroot in INTERPS:
         if not os.path.exists((SID if chroot else "") + python):
             print("| %s | (not installed: skipped) |||||||||" % label)
             continue
+        measured.append("%s (%s%s)" % (label, python, " in " + SID if chroot else ""))
         proc, tmp = start(python, chroot)
         try:
             got = {b: [] for b, _ in tools}
@@ -130,11 +132,15 @@ def main():
         for b, _ in tools:
             runs = got[b]
             rates[b] = statistics.median(r[0] for r in runs)
-            print("| %s | %s | %d | %.2f | %d | %d | %d | %d | %d | %d |"
-                  % ((label, b, rates[b], statistics.median(r[1] for r in runs),
-                      sum(r[2] for r in runs), sum(r[3] for r in runs),
-                      sum(r[4] for r in runs)) + dumped[b]))
+            row = (rates[b], statistics.median(r[1] for r in runs), sum(r[2] for r in runs),
+                   sum(r[3] for r in runs), sum(r[4] for r in runs)) + dumped[b]
+            print("| %s | %s | %d | %.2f | %d | %d | %d | %d | %d | %d |" % ((label, b) + row))
+            figures.append(dict(zip(("rounds_per_s", "reads_per_round", "errors", "samples",
+                                     "samples_cut_short", "dumped", "dumps_torn",
+                                     "dumps_cut_short"), row), id="%s | %s" % (label, b)))
         print("| %s | this/vs | **%.2fx** |||||||||" % (label, rates["this"] / rates["vs"]))
+        figures.append({"id": "%s | this/vs" % label, "ratio": rates["this"] / rates["vs"]})
+    record("bench_races", figures, tool=tools[0][1], interpreters=measured)
 
 
 if __name__ == "__main__":

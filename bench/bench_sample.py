@@ -31,7 +31,7 @@ import sys
 import tempfile
 import time
 
-from common import (HERE, ROOT, SID, copy_to_sid, peak_rss_kib, setup_sid, start_ready,
+from common import (HERE, ROOT, SID, copy_to_sid, peak_rss_kib, record, setup_sid, start_ready,
                     start_target, stop, tool_path)
 
 sys.path.insert(0, os.path.join(ROOT, "tests"))
@@ -43,6 +43,7 @@ ANCHOR_LABEL = "sid-3.15"
 
 
 LAST_CPU = [0.0]                        # CPU seconds (user + sys) of the last run()
+FIGURES = []                            # the figures printed, for record(): one dict a row
 
 
 def run(cmd, what):
@@ -220,6 +221,9 @@ def side_by_side(tool, rounds, secs, workload):
     print("Dominant stack (function names, outermost first): Tachyon %s; pystack-dump %s: %s"
           % ("; ".join(names(d) for d in tdom), "; ".join(names(d) for d in odom),
              "**same**" if same else "**DIFFERENT**"))
+    FIGURES.append({"id": "side by side | " + workload, "pystack_dump_rate": o,
+                    "tachyon_rate": t, "ratio": o / t if t else None, "paired_ratio": paired,
+                    "per_cpu_s_ratio": eff, "same_dominant": same})
     print()
     return o, t, same
 
@@ -267,6 +271,12 @@ def greenlet_cost(tool, secs):
                                          100.0 * kept["ticks"] / max(asked, 1),
                                          kept["missed"]))
     print()
+    FIGURES.append({"id": "greenlets", "greenlets": GREENLETS, "rounds_per_s": rate,
+                    "samples_per_s": fast["samples"] / fast["duration_s"],
+                    "reads_per_round": reads, "reads_per_greenlet": reads / GREENLETS,
+                    "cpu_s": fast_cpu, "wall_rounds_per_s": wall["ticks"] / wall["duration_s"],
+                    "kept_pct_at_1000": 100.0 * kept["ticks"] / max(asked, 1),
+                    "missed_at_1000": kept["missed"]})
 
 
 def tachyon_async(pid, secs):
@@ -322,6 +332,10 @@ def async_side_by_side(tool, rounds, secs):
              100.0 * kept["ticks"] / max(asked, 1), kept["missed"],
              kept["reads"] / max(kept["ticks"], 1) / ASYNC_TASKS))
     print()
+    FIGURES.append({"id": "async", "tasks": ASYNC_TASKS, "ratio": statistics.median(ratios),
+                    "kept_pct_at_1000": 100.0 * kept["ticks"] / max(asked, 1),
+                    "missed_at_1000": kept["missed"],
+                    "reads_per_task_at_1000": kept["reads"] / max(kept["ticks"], 1) / ASYNC_TASKS})
 
 
 def per_process_counts(paths_by_pid, name_of):
@@ -415,6 +429,10 @@ def family_side_by_side(tool, rounds, secs):
                                                fmt_rate(sum(c.values()) / secs / max(len(c), 1)),
                                                fast["summary"].get("reads", float("nan"))))
     print()
+    FIGURES.append({"id": "subprocesses", "workers": FAMILY_WORKERS,
+                    "per_cpu_s_ratio": eff, "tachyon_wall_ratio": wall,
+                    "max_processes": len(c), "max_samples_per_s": sum(c.values()) / secs,
+                    "max_reads_per_round": fast["summary"].get("reads")})
 
 
 def follow_cost(tool, secs):
@@ -434,6 +452,8 @@ def follow_cost(tool, secs):
           "interleaved runs of %d s): %s samples/s plain, %s with it: **%.2fx**."
           % (DEPTH, secs, fmt_rate(p), fmt_rate(s), s / p))
     print()
+    FIGURES.append({"id": "subprocesses, no children", "plain_rate": p,
+                    "subprocesses_rate": s, "ratio": s / p})
 
 
 def other_interpreters(tool, secs):
@@ -457,6 +477,9 @@ def other_interpreters(tool, secs):
             stop(target)
         rate = doc["samples"] / doc["duration_s"]
         rates[interp.label] = rate
+        FIGURES.append({"id": "interpreter | " + interp.label, "samples": doc["samples"],
+                        "rate": rate, "errors": doc["errors"],
+                        "reads_per_sample": doc["reads"] / max(1, doc["samples"])})
         print("| %s | %s | %.2f | %s | %d | %.2f | %s |"
               % (interp.label, "{:,}".format(doc["samples"]), doc["duration_s"], fmt_rate(rate),
                  doc["errors"], doc["reads"] / max(1, doc["samples"]),
@@ -482,6 +505,7 @@ def rss_and_syscalls(tool, n, skip_rss):
                 os.unlink(path)
             print("Peak RSS after -n %s (%s samples in the output): **%.1f MB** (goal < 30 MB)"
                   % ("{:,}".format(n), "{:,}".format(got), kib / 1024.0))
+            FIGURES.append({"id": "peak RSS", "samples": got, "peak_rss_mb": kib / 1024.0})
             print()
         doc, err = ours_json(tool, target.pid, ["--rate", "max", "-d", "2"])
         print("Reads per sample (2 s at --rate max, from the json): %.3f (%d reads, %d samples)"
@@ -510,6 +534,9 @@ def rss_and_syscalls(tool, n, skip_rss):
             print("| %s | %s | %.3f |" % (name, "{:,}".format(c), c / samples))
         total = sum(calls.values())
         print("| **total** | %s | **%.3f** |" % ("{:,}".format(total), total / samples))
+        FIGURES.append({"id": "reads and syscalls",
+                        "reads_per_sample": doc["reads"] / max(1, doc["samples"]),
+                        "syscalls_per_sample": total / samples})
         print()
     finally:
         stop(target)
@@ -557,9 +584,12 @@ def main():
     if not args.skip_family:
         family_side_by_side(tool, args.rounds, args.secs)
         follow_cost(tool, args.other_secs)
+    others = {}
     if not args.skip_others:
-        other_interpreters(tool, args.other_secs)
+        others = other_interpreters(tool, args.other_secs)
     rss_and_syscalls(tool, args.rss_samples, args.skip_rss)
+    record("bench_sample", FIGURES, tool=tool,
+           interpreters=["sid-3.15 (%s in %s)" % (ANCHOR_PY, SID)] + sorted(others))
     return 0 if all(same and o >= 5 * t for o, t, same in results) else 1
 
 

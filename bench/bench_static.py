@@ -14,7 +14,8 @@ import subprocess
 import sys
 import tempfile
 
-from common import ROOT, peak_rss_kib, run_measured, setup_sid, start_target, stop, tool_path
+from common import (ROOT, SID, peak_rss_kib, record, run_measured, setup_sid, start_target, stop,
+                    tool_path)
 
 
 def sizes(path):
@@ -50,9 +51,11 @@ def main():
     print("static vs dynamic pystack-dump, %d interleaved runs each" % args.runs)
     print("%-26s %14s %14s %8s" % ("", "dynamic", "static", "ratio"))
     size = {k: sizes(p) for k, p in tools.items()}
+    figures = []
     for i, what in enumerate(("size as built (KiB)", "size stripped (KiB)")):
         d, s = size["dynamic"][i] / 1024, size["static"][i] / 1024
         print("%-26s %14.0f %14.0f %7.2fx" % (what, d, s, s / d))
+        figures.append({"id": what, "dynamic": d, "static": s, "ratio": s / d})
     target = start_target("deep", 200)
     try:
         pid = str(target.pid)
@@ -66,8 +69,14 @@ def main():
                                                   ms["static"] / ms["dynamic"]))
             print("%-26s %14.2f %14.2f %7.2fx" % ("  peak RSS (MB)", rss["dynamic"],
                                                   rss["static"], rss["static"] / rss["dynamic"]))
+            figures.append({"id": what + " (ms)", "dynamic": ms["dynamic"],
+                            "static": ms["static"], "ratio": ms["static"] / ms["dynamic"]})
+            figures.append({"id": what + " peak RSS (MB)", "dynamic": rss["dynamic"],
+                            "static": rss["static"], "ratio": rss["static"] / rss["dynamic"]})
     finally:
         stop(target)
+    record("bench_static", figures, tool=tools["dynamic"],
+           interpreters=["sid python3.15 (/usr/bin/python3.15 in %s)" % SID])
     return 0
 
 

@@ -12,7 +12,7 @@ import os
 import statistics
 import sys
 
-from common import (ROOT, SID, copy_to_sid, run_measured, setup_sid, start_ready, stop,
+from common import (ROOT, SID, copy_to_sid, record, run_measured, setup_sid, start_ready, stop,
                     tool_path)
 
 
@@ -46,6 +46,11 @@ def main():
     print("%-32s %10.1f ms" % ("pystack-dump --tasks --json", mo * 1e3))
     print("%-32s %10.1f ms" % ("python -m asyncio pstree", ma * 1e3))
     print("%-32s %10.1fx" % ("anchor / pystack-dump", ma / mo))
+    record("bench_tasks", [{"id": "%d tasks" % args.tasks, "tasks": args.tasks, "seen": seen,
+                            "runs": args.runs, "pystack_dump_ms": mo * 1e3,
+                            "pstree_ms": ma * 1e3, "ratio": ma / mo}],
+           tool=tool_path(args.build), interpreters=["sid python%s (%s in %s)" % (
+               args.python, py, SID)])
     return 0 if seen >= args.tasks else 1
 
 

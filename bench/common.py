@@ -1,6 +1,10 @@
 """What the benchmarks share: where things are, the sid chroot, starting a
-target that says "ready", timing a command and its peak RSS."""
+target that says "ready", timing a command and its peak RSS, and writing
+what a bench measured to bench/results/BENCH.json (record)."""
+import datetime
+import json
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -9,6 +13,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 SID = os.environ.get("PYD_SID_DIR", "/var/cache/pystack-dump/sid")
+RESULTS = os.path.join(HERE, "results")
 
 
 def tool_path(build):
@@ -68,3 +73,65 @@ def peak_rss_kib(cmd):
     res = subprocess.run(["/usr/bin/time", "-f", "%M"] + cmd, stdout=subprocess.DEVNULL,
                          stderr=subprocess.PIPE, check=True)
     return int(res.stderr.split()[-1])
+
+
+def _first_line(cmd):
+    try:
+        out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        return out.stdout.strip().splitlines()[0] if out.stdout.strip() else None
+    except OSError:
+        return None
+
+
+def _cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith(("model name", "Model")):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.machine()
+
+
+def _shown(path):
+    """PATH relative to the checkout when it is in it."""
+    rel = os.path.relpath(os.path.abspath(path), ROOT)
+    return path if rel.startswith("..") else rel
+
+
+def record(bench, rows, tool=None, interpreters=()):
+    """Write bench/results/BENCH.json: when, where, what was measured (the
+    pystack-dump build TOOL, the interpreters), the command, and ROWS, the
+    figures the bench printed (floats kept to 4 decimals), each a dict
+    with a unique "id" (what the README's figures are tied to, see
+    bench/README.md).  Keys sorted, one
+    line per top-level key and per row.  Returns the path."""
+    rows = [dict((k, round(v, 4) if isinstance(v, float) else v) for k, v in r.items())
+            for r in rows]
+    ids = [r["id"] for r in rows]
+    assert len(set(ids)) == len(ids), "row ids must be unique: %s" % ids
+    doc = {
+        "bench": bench,
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "machine": {"cpus": os.cpu_count(), "model": _cpu_model(),
+                    "kernel": platform.release(),
+                    "load": [round(x, 2) for x in os.getloadavg()]},
+        "tool": tool and {"path": _shown(tool), "version": _first_line([tool, "--version"])},
+        "git": _first_line(["git", "-C", ROOT, "describe", "--always", "--dirty"]),
+        "interpreters": list(interpreters),
+        "command": [os.path.relpath(sys.argv[0], ROOT)] + sys.argv[1:],
+    }
+    lines = [" %s: %s" % (json.dumps(k), json.dumps(v, sort_keys=True))
+             for k, v in sorted(doc.items())]
+    lines.append(' "rows": [\n' + ",\n".join("  " + json.dumps(r, sort_keys=True)
+                                            for r in rows) + "\n ]")
+    lines.sort()
+    os.makedirs(RESULTS, exist_ok=True)
+    path = os.path.join(RESULTS, bench + ".json")
+    with open(path + ".tmp", "w") as f:
+        f.write("{\n" + ",\n".join(lines) + "\n}\n")
+    os.replace(path + ".tmp", path)
+    print("figures written to %s" % os.path.relpath(path, ROOT))
+    return path
+

@@ -10,6 +10,17 @@ mount_proc() {
     log "mounted proc on $DIR/proc"
 }
 
+# A tmpfs on /dev/shm: glibc before 2.34 (bullseye's 2.31) finds no POSIX
+# shared memory without one, and multiprocessing's locks fail (ENOSYS)
+mount_shm() {
+    mkdir -p "$DIR/dev/shm"
+    if mountpoint -q "$DIR/dev/shm"; then
+        return 0
+    fi
+    mount -t tmpfs -o mode=1777 shm "$DIR/dev/shm" || die "cannot mount tmpfs on $DIR/dev/shm"
+    log "mounted tmpfs on $DIR/dev/shm"
+}
+
 # the first non-security URI of the machine's apt sources
 find_mirror() {
     uri=""

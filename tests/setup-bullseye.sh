@@ -44,6 +44,7 @@ venv_pkgs() {
 
 if [ -f "$MARKER" ] && verify; then
     mount_proc
+    mount_shm
     venv_pkgs
     log "ready: $DIR"
     exit 0
@@ -65,6 +66,7 @@ debootstrap --variant=minbase --include="$PKGS" bullseye "$DIR" "$MIRROR" \
     || die "debootstrap failed, see $DIR.debootstrap.log"
 verify || die "chroot $DIR is incomplete"
 mount_proc
+mount_shm
 chroot "$DIR" /usr/bin/python3.9 -c 'import sys; print(sys.executable, sys.version.split()[0])' \
     >"$MARKER.tmp"
 mv "$MARKER.tmp" "$MARKER"

@@ -12,6 +12,7 @@ import glob
 import os
 import shutil
 import signal
+import sys
 import tempfile
 
 import pytest
@@ -132,7 +133,12 @@ def sample_job(a64, mode, tools):
 
 def qemu_core(a64, target, workdir):
     """The ground truth and the qemu core of target killed by CORE_SIGNAL."""
-    wrap = ["prlimit", "--core=unlimited", "--", "sh", "-c", 'cd "$0" && exec "$@"', workdir]
+    # SIGQUIT's default action restored: a test run started in the
+    # background of a shell without job control inherits it ignored
+    # (POSIX), and no shell may reset what it was started ignoring.
+    wrap = ["prlimit", "--core=unlimited", "--", sys.executable, "-c",
+            "import os, signal, sys; signal.signal(signal.SIGQUIT, signal.SIG_DFL); "
+            "os.chdir(sys.argv[1]); os.execv(sys.argv[2], sys.argv[2:])", workdir]
     with Target(a64, target, wrap=wrap) as tg:
         gt = tg.settled_truth(gt_sanity)
         os.kill(tg.pid, CORE_SIGNAL)

@@ -1307,7 +1307,13 @@ enum pyd_err pyd_sampler_open(struct pyd_session *s, enum pyd_sample_mode mode,
 	sp->mode = mode;
 	sp->now = now_ns();
 	pyd_prefetch_init(&sp->pf, s->src);
-	enum pyd_err err = refresh(sp, true);
+	/* A thread list that changes while it is walked (threads started and
+	 * ended by the thousand a second) tears the walk: walk it again, as
+	 * a round would, rather than refuse to start. */
+	enum pyd_err err = PYD_E_READ;
+	for (unsigned i = 0; i < PYD_WALK_ATTEMPTS &&
+	                     (err == PYD_E_READ || err == PYD_E_TORN); i++)
+		err = refresh(sp, true);
 	/* Async mode needs the task decoder: say so now, not every round. */
 	if (!err && mode == PYD_SAMPLE_ASYNC && !pyd_tasks_supported(s))
 		err = PYD_E_UNSUPPORTED;

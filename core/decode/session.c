@@ -74,10 +74,12 @@ static uint32_t version_hex(const char *v)
 static enum pyd_err layout_builtin(struct pyd_session *s, bool ft,
 				   char *detail, size_t detailsz)
 {
-	uint32_t hex;
-	if (s->rt.py_version_addr &&
-	    pyd_read(s->src, s->rt.py_version_addr, &hex, sizeof hex) == PYD_OK &&
-	    (hex >> 24) == 3)
+	uint32_t hex = 0;
+	bool read_hex = s->rt.py_version_addr &&
+			pyd_read(s->src, s->rt.py_version_addr, &hex,
+				 sizeof hex) == PYD_OK &&
+			(hex >> 24) == 3;
+	if (read_hex)
 		format_hex_version(hex, s->version, sizeof s->version);
 	else
 		snprintf(s->version, sizeof s->version, "%s", s->rt.version);
@@ -87,7 +89,7 @@ static enum pyd_err layout_builtin(struct pyd_session *s, bool ft,
 			 s->rt.binary);
 		return PYD_E_UNSUPPORTED;
 	}
-	if (!s->rt.py_version_addr || (hex >> 24) != 3)
+	if (!read_hex)
 		hex = version_hex(s->version);
 	struct py_build b = { hex, s->rt.debug_build, ft };
 	const struct py_layout *L = py_layout_builtin(&b);

@@ -3,7 +3,10 @@ CPython 3.11, 3.13, 3.14 and 3.15 (tests/setup-arm64.sh) run the targets,
 and both the arm64 build (tools/build-arm64.sh, itself run under qemu)
 and this machine's x86-64 build read them live: stacks, thread names,
 locals, task graphs, the sampler in every mode, and the core files qemu
-writes (aarch64, without NT_FILE).  Under qemu, guest
+writes (aarch64, without NT_FILE; and with the NT_FILE the kernel or gdb
+would write added), read as on another machine; the arm64 static binary
+(tools/build-static.sh --arm64) runs the dumps, task graphs and cores
+under qemu with no sysroot.  Under qemu, guest
 addresses are the host's and process_vm_readv is ENOSYS (the /proc/PID/mem
 fallback reads); ptrace is not implemented, so --locked and --native must
 refuse, saying why, instead of being tested."""
@@ -17,6 +20,7 @@ import tempfile
 
 import pytest
 
+from harness.cores import NOBIN_MIN, file_mappings, nobin_partial, read_core_facts, with_nt_file
 from harness.dumps import compare, gt_sanity, parse_dump
 from harness.interps import arm64_dir, discover_arm64
 from harness.locals import check_locals_doc
@@ -24,12 +28,17 @@ from harness.procs import TOOL_TIMEOUT, host_tmp, short
 from harness.results import Result, settle
 from harness.target import Target, Tool, tool_run
 from harness.tasks import TASKS_TARGET, compare_tasks, tasks_info, with_graph_diff
+from test_greenlets import SUPPORTED_MINORS as GREENLET_MINORS, compare_greenlets, has_greenlet
 from test_sample import sample_async, sample_cpu, sample_gil, sample_split
 from test_tasks import live_graph, tasks_names
 
 # The builds that read the arm64 targets: "arm64" under qemu, and this
 # machine's own ("x86-64"), as one reads an emulated process from outside.
 TOOLS = ["arm64", "x86-64"]
+# ... and the arm64 static binary (tools/build-static.sh --arm64, in
+# ARM64_BUILD-static), under qemu with no sysroot at all, for dumps and cores
+STATIC = "arm64-static"
+WITH_STATIC = TOOLS + [STATIC]
 DUMP_TARGETS = ["threads", "generators", "names"]
 # sample mode -> (target, its check in test_sample.py)
 SAMPLE_MODES = {"wall": ("sample_split", sample_split), "cpu": ("sample_cpu", sample_cpu),
@@ -63,19 +72,27 @@ def tools(request, tool):
     build sysroot's libraries, and the x86-64 one."""
     path = os.path.join(os.path.abspath(request.config.getoption("arm64_build")),
                         "cli", "pystack-dump")
+    static = os.path.join(os.path.abspath(request.config.getoption("arm64_build")) + "-static",
+                          "cli", "pystack-dump")
     qemu = discover_arm64()[0].wrap[0]
     found = {"x86-64": tool}
     if os.access(path, os.X_OK) and os.access(qemu, os.X_OK):
         found["arm64"] = Tool(path, wrap=[qemu, "-L", os.path.join(arm64_dir(), "build")])
+    if os.access(static, os.X_OK) and os.access(qemu, os.X_OK):
+        found[STATIC] = Tool(static, wrap=[qemu])
     return found
 
 
-def each_tool(tools, fn, *args):
+MISSING = {"arm64": "no arm64 build (tools/build-arm64.sh build-arm64)",
+           STATIC: "no arm64 static build (tools/build-static.sh --arm64)"}
+
+
+def each_tool(tools, fn, *args, names=TOOLS):
     """fn(tool, *args) -> errors for each build, as Results named by build."""
     res = []
-    for name in TOOLS:
+    for name in names:
         if name not in tools:
-            res.append(Result(name, "SKIP", "no arm64 build (tools/build-arm64.sh build-arm64)"))
+            res.append(Result(name, "SKIP", MISSING[name]))
             continue
         errs, info = fn(tools[name], *args)
         res.append(Result(name, "FAIL" if errs else "PASS", "\n".join(errs), info=info))
@@ -96,7 +113,7 @@ def dump_errors(tool, tg, gt, flags, check):
 def dump_job(a64, target, tools):
     with Target(a64, target) as tg:
         gt = tg.settled_truth(gt_sanity)
-        return each_tool(tools, dump_errors, tg, gt, [], compare)
+        return each_tool(tools, dump_errors, tg, gt, [], compare, names=WITH_STATIC)
 
 
 def locals_job(a64, tools):
@@ -115,7 +132,7 @@ def tasks_errors(tool, tg, a64):
 
 def tasks_job(a64, tools):
     with Target(a64, TASKS_TARGET) as tg:
-        return each_tool(tools, tasks_errors, tg, a64)
+        return each_tool(tools, tasks_errors, tg, a64, names=WITH_STATIC)
 
 
 def sample_job(a64, mode, tools):
@@ -132,7 +149,8 @@ def sample_job(a64, mode, tools):
 
 
 def qemu_core(a64, target, workdir):
-    """The ground truth and the qemu core of target killed by CORE_SIGNAL."""
+    """The ground truth, the qemu core of target killed by CORE_SIGNAL and
+    the process's /proc/PID/maps just before."""
     # SIGQUIT's default action restored: a test run started in the
     # background of a shell without job control inherits it ignored
     # (POSIX), and no shell may reset what it was started ignoring.
@@ -141,44 +159,97 @@ def qemu_core(a64, target, workdir):
             "os.chdir(sys.argv[1]); os.execv(sys.argv[2], sys.argv[2:])", workdir]
     with Target(a64, target, wrap=wrap) as tg:
         gt = tg.settled_truth(gt_sanity)
+        with open("/proc/%d/maps" % tg.pid) as f:
+            maps = f.read()
         os.kill(tg.pid, CORE_SIGNAL)
         tg.proc.wait(timeout=CORE_WAIT)
     cores = glob.glob(os.path.join(workdir, "qemu_*.core"))
-    return gt, cores[0] if cores else None
+    return gt, (cores[0] if cores else None), maps
 
 
-def core_errors(tool, core, gt, a64, sysroot):
-    """--core --json (no NT_FILE: the files from the core's own memory)
-    exact; with --native --sysroot the same Python frames and native
-    frames of libc among them."""
+def core_reads(a64, core, maps, workdir):
+    """[(name, core, flags, partial tids)]: the ways a core from another
+    machine is read.  qemu's own core (no NT_FILE): as it is, the files
+    placed from its memory; with --native --sysroot; with the interpreter
+    elsewhere (--exe, --sysroot empty); 3.13+ with no binary at all (the
+    runtime found by its cookie).  And the same core with the NT_FILE note
+    gdb's gcore or the kernel writes on arm64, naming the files as the guest
+    sees them, read with --sysroot (as a core copied off an arm64 host)."""
+    root = a64.wrap[a64.wrap.index("-L") + 1]
+    empty = os.path.join(workdir, "empty")
+    elsewhere = os.path.join(workdir, "elsewhere", os.path.basename(a64.exe))
+    os.makedirs(empty)
+    os.makedirs(os.path.dirname(elsewhere))
+    shutil.copy(a64.exe, elsewhere)
+    nt = os.path.join(workdir, "nt-file.core")
+    with_nt_file(core, nt, file_mappings(maps, read_core_facts(core)["loads"], strip=root))
+    reads = [("qemu", core, [], ()),
+             ("qemu --native", core, ["--native", "--sysroot", root], ()),
+             ("qemu --exe elsewhere", core, ["--exe", elsewhere, "--sysroot", empty], ()),
+             ("NT_FILE", nt, ["--sysroot", root], ()),
+             ("NT_FILE --native", nt, ["--native", "--sysroot", root], ())]
+    if a64.minor >= NOBIN_MIN:
+        reads.append(("qemu, no binaries", core, ["--exe", "/nonexistent", "--sysroot", empty],
+                      "nobin"))
+    return reads
+
+
+def core_errors(tool, reads, gt, a64):
+    """Each read exact (partial tids aside); --native also shows native
+    frames of libc among the Python ones."""
     errs, secs = [], 0.0
-    for flags in ([], ["--native", "--sysroot", sysroot]):
+    for name, core, flags, partial in reads:
+        partial = nobin_partial(gt, a64) if partial == "nobin" else set()
         argv, rc, out, err, secs = tool_run(tool, ["--core", core, "--json"] + flags)
-        doc, e = parse_dump(rc, out, err, secs)
+        doc, e = parse_dump(rc, out, err, secs, ok=(0, 9) if partial else (0,))
         if e:
-            errs.append("%s: %s" % (" ".join(argv), e))
+            errs.append("%s: %s: %s" % (name, " ".join(argv), e))
             continue
-        if flags:
+        if "--native" in flags:
             doc = dict(doc, threads=[dict(t, frames=[f for f in t["frames"]
                                                      if f.get("kind", "python") == "python"])
                                      for t in doc["threads"]])
             if b"libc.so.6" not in out:
-                errs.append("%s: no native frame in libc.so.6" % " ".join(argv))
-        errs += ["%s: %s" % (" ".join(argv), x)
-                 for x in compare(gt, doc, a64, gt["pid"])]
-    return errs, "%.2fs" % secs
+                errs.append("%s: %s: no native frame in libc.so.6" % (name, " ".join(argv)))
+        errs += ["%s: %s: %s" % (name, " ".join(argv), x)
+                 for x in compare(gt, doc, a64, gt["pid"], partial=partial)]
+    return errs, "%d reads, last %.2fs" % (len(reads), secs)
 
 
 def core_job(a64, tools):
     workdir = tempfile.mkdtemp(prefix="arm64-core-", dir=host_tmp())
     try:
-        gt, core = qemu_core(a64, "threads", workdir)
+        gt, core, maps = qemu_core(a64, "threads", workdir)
         if not core:
-            return [Result(n, "FAIL", "qemu wrote no core into %s" % workdir) for n in TOOLS]
-        sysroot = os.path.dirname(os.path.dirname(os.path.dirname(a64.exe)))
-        return each_tool(tools, core_errors, core, gt, a64, sysroot)
+            return [Result(n, "FAIL", "qemu wrote no core into %s" % workdir)
+                    for n in WITH_STATIC]
+        return each_tool(tools, core_errors, core_reads(a64, core, maps, workdir), gt, a64,
+                         names=WITH_STATIC)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def greenlets_errors(tool, tg, gt):
+    argv, rc, out, err, secs = tool_run(tool, ["--greenlets", "--json", str(tg.pid)])
+    doc, e = parse_dump(rc, out, err, secs)
+    if e:
+        return ["%s: %s" % (" ".join(argv), e)], ""
+    errs = compare_greenlets(gt, doc)
+    if doc.get("greenlet_version") != gt["greenlet_version"] or not doc.get("layout_recognised"):
+        errs.append("greenlet %r, layout recognised %r; expected greenlet %s, recognised"
+                    % (doc.get("greenlet_version"), doc.get("layout_recognised"),
+                       gt["greenlet_version"]))
+    return (["command: " + " ".join(argv)] + errs if errs else []), \
+        "greenlet %s, %d greenlets" % (gt["greenlet_version"], len(gt["greenlets"]))
+
+
+def greenlets_job(a64, tools):
+    why = has_greenlet(a64)
+    if why:
+        return [Result(n, "SKIP", why) for n in TOOLS]
+    with Target(a64, "greenlets") as tg:
+        gt = tg.wait_ground_truth()
+        return each_tool(tools, greenlets_errors, tg, gt)
 
 
 def no_ptrace_job(a64, tools):
@@ -203,7 +274,7 @@ def no_ptrace_job(a64, tools):
 
 @pytest.mark.job("arm64-dump")
 @pytest.mark.parametrize("target", DUMP_TARGETS)
-@pytest.mark.parametrize("which", TOOLS)
+@pytest.mark.parametrize("which", WITH_STATIC)
 def test_arm64_dump(a64, target, which, tools, jobs, request):
     """--json of a live arm64 target: every thread, name and frame as the
     target recorded them."""
@@ -218,7 +289,7 @@ def test_arm64_locals(a64, which, tools, jobs, request):
 
 
 @pytest.mark.job("arm64-tasks")
-@pytest.mark.parametrize("which", TOOLS)
+@pytest.mark.parametrize("which", WITH_STATIC)
 def test_arm64_tasks(a64, which, tools, jobs, request):
     """--tasks --json: the asyncio task graph against its ground truth."""
     settle(jobs.result(which, tasks_job, a64, tools), request.node)
@@ -233,10 +304,21 @@ def test_arm64_sample(a64, mode, which, tools, jobs, request):
 
 
 @pytest.mark.job("arm64-core")
-@pytest.mark.parametrize("which", TOOLS)
+@pytest.mark.parametrize("which", WITH_STATIC)
 def test_arm64_core(a64, which, tools, jobs, request):
-    """A core qemu wrote (aarch64, no NT_FILE) read by either build."""
+    """A core qemu wrote (aarch64, no NT_FILE), and the same with NT_FILE,
+    read by each build as on another machine (core_reads)."""
     settle(jobs.result(which, core_job, a64, tools), request.node)
+
+
+@pytest.mark.job("arm64-greenlets")
+@pytest.mark.parametrize("which", TOOLS)
+def test_arm64_greenlets(a64, which, tools, jobs, request):
+    """--greenlets --json (3.14+; greenlet where Debian packages it for
+    arm64): every greenlet's state, parent, wait and frames."""
+    if a64.minor not in GREENLET_MINORS:
+        pytest.skip("--greenlets reads CPython 3.14 and 3.15")
+    settle(jobs.result(which, greenlets_job, a64, tools), request.node)
 
 
 @pytest.mark.job("arm64-no-ptrace")

@@ -11,7 +11,8 @@ import zlib
 
 import pytest
 
-from harness.cores import CORE_PATTERN, GCORE, kernel_core, read_core_facts, remove, run_gcore
+from harness.cores import (CORE_PATTERN, GCORE, kernel_core, program_headers, read_core_facts,
+                           remove, run_gcore)
 from harness.dumps import compare
 from harness.interps import FIXTURES_DIR, fixture_paths
 from harness.procs import crashed, host_tmp, kill, short, spawn
@@ -304,15 +305,6 @@ def test_snapshot_huge_non_snapshot(tool, scratch):
         assert took < 5 and kib < 64 * 1024, "took %.1fs, peak RSS %d KiB" % (took, kib)
     finally:
         os.unlink(big)
-
-
-def program_headers(b):
-    """(offset of the program header table, entry size, count) of ELF b."""
-    phoff, shoff = struct.unpack_from("<QQ", b, 32)
-    phentsize, phnum = struct.unpack_from("<HH", b, 54)
-    if phnum == 0xFFFF:                                  # PN_XNUM: in section 0
-        phnum = struct.unpack_from("<I", b, shoff + 44)[0]
-    return phoff, phentsize, phnum
 
 
 def test_core_mapping_wraps(tool, python_core, scratch):

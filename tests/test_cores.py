@@ -7,8 +7,9 @@ import os
 
 import pytest
 
-from harness.cores import (CORE_PATTERN, GCORE, GCORE_TARGET_ENV, gcore_slot, kernel_core,
-                           read_core_facts, remove, run_gcore, unreadable_stacks)
+from harness.cores import (CORE_PATTERN, GCORE, GCORE_TARGET_ENV, NOBIN_MIN, gcore_slot,
+                           kernel_core, nobin_partial, read_core_facts, remove, run_gcore,
+                           unreadable_stacks)
 from harness.dumps import compare, core_doc_checks, gt_sanity
 from harness.procs import crashed, host_tmp, short
 from harness.results import Result, settle
@@ -16,7 +17,6 @@ from harness.target import Target, parse_json_out, tool_file_run
 
 
 CORE_TARGETS = ["threads", "names", "generators"]   # gcore and kernel cores, every interpreter
-NOBIN_MIN = (3, 13)                     # cores decoded with no binaries at all (cookie scan)
 
 RECOVER_MIN = (3, 12)
 
@@ -92,15 +92,6 @@ def gcore_job(interp, target, tool):
         errs.insert(0, "command: %s (core deleted; C stack unreadable for tids %s)"
                     % (cmd, sorted(unreadable) or "none"))
     return [Result(name, "FAIL" if errs else "PASS", "\n".join(errs), info=info)]
-
-
-def nobin_partial(gt, interp):
-    """Threads a core read without the interpreter's binary may show only
-    in part: 3.13+ enters a specialized __init__ call through a trampoline
-    whose code object is the binary's read-only data, which a kernel core
-    leaves out (tests/targets/threads.py's in_init)."""
-    return set(t["tid"] for t in gt["threads"]
-               if interp.minor >= (3, 13) and t["name"] == "in_init")
 
 
 def kcore_job(interp, target, tool):

@@ -427,6 +427,22 @@ static void maps_from_memory(struct pyd_core *c)
 	qsort(c->maps, c->nmaps, sizeof *c->maps, by_start);
 }
 
+/* Neither NT_FILE nor the executable says which memory was which file
+ * (a qemu core read with its binaries elsewhere): every segment with
+ * contents is listed as memory of no file, so that 3.13+'s runtime can
+ * still be found by its cookie among the writable ones. */
+static void maps_from_segments(struct pyd_core *c)
+{
+	for (size_t i = 0; i < c->nsegs; i++) {
+		const struct segment *s = &c->segs[i];
+		if (!s->filesz ||
+		    !pyd_grow_one((void **)&c->maps, c->nmaps, sizeof *c->maps))
+			continue;
+		c->maps[c->nmaps++] = (struct pyd_mapping){
+		    .start = s->vaddr, .end = s->vaddr + s->memsz};
+	}
+}
+
 static void set_perms(struct pyd_core *c)
 {
 	for (size_t i = 0; i < c->nmaps; i++) {
@@ -604,6 +620,8 @@ enum pyd_err pyd_core_open(const char *path, const struct pyd_core_opts *o,
 	if (!err) {
 		if (!c->maps)
 			maps_from_memory(c);
+		if (!c->maps)
+			maps_from_segments(c);
 		set_perms(c);
 		err = check_build_ids(c, detail, detailsz);
 	}

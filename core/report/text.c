@@ -131,9 +131,10 @@ void pyd_report_text_head(struct pyd_buf *b, const struct pyd_report_opts *o)
 {
 	if (o->origin)
 		pyd_buf_printf(b, "%s: ", o->origin);
+	/* A core that names no file leaves the interpreter's file unknown. */
 	pyd_buf_printf(b, "Python %s%s (%s)\n", o->python_version,
 		       o->free_threaded ? ", free-threading build" : "",
-		       o->binary);
+		       o->binary && *o->binary ? o->binary : "its file unknown");
 }
 
 void pyd_report_text(struct pyd_buf *b, const struct pyd_dump *d,

@@ -38,6 +38,16 @@ static uint64_t find_cookie(const uint8_t *buf, size_t n, uint64_t addr,
 	return 0;
 }
 
+/* Whether any mapping names its file: if none does (a core that could not
+ * say), the data segment is among the nameless ones, and they are scanned. */
+static bool any_file(const struct pyd_mapping *maps, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (maps[i].path)
+			return true;
+	return false;
+}
+
 enum pyd_err pyd_runtime_find_cookie(const struct pyd_memsrc *src,
 				     struct pyd_runtime *rt)
 {
@@ -47,10 +57,10 @@ enum pyd_err pyd_runtime_find_cookie(const struct pyd_memsrc *src,
 	if (err)
 		return err;
 	memset(rt, 0, sizeof *rt);
-	bool found = false;
+	bool found = false, files = any_file(maps, n);
 	for (size_t i = 0; i < n && !found; i++) {
 		const struct pyd_mapping *m = &maps[i];
-		uint64_t at = m->path && m->perms[1] == 'w' &&
+		uint64_t at = (m->path || !files) && m->perms[1] == 'w' &&
 		                      m->end - m->start <= MAX_SCAN
 		                  ? pyd_scan(src, m->start, m->end, MAX_SCAN,
 		                             find_cookie, NULL)
@@ -63,7 +73,8 @@ enum pyd_err pyd_runtime_find_cookie(const struct pyd_memsrc *src,
 		rt->runtime_addr = at;
 		rt->major = 3;
 		rt->minor = (int)((hex >> 16) & 0xff);
-		snprintf(rt->binary, sizeof rt->binary, "%s", m->path);
+		snprintf(rt->binary, sizeof rt->binary, "%s",
+		         m->path ? m->path : "");
 		found = true;
 	}
 	return found ? PYD_OK : PYD_E_NOTPYTHON;

@@ -178,6 +178,80 @@ def core_cleanup(chroots):
                 pass
 
 
+# cores decoded with no binaries at all (the runtime found by its cookie)
+NOBIN_MIN = (3, 13)
+
+
+def nobin_partial(gt, interp):
+    """Threads a core read without the interpreter's binary may show only
+    in part: 3.13+ enters a specialized __init__ call through a trampoline
+    whose code object is the binary's read-only data, which a kernel core
+    leaves out (tests/targets/threads.py's in_init)."""
+    return set(t["tid"] for t in gt["threads"]
+               if interp.minor >= (3, 13) and t["name"] == "in_init")
+
+
+def program_headers(b):
+    """(offset of the program header table, entry size, count) of ELF b."""
+    phoff, shoff = struct.unpack_from("<QQ", b, 32)
+    phentsize, phnum = struct.unpack_from("<HH", b, 54)
+    if phnum == 0xFFFF:                                  # PN_XNUM: in section 0
+        phnum = struct.unpack_from("<I", b, shoff + 44)[0]
+    return phoff, phentsize, phnum
+
+
+NT_FILE = 0x46494C45
+PAGE = 4096
+
+
+def file_mappings(maps_text, loads, strip=""):
+    """NT_FILE's entries [(start, end, offset, path)] from a /proc/PID/maps
+    text: the file-backed lines inside the core's PT_LOAD segments
+    [(vaddr, memsz, ...)] (an emulator's own mappings are not the guest's),
+    strip taken off the front of each path (the guest's view of files
+    unpacked under a sysroot)."""
+    files = []
+    for line in maps_text.splitlines():
+        f = line.split(None, 5)
+        if len(f) < 6 or not f[5].startswith("/"):
+            continue
+        start, end = (int(x, 16) for x in f[0].split("-"))
+        if not any(v <= start < v + m for v, m, *_ in loads):
+            continue
+        path = f[5][len(strip):] if strip and f[5].startswith(strip + "/") else f[5]
+        files.append((start, end, int(f[2], 16), path))
+    return files
+
+
+def with_nt_file(core, out, files):
+    """A copy of core at out with an NT_FILE note listing files, as the
+    kernel and gdb's gcore write it: the note segment, grown by the note,
+    moved to the end of the file; all else unchanged."""
+    with open(core, "rb") as f:
+        b = bytearray(f.read())
+    desc = struct.pack("<QQ", len(files), PAGE)
+    desc += b"".join(struct.pack("<QQQ", s, e, o // PAGE) for s, e, o, _ in files)
+    desc += b"".join(p.encode() + b"\0" for *_, p in files)
+    desc += b"\0" * (-len(desc) % 4)
+    note = struct.pack("<III", 5, len(desc), NT_FILE) + b"CORE\0\0\0\0" + desc
+    phoff, phentsize, phnum = program_headers(b)
+    for i in range(phnum):
+        ph = phoff + i * phentsize
+        if struct.unpack_from("<I", b, ph)[0] != 4:          # PT_NOTE
+            continue
+        off, filesz = struct.unpack_from("<Q", b, ph + 8)[0], struct.unpack_from("<Q", b, ph + 32)[0]
+        notes = bytes(b[off:off + filesz]) + note
+        b += b"\0" * (-len(b) % 8)
+        struct.pack_into("<Q", b, ph + 8, len(b))
+        struct.pack_into("<Q", b, ph + 32, len(notes))
+        b += notes
+        break
+    else:
+        raise ValueError("%s has no note segment" % core)
+    with open(out, "wb") as f:
+        f.write(b)
+
+
 def read_core_facts(path):
     """The parts of an x86-64 ELF core the tests need: threads [(tid, rsp)]
     from NT_PRSTATUS and PT_LOAD segments [(vaddr, memsz, offset, filesz)]."""

@@ -8,11 +8,12 @@ import time
 from .procs import TARGET_ENV, TOOL_TIMEOUT, alive, run, short, task_states, tracer_pid, vlog
 
 
-def parse_dump(rc, out, err, secs):
-    """Returns (doc, error string)."""
+def parse_dump(rc, out, err, secs, ok=(0,)):
+    """Returns (doc, error string); ok: the exit statuses expected (9: a
+    dump that says it is partial)."""
     if rc is None:
         return None, "pystack-dump timed out after %.0fs; stderr: %s" % (secs, short(err))
-    if rc != 0:
+    if rc not in ok:
         return None, "pystack-dump exited %d; stderr: %s" % (rc, short(err))
     try:
         return json.loads(out.decode("utf-8")), None

@@ -29,6 +29,7 @@ from harness.results import Result, settle
 from harness.target import Target, Tool, tool_run
 from harness.tasks import TASKS_TARGET, compare_tasks, tasks_info, with_graph_diff
 from test_greenlets import SUPPORTED_MINORS as GREENLET_MINORS, compare_greenlets, has_greenlet
+from test_lldb import LLDB, cli, lldb, same, sections
 from test_sample import sample_async, sample_cpu, sample_gil, sample_split
 from test_tasks import live_graph, tasks_names
 
@@ -51,6 +52,8 @@ NO_PTRACE = b"ptrace is not implemented here"
 # process, not the guest's).
 CORE_SIGNAL = signal.SIGQUIT
 CORE_WAIT = 60.0
+# lldb itself under qemu: about 15 s for one core
+LLDB_QEMU_TIMEOUT = 180.0
 
 
 def pytest_generate_tests(metafunc):
@@ -252,6 +255,33 @@ def greenlets_job(a64, tools):
         return each_tool(tools, greenlets_errors, tg, gt)
 
 
+def lldb_job(a64, tools, plugins):
+    """py-bt all in lldb on a qemu core: this machine's lldb with this
+    build's plugin, and arm64's lldb 16 (from the build sysroot) with the
+    arm64 build's plugin under qemu; each prints what pystack-dump --core
+    prints (test_arm64_core checks that against the ground truth)."""
+    workdir = tempfile.mkdtemp(prefix="arm64-lldb-", dir=host_tmp())
+    try:
+        _gt, core, _maps = qemu_core(a64, "threads", workdir)
+        if not core:
+            return [Result(n, "FAIL", "qemu wrote no core into %s" % workdir) for n in TOOLS]
+        rc, want, err = cli(tools["x86-64"], ["--core", core])
+        if rc:
+            return [Result(n, "FAIL", "pystack-dump --core: " + err) for n in TOOLS]
+        res = []
+        for name in TOOLS:
+            if name not in plugins:
+                res.append(Result(name, "SKIP", "no lldb plugin or no lldb for " + name))
+                continue
+            so, program = plugins[name]
+            rc, out, err = lldb(so, ["py-bt all"], ["-c", core, a64.exe],
+                                timeout=LLDB_QEMU_TIMEOUT, program=program)
+            res.append(same(name, want, sections(out).get("py-bt all", err)))
+        return res
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
 def no_ptrace_job(a64, tools):
     """The arm64 build under qemu: --locked and --native exit 9 at once,
     saying ptrace is missing; the target is left running."""
@@ -319,6 +349,32 @@ def test_arm64_greenlets(a64, which, tools, jobs, request):
     if a64.minor not in GREENLET_MINORS:
         pytest.skip("--greenlets reads CPython 3.14 and 3.15")
     settle(jobs.result(which, greenlets_job, a64, tools), request.node)
+
+
+@pytest.fixture(scope="session")
+def lldb_plugins(request, build):
+    """{build: (the lldb plugin, the lldb to load it into)}: this machine's,
+    and the arm64 build's in arm64's lldb under qemu."""
+    found = {}
+    so = os.path.join(build, "lldb-plugin", "pystack-dump-lldb.so")
+    if shutil.which(LLDB) and os.path.exists(so):
+        found["x86-64"] = (so, (LLDB,))
+    sysroot = os.path.join(arm64_dir(), "build")
+    so = os.path.join(os.path.abspath(request.config.getoption("arm64_build")),
+                      "lldb-plugin", "pystack-dump-lldb.so")
+    exe = os.path.join(sysroot, "usr", "lib", "llvm-16", "bin", "lldb")
+    qemu = discover_arm64()[0].wrap[0]
+    if os.path.exists(so) and os.access(exe, os.X_OK) and os.access(qemu, os.X_OK):
+        found["arm64"] = (so, (qemu, "-L", sysroot, exe))
+    return found
+
+
+@pytest.mark.job("arm64-lldb")
+@pytest.mark.parametrize("which", TOOLS)
+def test_arm64_lldb(a64, which, tools, lldb_plugins, jobs, request):
+    """The lldb plugin of each build on an arm64 core (lldb reads cores of
+    either architecture; gdb here has no aarch64)."""
+    settle(jobs.result(which, lldb_job, a64, tools, lldb_plugins), request.node)
 
 
 @pytest.mark.job("arm64-no-ptrace")

@@ -34,9 +34,10 @@ def lldb_plugin(build):
     return so
 
 
-def lldb(plugin, commands, target=(), timeout=LLDB_TIMEOUT):
-    """Run lldb in batch mode; (rc, stdout, stderr) as text."""
-    argv = [LLDB, "-b", "-o", "plugin load " + plugin]
+def lldb(plugin, commands, target=(), timeout=LLDB_TIMEOUT, program=(LLDB,)):
+    """Run lldb (program: its argv, e.g. under qemu) in batch mode;
+    (rc, stdout, stderr) as text."""
+    argv = list(program) + ["-b", "-o", "plugin load " + plugin]
     for c in commands:
         argv += ["-o", c]
     rc, out, err, _ = run(argv + list(target), timeout)

@@ -8,7 +8,7 @@
 # its .pyd-ready file). Then configures BUILDDIR (default build-arm64)
 # with the meson cross file written next to the sysroot, and builds. Unit
 # tests run under qemu through the cross file's exe_wrapper. The lldb
-# plugin is left out: arm64's liblldb is not in the sysroot.
+# plugin is built against the sysroot's arm64 liblldb 16.
 set -eu
 dir=${1:-build-arm64}
 [ $# -gt 0 ] && shift
@@ -18,13 +18,13 @@ base=${PYD_ARM64_DIR:-/var/cache/pystack-dump/arm64}
 sys=$base/build
 log() { echo "build-arm64: $*" >&2; }
 
-if ! command -v aarch64-linux-gnu-gcc >/dev/null || ! command -v qemu-aarch64-static >/dev/null; then
-	log "installing the cross compiler and qemu-user-static"
+if ! command -v aarch64-linux-gnu-g++ >/dev/null || ! command -v qemu-aarch64-static >/dev/null; then
+	log "installing the cross compilers and qemu-user-static"
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-		gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static >/dev/null
+		gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static >/dev/null
 fi
 pkgs="libelf-dev libdw-dev zlib1g-dev libzstd-dev liblzma-dev libbz2-dev libiberty-dev
-libncurses-dev libpython3.11-dev python3.11-minimal python3-distutils"
+libncurses-dev libpython3.11-dev python3.11-minimal python3-distutils liblldb-16-dev"
 if ! grep -qx "packages: $(echo $pkgs)" "$sys/.pyd-ready" 2>/dev/null; then
 	rm -rf "$sys"
 	tools/debs-sysroot.sh arm64 bookworm "$sys" $pkgs
@@ -75,7 +75,7 @@ INI
 if [ -f "$dir/build.ninja" ]; then
 	[ $# -gt 0 ] && meson configure "$dir" "$@"
 else
-	meson setup "$dir" --cross-file "$cross" -Dlldb=disabled "$@"
+	meson setup "$dir" --cross-file "$cross" "$@"
 fi
 meson compile -C "$dir"
 log "built $top/$dir"

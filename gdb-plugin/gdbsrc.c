@@ -51,7 +51,8 @@ static enum pyd_err gdb_threads(void *ctx, const struct pyd_os_thread **t,
 	return PYD_OK;
 }
 
-/* A core's or a remote target's files, where gdb says they are. */
+/* A core's or a remote target's files, where gdb says they are: under
+ * its sysroot if one was set (a core from another machine). */
 static int gdb_open_file(void *ctx, const struct pyd_mapping *m, char *used,
                          size_t usedsz)
 {
@@ -59,10 +60,8 @@ static int gdb_open_file(void *ctx, const struct pyd_mapping *m, char *used,
 	if (g->live_src)
 		return g->live_src->open_file(g->live_src->ctx, m, used,
 		                              usedsz);
-	int fd = m->path ? pyd_open_regular(m->path) : -1;
-	if (fd >= 0)
-		snprintf(used, usedsz, "%s", m->path);
-	return fd;
+	return m->path ? pyd_open_under(g->req->sysroot, m->path, used, usedsz)
+	               : -1;
 }
 
 /* A remote target may be a process on this machine (gdbserver on

@@ -79,6 +79,7 @@ static void gather(const char *cli)
 	       "  echo @target\\n\n  info target\n"
 	       "  echo @threads\\n\n  info threads\n"
 	       "  echo @maps\\n\n  info proc mappings\n"
+	       "  echo @sysroot\\n\n  show sysroot\n"
 	       "end\n"
 	       "document pyd-gather\n"
 	       "Internal to pystack-dump's commands (py-bt ...).\n"

@@ -106,7 +106,10 @@ static void run_dump(struct gdb_src *g, const struct pyd_cmd *c,
 	gdb_src_origin(g, origin, sizeof origin);
 	if (g->live)
 		snprintf(root, sizeof root, "/proc/%d/root", r->pid);
-	struct source_cache *sc = source_cache_new(root[0] ? root : NULL);
+	/* A core's sources are under gdb's sysroot, as its files are (and as
+	 * pystack-dump --core --sysroot reads them). */
+	struct source_cache *sc =
+	    source_cache_new(root[0] ? root : !g->live ? r->sysroot : NULL);
 	struct pyd_cmd_target t = {
 	    .src = &g->src,
 	    .pid = r->pid,

@@ -107,6 +107,19 @@ static void parse_target(struct gdb_request *r, const char *line,
 	}
 }
 
+/* "The current system root is "/path"." -- unless it is the target's own
+ * ("target:", gdb's default, or empty): a core's files are then opened
+ * under it, as gdb opens them. */
+static void parse_sysroot(struct gdb_request *r, char *line)
+{
+	char *p = strchr(line, '"'), *q = p ? strrchr(p + 1, '"') : NULL;
+	if (!q)
+		return;
+	*q = 0;
+	if (p[1] && strncmp(p + 1, "target:", 7))
+		r->sysroot = p + 1;
+}
+
 static bool is_perms(const char *w)
 {
 	return strlen(w) == 4 && strspn(w, "rwxsp-") == 4;
@@ -197,6 +210,8 @@ bool gdb_request_parse(char *text, struct gdb_request *r)
 			parse_thread(r, line);
 		else if (!strcmp(section, "maps"))
 			parse_mapping(r, line);
+		else if (!strcmp(section, "sysroot"))
+			parse_sysroot(r, line);
 		else if (!strcmp(section, "bt"))
 			parse_frame(r, line);
 	}

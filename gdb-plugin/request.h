@@ -30,6 +30,7 @@ struct gdb_request {
 	const char *cli;  /* pystack-dump, for py-sample */
 	enum gdb_target_kind kind;
 	const char *core; /* the core file, as gdb names it */
+	const char *sysroot; /* gdb's `set sysroot`, NULL if the target's own */
 	int pid;          /* the inferior's pid, 0 if unknown */
 	int64_t selected; /* the selected thread's LWP, 0 if unknown */
 	struct pyd_mapping *maps;

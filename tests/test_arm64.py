@@ -29,7 +29,9 @@ from harness.results import Result, settle
 from harness.target import Target, Tool, tool_run
 from harness.tasks import TASKS_TARGET, compare_tasks, tasks_info, with_graph_diff
 from test_greenlets import SUPPORTED_MINORS as GREENLET_MINORS, compare_greenlets, has_greenlet
-from test_lldb import LLDB, cli, lldb, same, sections
+from test_gdb import gdb
+from test_lldb import LLDB, lldb, same, sections
+from test_lldb import cli as lldb_cli
 from test_sample import sample_async, sample_cpu, sample_gil, sample_split
 from test_tasks import live_graph, tasks_names
 
@@ -52,6 +54,13 @@ NO_PTRACE = b"ptrace is not implemented here"
 # process, not the guest's).
 CORE_SIGNAL = signal.SIGQUIT
 CORE_WAIT = 60.0
+# The debuggers test_arm64_debuggers runs the plugins in
+DEBUGGERS = ["lldb", "arm64 lldb", "gdb-multiarch"]
+# gdb 13 reads a segment qemu's core lists without contents (the text
+# and read-only data) as bytes that are not the file's: py-bt before 3.13
+# reads the version there (3.13+ finds it in the core's own data)
+GDB_QEMU_TEXT = ("gdb-multiarch 13 reads the read-only segment of qemu's core wrong "
+                 "(Py_Version as 0xffffffff), so py-bt cannot tell the version before 3.13")
 # lldb itself under qemu: about 15 s for one core
 LLDB_QEMU_TIMEOUT = 180.0
 
@@ -255,28 +264,43 @@ def greenlets_job(a64, tools):
         return each_tool(tools, greenlets_errors, tg, gt)
 
 
-def lldb_job(a64, tools, plugins):
-    """py-bt all in lldb on a qemu core: this machine's lldb with this
-    build's plugin, and arm64's lldb 16 (from the build sysroot) with the
-    arm64 build's plugin under qemu; each prints what pystack-dump --core
-    prints (test_arm64_core checks that against the ground truth)."""
-    workdir = tempfile.mkdtemp(prefix="arm64-lldb-", dir=host_tmp())
+def debuggers_job(a64, tools, plugins):
+    """py-bt all in the debuggers on a qemu core, each printing what
+    pystack-dump --core prints (test_arm64_core checks that against the
+    ground truth): this machine's lldb with this build's plugin, arm64's
+    lldb 16 (from the build sysroot) with the arm64 build's plugin under
+    qemu, and gdb-multiarch with this build's plugin on the core with
+    NT_FILE added and `set sysroot` (gdb places no files in a core
+    without NT_FILE)."""
+    workdir = tempfile.mkdtemp(prefix="arm64-debuggers-", dir=host_tmp())
     try:
-        _gt, core, _maps = qemu_core(a64, "threads", workdir)
+        _gt, core, maps = qemu_core(a64, "threads", workdir)
         if not core:
-            return [Result(n, "FAIL", "qemu wrote no core into %s" % workdir) for n in TOOLS]
-        rc, want, err = cli(tools["x86-64"], ["--core", core])
-        if rc:
-            return [Result(n, "FAIL", "pystack-dump --core: " + err) for n in TOOLS]
+            return [Result(n, "FAIL", "qemu wrote no core into %s" % workdir) for n in DEBUGGERS]
+        root = a64.wrap[a64.wrap.index("-L") + 1]
+        nt = os.path.join(workdir, "nt-file.core")
+        with_nt_file(core, nt, file_mappings(maps, read_core_facts(core)["loads"], strip=root))
         res = []
-        for name in TOOLS:
+        for name in DEBUGGERS:
             if name not in plugins:
-                res.append(Result(name, "SKIP", "no lldb plugin or no lldb for " + name))
+                res.append(Result(name, "SKIP", "no %s, or no plugin built for it" % name))
                 continue
-            so, program = plugins[name]
-            rc, out, err = lldb(so, ["py-bt all"], ["-c", core, a64.exe],
-                                timeout=LLDB_QEMU_TIMEOUT, program=program)
-            res.append(same(name, want, sections(out).get("py-bt all", err)))
+            plugin, program = plugins[name]
+            if name.startswith("gdb") and a64.minor < NOBIN_MIN:
+                res.append(Result(name, "SKIP", GDB_QEMU_TEXT))
+                continue
+            if name.startswith("gdb"):
+                rc, want, err = lldb_cli(tools["x86-64"], ["--core", nt, "--sysroot", root])
+                _rc, parts, raw = gdb(plugin, [a64.exe, nt], ["set sysroot " + root, "py-bt all"],
+                                      program=program)
+                got = parts.get(1, raw)
+            else:
+                rc, want, err = lldb_cli(tools["x86-64"], ["--core", core])
+                _rc, out, err = lldb(plugin[0], ["py-bt all"], ["-c", core, a64.exe],
+                                     timeout=LLDB_QEMU_TIMEOUT, program=program)
+                got = sections(out).get("py-bt all", err)
+            res.append(same(name, want, got) if rc == 0 else
+                       Result(name, "FAIL", "pystack-dump --core: " + err))
         return res
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -352,29 +376,33 @@ def test_arm64_greenlets(a64, which, tools, jobs, request):
 
 
 @pytest.fixture(scope="session")
-def lldb_plugins(request, build):
-    """{build: (the lldb plugin, the lldb to load it into)}: this machine's,
-    and the arm64 build's in arm64's lldb under qemu."""
+def debugger_plugins(request, build):
+    """{debugger: ((plugin files), the debugger's argv)}: this machine's lldb
+    and gdb-multiarch with this build's plugins, and the arm64 build's lldb
+    plugin in arm64's lldb under qemu."""
     found = {}
     so = os.path.join(build, "lldb-plugin", "pystack-dump-lldb.so")
     if shutil.which(LLDB) and os.path.exists(so):
-        found["x86-64"] = (so, (LLDB,))
+        found["lldb"] = ((so,), (LLDB,))
     sysroot = os.path.join(arm64_dir(), "build")
     so = os.path.join(os.path.abspath(request.config.getoption("arm64_build")),
                       "lldb-plugin", "pystack-dump-lldb.so")
     exe = os.path.join(sysroot, "usr", "lib", "llvm-16", "bin", "lldb")
     qemu = discover_arm64()[0].wrap[0]
     if os.path.exists(so) and os.access(exe, os.X_OK) and os.access(qemu, os.X_OK):
-        found["arm64"] = (so, (qemu, "-L", sysroot, exe))
+        found["arm64 lldb"] = ((so,), (qemu, "-L", sysroot, exe))
+    cmds = os.path.join(build, "gdb-plugin", "pystack-dump.gdb")
+    if shutil.which("gdb-multiarch") and os.path.exists(cmds):
+        found["gdb-multiarch"] = ((cmds,), "gdb-multiarch")
     return found
 
 
-@pytest.mark.job("arm64-lldb")
-@pytest.mark.parametrize("which", TOOLS)
-def test_arm64_lldb(a64, which, tools, lldb_plugins, jobs, request):
-    """The lldb plugin of each build on an arm64 core (lldb reads cores of
-    either architecture; gdb here has no aarch64)."""
-    settle(jobs.result(which, lldb_job, a64, tools, lldb_plugins), request.node)
+@pytest.mark.job("arm64-debuggers")
+@pytest.mark.parametrize("which", DEBUGGERS)
+def test_arm64_debuggers(a64, which, tools, debugger_plugins, jobs, request):
+    """The plugins in the debuggers on an arm64 core: lldb (here and
+    arm64's under qemu) and gdb-multiarch; Debian's gdb has no aarch64."""
+    settle(jobs.result(which, debuggers_job, a64, tools, debugger_plugins), request.node)
 
 
 @pytest.mark.job("arm64-no-ptrace")

@@ -37,10 +37,11 @@ def text(b):
     return b.decode("utf-8", "replace")
 
 
-def gdb(plugin, args, cmds, timeout=GDB_TIMEOUT):
-    """Run gdb in batch mode with the command file and each of cmds (each
-    preceded by an "@@N" marker); returns (rc, {N: output of cmd N}, all)."""
-    argv = ["gdb", "-batch", "-nx", "-iex", "set auto-load off"] + args
+def gdb(plugin, args, cmds, timeout=GDB_TIMEOUT, program="gdb"):
+    """Run gdb (or program: gdb-multiarch) in batch mode with the command
+    file and each of cmds (each preceded by an "@@N" marker); returns
+    (rc, {N: output of cmd N}, all)."""
+    argv = [program, "-batch", "-nx", "-iex", "set auto-load off"] + args
     argv += ["-x", plugin[0]]
     for i, c in enumerate(cmds):
         argv += ["-ex", "echo @@%d\\n" % i, "-ex", c]

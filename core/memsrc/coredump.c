@@ -104,32 +104,12 @@ static const struct pyd_mapping *find_mapping(const struct pyd_core *c,
 	return NULL;
 }
 
-/* gdb's gcore of a chroot's process writes the paths the host sees (it
- * reads /proc/PID/maps from outside): those already under the sysroot
- * are not put under it again. */
-static bool under_sysroot(const char *path, const char *sysroot)
-{
-	size_t n = strlen(sysroot);
-	while (n && sysroot[n - 1] == '/')
-		n--;
-	return n && strncmp(path, sysroot, n) == 0 && path[n] == '/';
-}
-
 static int open_candidate(const struct pyd_core *c, const char *path,
 			  char *used, size_t usedsz)
 {
-	char buf[8192];
-	const char *p = path;
 	if (c->opts.exe && c->exe_path && strcmp(path, c->exe_path) == 0)
-		p = c->opts.exe;
-	else if (c->opts.sysroot && !under_sysroot(path, c->opts.sysroot)) {
-		snprintf(buf, sizeof buf, "%s%s", c->opts.sysroot, path);
-		p = buf;
-	}
-	int fd = pyd_open_regular(p);
-	if (fd >= 0 && used)
-		snprintf(used, usedsz, "%s", p);
-	return fd;
+		return pyd_open_under(NULL, c->opts.exe, used, usedsz);
+	return pyd_open_under(c->opts.sysroot, path, used, usedsz);
 }
 
 static int core_open_file(void *ctx, const struct pyd_mapping *m, char *used,

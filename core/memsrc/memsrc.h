@@ -133,5 +133,9 @@ uint64_t pyd_scan(const struct pyd_memsrc *src, uint64_t start, uint64_t end,
  * name may be anything.  -1 with errno set otherwise (EINVAL: not a
  * regular file; EISDIR: a directory). */
 int pyd_open_regular(const char *path);
+/* path as a target names it, opened under sysroot (NULL or "": as it is)
+ * unless already there; the path opened into used. */
+int pyd_open_under(const char *sysroot, const char *path, char *used,
+                   size_t usedsz);
 
 #endif

@@ -54,7 +54,7 @@ static const char usage_text[] =
     "Answers: 200; 400 a bad parameter (the body says which); 404 an\n"
     "unknown path, or no process selected could be read (403 not\n"
     "allowed, 422 not Python, 501 a mode or version not supported; the\n"
-    "body says why); 405 not GET; 414 a URL over 8 KiB; 503 with\n"
+    "body says why); 405 not GET; 414 a URL over 16 KiB; 503 with\n"
     "Retry-After when 4 profiles already run. At most 64 connections at\n"
     "once (more are closed unanswered). A profile whose client hangs up\n"
     "stops sampling. SIGINT or SIGTERM: stop listening, answer the\n"

@@ -194,7 +194,8 @@ def test_serve_modes(interp, tool, mode):
     _, functions = raw_samples(text)
     assert named(functions, MODES[mode][1]), (mode, sorted(functions))
     if mode in ("async", "greenlet"):
-        assert re.search(r"task:\[", text), "no task label in async/greenlet samples"
+        assert re.search(r"\b%s:\[" % ("task" if mode == "async" else mode), text), \
+            "no %s label in the samples: %s" % (mode, text[:3000])
 
 
 @pytest.mark.interps(lambda i: i.minor in ((3, 11), (3, 15)))

@@ -488,6 +488,10 @@ static struct request *begin(struct server *s, struct MHD_Connection *c,
 	q->start = now_ns();
 	snprintf(q->line, sizeof q->line, "%s %s", method, url);
 	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, add_arg, q);
+	/* The client's bytes, decoded: one line of the log, escaped. */
+	char raw[sizeof q->line];
+	memcpy(raw, q->line, sizeof raw);
+	pyd_one_line(raw, q->line, sizeof q->line);
 	atomic_fetch_add(&s->inflight, 1);
 	return q;
 }

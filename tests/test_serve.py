@@ -302,6 +302,7 @@ def test_serve_bad_requests(newest, tool):
                       "seconds=2&mode=turbo"):
                 got[q] = srv.get("/debug/pprof/profile?" + q)
             got["404"] = srv.get("/nowhere")
+            got["inject"] = srv.get("/nowhere?x=a%0apystack-dump%20serve:%20forged")
             got["405"] = srv.get("/debug/pprof/profile?seconds=1", method="POST")
             got["414"] = srv.get("/debug/pprof/profile?x=" + "a" * 20000)
             t0 = time.time()
@@ -316,11 +317,14 @@ def test_serve_bad_requests(newest, tool):
                 time.sleep(0.1)
             after = srv.get("/")
             assert srv.stop() == 0, srv.stderr()
-    for q in [k for k in got if "=" in k]:
+    for q in [k for k in got if "seconds=" in k]:
         status, _, body = got[q]
         want = b"mode=" if "mode" in q else b"seconds="
         assert status == 400 and body.startswith(want) and body.endswith(b"\n"), (q, status, body)
     assert got["404"][0] == 404, got["404"]
+    # the client's decoded bytes stay on one line of the log
+    assert not re.search(r"^pystack-dump serve: forged", srv.stderr(), re.M), srv.stderr()
+    assert "x=a\\npystack-dump serve: forged 404" in srv.stderr(), srv.stderr()
     assert got["405"][0] == 405 and got["405"][1].get("Allow") == "GET", got["405"]
     assert got["414"][0] == 414, got["414"][:2]
     assert hung is not None and hung < (0.5 + HANGUP_STOP_S) * 1000, \

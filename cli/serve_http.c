@@ -188,17 +188,19 @@ static int *python_pids(const struct serve_config *cfg, size_t *n)
 {
 	struct pyd_profile *prof = pyd_profile_new(false, 0);
 	struct procset ps;
+	struct pyd_buf why = {0}; /* unused: none is an empty list */
 	int *pids = NULL;
 	*n = 0;
 	if (!prof)
 		return NULL;
-	if (!open_selection(cfg, &ps, prof, PYD_SAMPLE_WALL, &(struct pyd_buf){0}) &&
+	if (!open_selection(cfg, &ps, prof, PYD_SAMPLE_WALL, &why) &&
 	    (pids = calloc(ps.n + 1, sizeof *pids)))
 		for (size_t i = 0; i < ps.n; i++)
 			if (ps.v[i]->sampling)
 				pids[(*n)++] = ps.v[i]->pid;
 	procset_close(&ps);
 	pyd_profile_free(prof);
+	pyd_buf_free(&why);
 	return pids;
 }
 

@@ -33,6 +33,8 @@ int cli_debugger_setup(void);
 int sample_main(int argc, char **argv);
 /* pystack-dump top ... (argv[0] is "top") */
 int top_main(int argc, char **argv);
+/* pystack-dump serve ... (argv[0] is "serve") */
+int serve_main(int argc, char **argv);
 /* pystack-dump diff ... (argv[0] is "diff") */
 int diff_main(int argc, char **argv);
 struct pyd_opts;

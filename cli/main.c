@@ -30,6 +30,10 @@ static const char usage_text[] =
 	"       pystack-dump report [OPTIONS] FILE  (a recording, sample -f raw,\n"
 	"                                          as a profile: see\n"
 	"                                          pystack-dump report --help)\n"
+	"       pystack-dump serve [OPTIONS] PID...|--all  (profiles over HTTP\n"
+	"                                          for Parca, Alloy, go tool\n"
+	"                                          pprof: see\n"
+	"                                          pystack-dump serve --help)\n"
 	"       pystack-dump [OPTIONS] --core CORE [--exe EXE] [--sysroot DIR]\n"
 	"       pystack-dump [OPTIONS] --snapshot FILE\n"
 	"\n"
@@ -316,6 +320,8 @@ int main(int argc, char **argv)
 		return diff_main(argc - 1, argv + 1);
 	if (argc > 1 && !strcmp(argv[1], "report"))
 		return report_main(argc - 1, argv + 1);
+	if (argc > 1 && !strcmp(argv[1], "serve"))
+		return serve_main(argc - 1, argv + 1);
 	struct options o = {0};
 	int rc = parse_args(argc, argv, &o);
 	if (rc)

@@ -183,6 +183,16 @@ static const struct row rows[] = {
 	 "{prog}: {file} ends mid-record (the profiler was killed, or the "
 	 "file is still being written): reported the samples before the cut "
 	 "({count}).\n"},
+	/* pystack-dump serve. */
+	{PYD_SAY_CANNOT_LISTEN, PYD_E_PERM, CLI, false,
+	 "{prog}: cannot listen on {file}: {detail}. Ports below 1024 need "
+	 "root or CAP_NET_BIND_SERVICE: pick a port above 1023.\n"},
+	{PYD_SAY_CANNOT_LISTEN, ANY_ERR, CLI, false,
+	 "{prog}: cannot listen on {file}: {detail}. Give --listen an address "
+	 "of this machine and a free port (port 0 picks one and says it).\n"},
+	{PYD_SAY_NO_SERVE, ANY_ERR, CLI, false,
+	 "{prog}: serve is not in this build: {detail}. Use a dynamic build "
+	 "of pystack-dump (meson with libmicrohttpd) for it.\n"},
 	/* Why --subprocesses reads no stack of a child. */
 	{PYD_SAY_SKIPPED, PYD_E_NOTPYTHON, CLI, false, "not a Python process"},
 	{PYD_SAY_SKIPPED, PYD_E_NOPROC, CLI, false, "exited"},

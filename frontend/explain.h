@@ -55,6 +55,9 @@ enum pyd_say {
 				    * before were reported) */
 	PYD_SAY_RECORDING_CUT,     /* recording {file} ends mid-record, after
 				    * count samples */
+	PYD_SAY_CANNOT_LISTEN,     /* serve cannot listen on {file} (PYD_E_PERM:
+				    * not allowed; else in use or not here) */
+	PYD_SAY_NO_SERVE,          /* this build has no serve */
 };
 
 struct pyd_explain {

@@ -75,7 +75,10 @@ static const struct opt opts[] = {
     {"subprocesses", 0, NULL, FLAG, DUMP | LIVE, AT(subprocesses)},
     {NULL, 0, OPERAND, COUNT, PYD_IN_MOVE, AT(levels)},
     {NULL, 0, OPERAND, STRING, PYD_IN_PRINT, AT(name)},
-    {"rate", 'r', "-r --rate", RATE, SAMPLING | PYD_IN_TOP, AT(rate)},
+    {"all", 0, NULL, FLAG, PYD_IN_SERVE, AT(all)},
+    {"listen", 0, NULL, STRING, PYD_IN_SERVE, AT(listen)},
+    {"rate", 'r', "-r --rate", RATE, SAMPLING | PYD_IN_TOP | PYD_IN_SERVE,
+     AT(rate)},
     {"duration", 'd', NULL, SECONDS, LIVE, AT(duration)},
     {"samples", 'n', OPERAND, COUNT, SAMPLING, AT(samples)},
     {"mode", 'm', "-m --mode", MODE, SAMPLING | PYD_IN_TOP, AT(mode)},
@@ -88,14 +91,15 @@ static const struct opt opts[] = {
     {"from", 0, NULL, OFFSET, PYD_IN_REPORT, AT(from)},
     {"to", 0, NULL, OFFSET, PYD_IN_REPORT, AT(to)},
     {"no-lines", 0, NULL, FLAG, REPORTS, AT(no_lines)},
-    {"no-gc", 0, "--no-gc", FLAG, SAMPLING | PYD_IN_TOP, AT(no_gc)},
+    {"no-gc", 0, "--no-gc", FLAG, SAMPLING | PYD_IN_TOP | PYD_IN_SERVE,
+     AT(no_gc)},
     {"idle", 0, NULL, FLAG, REPORTS, AT(idle)},
     {"threads", 0, NULL, FLAG, REPORTS, AT(threads)},
     {"limit", 0, NULL, LIMIT, REPORTS | PYD_IN_DIFF, AT(limit)},
-    {"quiet", 'q', NULL, FLAG, REPORTS, AT(quiet)},
+    {"quiet", 'q', NULL, FLAG, REPORTS | PYD_IN_SERVE, AT(quiet)},
     {"live", 0, NULL, FLAG, PYD_IN_SAMPLE, AT(live)},
-    {"help", 'h', NULL, ACTION, DUMP | LIVE | PYD_IN_DIFF | PYD_IN_REPORT,
-     AT(help)},
+    {"help", 'h', NULL, ACTION,
+     DUMP | LIVE | PYD_IN_DIFF | PYD_IN_REPORT | PYD_IN_SERVE, AT(help)},
     {"version", 'V', NULL, ACTION, DUMP, AT(version)},
     {"debugger-setup", 0, NULL, ACTION, DUMP, AT(debugger_setup)},
     {"list-formats", 0, NULL, ACTION, PYD_IN_SAMPLE, AT(list_formats)},
@@ -225,10 +229,11 @@ static bool set(const struct opt *p, const char *s, enum shell sh,
 	return parse(p->kind, s, sh, (char *)o + p->at);
 }
 
-/* What every command starts from. */
-static void defaults(struct pyd_opts *o)
+/* What every command starts from; serve samples at Go's profiler's rate,
+ * a fleet's scrapes being many and long. */
+static void defaults(struct pyd_opts *o, unsigned in)
 {
-	*o = (struct pyd_opts){.rate = 1000,
+	*o = (struct pyd_opts){.rate = in == PYD_IN_SERVE ? 100 : 1000,
 	                       .mode = PYD_SAMPLE_WALL,
 	                       .limit = 40,
 	                       .repr = PYD_REPR_DEFAULTS};
@@ -280,7 +285,7 @@ bool pyd_opts_getopt(int argc, char **argv, unsigned in, struct pyd_opts *o,
 		}
 	}
 	*l = 0;
-	defaults(o);
+	defaults(o, in);
 	/* 0, not 1: glibc then starts afresh (a test parses many argvs) */
 	optind = 0;
 	int c;
@@ -342,7 +347,7 @@ bool pyd_opts_words(unsigned in, const char *name, char **w, size_t n,
 {
 	const struct opt *operand = find_word(in, NULL);
 	bool have_operand = false;
-	defaults(o);
+	defaults(o, in);
 	for (size_t i = 0; i < n; i++) {
 		const struct opt *p = find_word(in, w[i]);
 		if (p && takes_value(p) && i + 1 == n)

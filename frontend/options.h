@@ -27,9 +27,10 @@
 #define PYD_IN_TOP      128u /* pystack-dump top PID */
 #define PYD_IN_DIFF     256u /* pystack-dump diff BASE NEW */
 #define PYD_IN_REPORT   512u /* pystack-dump report FILE */
+#define PYD_IN_SERVE    1024u /* pystack-dump serve [PID...|--all] */
 
 /* Every option's value, whatever the command: what it was not given
- * stays as pyd_opts_* set it (rate 1000, mode wall, limit 40, repr
+ * stays as pyd_opts_* set it (rate 1000, serve's 100, mode wall, limit 40, repr
  * PYD_REPR_DEFAULTS, else 0). */
 struct pyd_opts {
 	/* where the dump reads from (pystack-dump) */
@@ -40,7 +41,8 @@ struct pyd_opts {
 	/* --locals (py-bt -l) and how much of each value it shows */
 	bool locals;
 	struct pyd_repr_limits repr;
-	bool all, native; /* py-bt all, -n; pystack-dump --native */
+	bool all, native; /* py-bt all, serve --all; pystack-dump --native */
+	const char *listen; /* serve --listen ADDR:PORT */
 	bool native_all;  /* --native-all */
 	bool subprocesses; /* --subprocesses */
 	uint64_t levels;  /* py-up, py-down N (0: not given, 1) */
@@ -66,7 +68,7 @@ struct pyd_opts {
 
 /*
  * argv's options for the CLI command `in` (PYD_IN_DUMP,
- * PYD_IN_SAMPLE, PYD_IN_TOP, PYD_IN_DIFF or PYD_IN_REPORT), with
+ * PYD_IN_SAMPLE, PYD_IN_TOP, PYD_IN_DIFF, PYD_IN_REPORT or PYD_IN_SERVE), with
  * getopt_long: true with optind at the first
  * operand (or at help, version or list_formats, set in o); false with
  * the message (without the program's name) in err.

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../core/grow.h"
 #include "../core/memsrc/live.h"
@@ -235,6 +236,8 @@ static void visit(struct procset *ps, const struct pyd_proc *p, int64_t now,
 {
 	struct sampled *e = entry_of(ps, p->pid);
 	char cmd[sizeof e->cmdline];
+	if (p->pid == ps->self)
+		return;
 	if (e) {
 		pyd_live_cmdline(p->pid, cmd, sizeof cmd);
 		if (!cmd[0] || !strcmp(cmd, e->cmdline)) {
@@ -268,7 +271,9 @@ static void scan(struct procset *ps, int64_t now, bool initial)
 {
 	int tops[64];
 	size_t ntops = 0;
-	if (entry_of(ps, ps->root))
+	if (ps->all)
+		tops[ntops++] = 1; /* init: every process is its family */
+	else if (entry_of(ps, ps->root))
 		tops[ntops++] = ps->root;
 	else
 		for (size_t i = 0; i < ps->n && ntops < 64; i++)
@@ -292,24 +297,45 @@ static void scan(struct procset *ps, int64_t now, bool initial)
 
 /* ---- the set ---- */
 
-enum pyd_err procset_open(struct procset *ps, int pid, struct pyd_profile *prof,
-                          enum pyd_sample_mode mode, bool follow,
-                          char *detail, size_t detailsz)
+void procset_init(struct procset *ps, struct pyd_profile *prof,
+                  enum pyd_sample_mode mode, bool follow)
 {
-	ps->prof = prof;
-	ps->mode = mode;
-	ps->follow = follow;
-	ps->root = pid;
+	*ps = (struct procset){.prof = prof, .mode = mode, .follow = follow};
 	ps->scanned_ns = now_ns();
+}
+
+enum pyd_err procset_add(struct procset *ps, int pid, char *detail,
+                         size_t detailsz)
+{
+	if (!ps->n)
+		ps->root = pid;
 	struct sampled *e = add_entry(ps, pid, pyd_live_parent(pid));
 	if (!e)
 		return PYD_E_NOMEM;
 	enum pyd_err err = open_sources(ps, e, detail, detailsz);
 	if (err)
 		drop_entry(ps, ps->n - 1, false);
-	else if (follow)
+	return err;
+}
+
+enum pyd_err procset_open(struct procset *ps, int pid, struct pyd_profile *prof,
+                          enum pyd_sample_mode mode, bool follow,
+                          char *detail, size_t detailsz)
+{
+	procset_init(ps, prof, mode, follow);
+	enum pyd_err err = procset_add(ps, pid, detail, detailsz);
+	if (!err && follow)
 		scan(ps, now_ns(), true);
 	return err;
+}
+
+void procset_open_all(struct procset *ps, struct pyd_profile *prof,
+                      enum pyd_sample_mode mode)
+{
+	procset_init(ps, prof, mode, true);
+	ps->all = true;
+	ps->self = getpid();
+	scan(ps, now_ns(), true);
 }
 
 struct pyd_session *procset_root_session(const struct procset *ps)
@@ -349,7 +375,8 @@ enum pyd_err procset_round(void *ctx, unsigned *nstacks)
 		else if (err && !worst)
 			worst = err;
 	}
-	if (!procset_sampling(ps) && !pending)
+	/* Every process of the machine: one may start at any time. */
+	if (!procset_sampling(ps) && !pending && !ps->all)
 		return PYD_E_EXITED;
 	return worst;
 }

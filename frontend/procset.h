@@ -1,6 +1,7 @@
 /*
  * The processes one sampling run (pystack-dump sample and top, and so
- * the Python API's Sampler) reads: the one named and,
+ * the Python API's Sampler; each profile pystack-dump serve takes) reads:
+ * the ones named and,
  * with --subprocesses, every descendant running CPython, found as they
  * start (a look at /proc every 100 ms) and kept in the profile when they
  * exit.  Each has its own memory source, session and sampler; a round
@@ -40,7 +41,9 @@ struct procset {
 	struct pyd_profile *prof;
 	enum pyd_sample_mode mode;
 	bool follow; /* --subprocesses */
+	bool all;    /* every process of the machine (serve --all) */
 	int root;
+	int self;    /* our own pid, never read (all) */
 	int64_t scanned_ns;
 	uint64_t reads_done; /* of processes gone */
 	size_t nskipped;
@@ -58,6 +61,20 @@ struct procset {
 enum pyd_err procset_open(struct procset *ps, int pid, struct pyd_profile *prof,
                           enum pyd_sample_mode mode, bool follow,
                           char *detail, size_t detailsz);
+/* An empty set, to procset_add processes to (follow: with their
+ * descendants). */
+void procset_init(struct procset *ps, struct pyd_profile *prof,
+                  enum pyd_sample_mode mode, bool follow);
+/* Add process pid, opened as procset_open opens it (the first added is
+ * the root); on failure *detail says why and the set is as it was. */
+enum pyd_err procset_add(struct procset *ps, int pid, char *detail,
+                         size_t detailsz);
+/* Every process of the machine that runs CPython (serve --all), found
+ * as --subprocesses finds descendants: the family of init, looked at
+ * every 100 ms; those that cannot be read are skipped. A round never
+ * ends the run for want of processes: one may start. */
+void procset_open_all(struct procset *ps, struct pyd_profile *prof,
+                      enum pyd_sample_mode mode);
 /* The session of the process named (for its version); NULL once gone. */
 struct pyd_session *procset_root_session(const struct procset *ps);
 /*

@@ -146,6 +146,14 @@ def test_static_binary(static_exe):
         assert "statically linked" in out, out
 
 
+def test_static_no_serve(static_exe):
+    """serve is not in the static binary (libmicrohttpd cannot be linked
+    statically): it says so, with the fix, and exits 6 (unsupported)."""
+    p = subprocess.run([static_exe, "serve", "1"], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 6 and "serve is not in this build" in p.stderr \
+        and "dynamic build" in p.stderr, (p.returncode, p.stderr)
+
+
 @pytest.mark.parametrize("root", ROOTS)
 def test_static_version(root, roots):
     """It starts in the root: --version and --help."""

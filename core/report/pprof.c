@@ -197,9 +197,13 @@ struct pp {
 	uint64_t *func_of;     /* by frame: its function's id */
 	uint64_t *path;        /* location ids, outermost first */
 	size_t pathcap;
+	/* by depth of path: the innermost task (or greenlet) there, its
+	 * name's string id; 0 outside any */
+	int64_t *task_at;
+	size_t taskcap;
 	int64_t period_ns;
-	int64_t key_thread, key_tid, key_process, key_pid, key_state, running,
-	    awaiting;
+	int64_t key_thread, key_tid, key_process, key_pid, key_state, key_task,
+	    running, awaiting;
 	bool failed;
 };
 
@@ -357,6 +361,8 @@ static void put_sample(struct pp *e, const struct pp_thread *t, size_t depth,
 	}
 	if (state)
 		put_str_label(e, e->key_state, state);
+	if (e->task_at[depth - 1])
+		put_str_label(e, e->key_task, e->task_at[depth - 1]);
 	put_message(&e->out, PROFILE_SAMPLE, &e->msg);
 }
 
@@ -377,7 +383,9 @@ static void put_node_samples(struct pp *e, const struct pp_thread *t,
 static bool path_reserve(struct pp *e, size_t depth)
 {
 	return pyd_grow((void **)&e->path, &e->pathcap, depth + 1,
-			sizeof *e->path);
+			sizeof *e->path) &&
+	       pyd_grow((void **)&e->task_at, &e->taskcap, depth + 1,
+	                sizeof *e->task_at);
 }
 
 static int64_t thread_name(struct pp *e, const struct pyd_prof_thread *th)
@@ -387,6 +395,16 @@ static int64_t thread_name(struct pp *e, const struct pyd_prof_thread *th)
 		return intern(&e->st, th->name);
 	snprintf(buf, sizeof buf, "thread %lld", (long long)th->tid);
 	return intern(&e->st, buf);
+}
+
+/* The task a frame at depth runs in: itself if it is a task boundary,
+ * else its caller's. */
+static int64_t task_at(struct pp *e, uint32_t frame, size_t depth)
+{
+	const struct pyd_prof_frame *f = &e->p->frames[frame];
+	if (f->kind == PYD_PF_TASK)
+		return intern(&e->st, f->function); /* its system name's */
+	return depth > 1 ? e->task_at[depth - 2] : 0;
 }
 
 /* Depth first through the thread's tree, keeping the path from its top. */
@@ -412,6 +430,7 @@ static void put_thread(struct pp *e, const struct pyd_prof_thread *th)
 			return;
 		}
 		e->path[w.depth - 1] = (uint64_t)nodes[n].frame + 1;
+		e->task_at[w.depth - 1] = task_at(e, nodes[n].frame, w.depth);
 		put_node_samples(e, &t, &nodes[n], w.depth);
 	}
 }
@@ -472,6 +491,8 @@ static void put_header(struct pp *e)
 		e->key_pid = intern(&e->st, "pid");
 	}
 	e->key_state = intern(&e->st, "state");
+	e->key_task = intern(&e->st, m->mode == PYD_SAMPLE_GREENLET ? "greenlet"
+	                                                           : "task");
 	e->running = intern(&e->st, "running");
 	e->awaiting = intern(&e->st, "awaiting");
 }
@@ -540,6 +561,7 @@ void pyd_report_prof_pprof(struct pyd_buf *b, const struct pyd_profile *p,
 	free(e.funcs);
 	free(e.func_of);
 	free(e.path);
+	free(e.task_at);
 	pyd_buf_free(&e.out);
 	pyd_buf_free(&e.msg);
 	pyd_buf_free(&e.sub);

@@ -270,7 +270,9 @@ static void check_profile(const struct decoded *d)
 	CHECK_EQ(d->period, 10000000u);
 	/* f:20, f:21, g running, g awaiting */
 	CHECK_EQ(d->nsamples, 4);
-	CHECK_EQ(d->nlabels, 4 * 3);
+	/* thread, thread id, state on each; task on the two in Task-1 */
+	CHECK_EQ(d->nlabels, 4 * 3 + 2);
+	CHECK_EQ(has_string(d, "task") && has_string(d, "Task-1"), 1);
 	CHECK_EQ(d->state_key != UINT64_MAX && d->awaiting != UINT64_MAX, 1);
 	CHECK_EQ(d->awaiting_sum, 4);
 }
@@ -300,7 +302,7 @@ int main(int argc, char **argv)
 	pyd_report_prof_pprof(&b, p, 0);
 	n = gunzip(&b, raw, sizeof raw);
 	read_profile(&d, raw, n);
-	CHECK_EQ(d.nlabels, 4 * 5);
+	CHECK_EQ(d.nlabels, 4 * 5 + 2);
 	CHECK_EQ(has_string(&d, "process 4242 (python3 m.py)"), 1);
 	for (size_t i = 0; i < d.nstrs; i++)
 		free(d.strs[i]);

@@ -1,6 +1,8 @@
 /*
- * pystack-dump serve: its options and help.  The HTTP server itself is
- * serve_http.c (libmicrohttpd), or serve_none.c in a build without it.
+ * pystack-dump serve: its options and help, checked by pystack-dump (so
+ * that its help and usage errors need no server) and by the server,
+ * pystack-dump-serve (serve_main.c, serve_http.c: libmicrohttpd), which
+ * pystack-dump runs (serve_exec.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,7 +114,7 @@ int serve_main(int argc, char **argv)
 	struct serve_config c = {0};
 	int rc = parse_serve_args(argc, argv, &c);
 	if (!rc)
-		rc = serve_run(&c);
+		rc = serve_run(&c, argv);
 	free(c.pids);
 	return rc;
 }

@@ -1,6 +1,7 @@
 /*
  * pystack-dump serve: what its options (serve.c) give the server
- * (serve_http.c, or serve_none.c where the build has no libmicrohttpd).
+ * (serve_http.c, in pystack-dump-serve; pystack-dump runs that program,
+ * serve_exec.c).
  */
 #ifndef PYD_CLI_SERVE_H
 #define PYD_CLI_SERVE_H
@@ -16,7 +17,8 @@ struct serve_config {
 	size_t npids;
 };
 
-/* Serve until SIGINT or SIGTERM; the exit status. */
-int serve_run(const struct serve_config *c);
+/* Serve until SIGINT or SIGTERM; the exit status.  argv: the command
+ * line, from "serve" on (serve_exec.c runs pystack-dump-serve with it). */
+int serve_run(const struct serve_config *c, char **argv);
 
 #endif

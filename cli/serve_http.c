@@ -642,8 +642,9 @@ static void drain(struct server *s, struct MHD_Daemon *d)
 	MHD_stop_daemon(d);
 }
 
-int serve_run(const struct serve_config *cfg)
+int serve_run(const struct serve_config *cfg, char **argv)
 {
+	(void)argv; /* this is the server: nothing to run */
 	int fd;
 	int rc = listen_on(cfg->listen, &fd);
 	if (rc)

@@ -353,7 +353,10 @@ bool pyd_frame_push(struct pyd_frame_buf *b, const struct pyd_code *c,
 		    int line)
 {
 	if (b->n == b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 64;
+		/* Small at first: a task graph holds one buffer per task, most
+		 * of them a frame or two deep (64 frames each made 10,000
+		 * tasks fault in 40 MB). */
+		size_t cap = b->cap ? b->cap * 2 : 4;
 		void *p = realloc(b->v, cap * sizeof *b->v);
 		if (!p)
 			return false;

@@ -211,3 +211,8 @@ void gdb_request_free(struct gdb_request *r)
 	free(r->text);
 	memset(r, 0, sizeof *r);
 }
+
+bool gdb_request_whole(const char *text)
+{
+	return strstr(text, "\n" GDB_REQUEST_END "\n") != NULL;
+}

@@ -16,6 +16,18 @@
 #include "memsrc/memsrc.h"
 #include "../frontend/commands.h"
 
+/* The request's last line: the command file writes a request straight
+ * into its file while gdb still prints it, and gdb may unwind (and call
+ * the reader) meanwhile; a request without this line is not whole yet. */
+#define GDB_REQUEST_END "@end"
+/* The variable of gdb's environment in which the reader leaves its
+ * files' base, ${TMPDIR:-/tmp}/pystack-dump-gdb-UID/GDBPID, for the
+ * command file's shells. */
+#define PYD_GDB_BASE_ENV "PYSTACK_DUMP_GDB"
+
+/* Whether text (a request file's) has its last line. */
+bool gdb_request_whole(const char *text);
+
 enum gdb_target_kind {
 	GDB_TARGET_NONE,
 	GDB_TARGET_PROCESS, /* a native (local) process */

@@ -125,6 +125,19 @@ static void test_damaged_requests(const char *text, size_t len)
 	CHECK_EQ(parsed > MUTATIONS / 2, true);
 }
 
+/* A request is whole once its @end line is in: cut before it, it is not. */
+static void test_whole(const char *text)
+{
+	CHECK_EQ(gdb_request_whole(text), true);
+	const char *end = strstr(text, "\n" GDB_REQUEST_END "\n");
+	CHECK_EQ(end != NULL, true);
+	if (!end)
+		return;
+	char *cut = strndup(text, (size_t)(end - text) + 1);
+	CHECK_EQ(gdb_request_whole(cut), false);
+	free(cut);
+}
+
 int main(int argc, char **argv)
 {
 	size_t len = 0;
@@ -135,6 +148,7 @@ int main(int argc, char **argv)
 	CHECK_EQ(text != NULL, true);
 	if (text) {
 		test_real_request(text, len);
+		test_whole(text);
 		test_damaged_requests(text, len);
 	}
 	free(text);

@@ -71,6 +71,10 @@ static void path_command(const char *indent, const char *cmd,
 		       path, newline ? "\\\\n" : "");
 }
 
+/* A section no file has: `maint info sections` of it prints only the
+ * names of the executable and the core (request.c's parse_target). */
+#define NO_SECTION ".pystack-dump-no-section"
+
 /* pyd-gather NAME WORDS...: what the reader needs, under "@" lines. */
 static void gather(const char *cli)
 {
@@ -81,7 +85,8 @@ static void gather(const char *cli)
 		printf("  if $argc > %d\n    echo $arg%d\\n\n  end\n", i, i);
 	printf("  echo @cmd $arg0\\n\n"
 	       "  echo @inferiors\\n\n  info inferiors\n"
-	       "  echo @target\\n\n  info target\n"
+	       "  echo @target\\n\n  maint print target-stack\n"
+	       "  maint info sections " NO_SECTION "\n"
 	       "  echo @threads\\n\n  info threads\n"
 	       "  echo @maps\\n\n  info proc mappings\n"
 	       "  echo " GDB_REQUEST_END "\\n\n"

@@ -2,8 +2,9 @@
  * A request from the command file to the reader.
  *
  * The command file cannot call the reader: it pipes what gdb knows (the
- * command and its words, `info inferiors`, `info threads`, `info target`,
- * `info proc mappings`, for py-bt -n the `bt` of the selected thread) into
+ * command and its words, `info inferiors`, `info threads`, the target
+ * stack and its files, `info proc mappings`, for py-bt -n the `bt` of the
+ * selected thread) into
  * a file, each part under an "@name" line, and makes gdb unwind; the
  * reader's unwind callback finds the file and parses it with this.
  */

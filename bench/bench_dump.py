@@ -11,7 +11,10 @@ frames deep; each also dumped with --locals (goal: under 50 ms),
 --native-all (the interpreter's frames too, with their lines) and
 --subprocesses (every descendant: 1 + 4 processes in the last scenario).
 Reported: median wall time and peak RSS of each tool per scenario, the
-anchor/ours ratios, and what each option costs over the plain dump.
+anchor/ours ratios, and what each option costs over the plain dump; and
+for each of ours the instructions (callgrind, the dynamic loader's
+included) and system calls (strace -c) of one dump, which the machine's
+noise does not move.
 Usage: bench/bench_dump.py [--build build] [--runs 20]
 """
 import argparse
@@ -19,8 +22,8 @@ import os
 import statistics
 import sys
 
-from common import (ROOT, SID, peak_rss_kib, record, run_measured, setup_sid, start_target,
-                    stop, tool_path)
+from common import (ROOT, SID, count_instructions, count_syscalls, peak_rss_kib, record,
+                    run_measured, setup_sid, start_target, stop, tool_path)
 
 # Issue 12's goal: the dump with locals of a 200-frame stack (the locals
 # scenario) takes under this long, median.
@@ -39,6 +42,12 @@ def bench(target, tools, runs):
         rss = max(peak_rss_kib(cmd(target.pid)) for _ in range(3))
         rows[label] = (statistics.median(walls[label]), rss)
     return rows
+
+
+def counts(target, tools):
+    """{label: (instructions, syscalls)} of one dump by each of ours."""
+    return {label: (count_instructions(cmd(target.pid)), count_syscalls(cmd(target.pid)))
+            for label, cmd in tools if label.startswith("pystack-dump")}
 
 
 def main():
@@ -62,7 +71,8 @@ def main():
                                                     "profiling.sampling", "dump", "-a", str(pid)]),
     ]
     print("dump benchmark, target: Debian sid python3.15, %d interleaved runs each" % args.runs)
-    print("%-22s %-28s %12s %12s" % ("scenario", "tool", "median ms", "peak RSS MB"))
+    print("%-22s %-28s %12s %12s %14s %9s" % ("scenario", "tool", "median ms", "peak RSS MB",
+                                             "instructions", "syscalls"))
     figures = []                        # what record() writes: one row per line printed
     for name, kind, n in (("200-frame stack", "deep", 200), ("20 threads", "threads", 20),
                           ("100 threads", "threads", 100), ("200 frames, 6 locals", "locals", 200),
@@ -70,13 +80,17 @@ def main():
         target = start_target(kind, n)
         try:
             rows = bench(target, tools, args.runs)
+            counted = counts(target, tools)
         finally:
             stop(target)
         anchor_wall, anchor_rss = rows[tools[-1][0]]
         for label, (wall, rss) in rows.items():
-            print("%-22s %-28s %12.2f %12.2f" % (name, label, wall * 1e3, rss / 1024))
+            ins, calls = counted.get(label, (None, None))
+            print("%-22s %-28s %12.2f %12.2f %14s %9s" % (
+                name, label, wall * 1e3, rss / 1024, "-" if ins is None else "{:,}".format(ins),
+                "-" if calls is None else calls))
             figures.append({"id": "%s | %s" % (name, label), "median_ms": wall * 1e3,
-                            "peak_rss_mb": rss / 1024})
+                            "peak_rss_mb": rss / 1024, "instructions": ins, "syscalls": calls})
         wall, rss = rows["pystack-dump"]
         print("%-22s %-28s %11.1fx %11.1fx" % (name, "anchor / pystack-dump", anchor_wall / wall,
                                              anchor_rss / rss))

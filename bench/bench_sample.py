@@ -32,7 +32,7 @@ import tempfile
 import time
 
 from common import (HERE, ROOT, SID, copy_to_sid, peak_rss_kib, record, setup_sid, start_ready,
-                    start_target, stop, tool_path)
+                    start_target, stop, strace_calls, tool_path)
 
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 from harness.interps import discover  # noqa: E402  (the interpreters the tests use)
@@ -540,21 +540,6 @@ def rss_and_syscalls(tool, n, skip_rss):
         print()
     finally:
         stop(target)
-
-
-def strace_calls(path):
-    """{syscall: calls} from an `strace -c` summary."""
-    calls = {}
-    with open(path) as f:
-        for line in f:
-            p = line.split()
-            # % time, seconds, usecs/call, calls, [errors], syscall
-            if len(p) >= 5 and re.match(r"^[\d.]+$", p[0]) and p[-1] != "total":
-                try:
-                    calls[p[-1]] = int(p[3])
-                except ValueError:
-                    pass
-    return calls
 
 
 def main():

@@ -5,9 +5,11 @@ import datetime
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -73,6 +75,47 @@ def peak_rss_kib(cmd):
     res = subprocess.run(["/usr/bin/time", "-f", "%M"] + cmd, stdout=subprocess.DEVNULL,
                          stderr=subprocess.PIPE, check=True)
     return int(res.stderr.split()[-1])
+
+
+def strace_calls(path):
+    """{syscall: calls} from an `strace -c` summary."""
+    calls = {}
+    with open(path) as f:
+        for line in f:
+            p = line.split()
+            # % time, seconds, usecs/call, calls, [errors], syscall
+            if len(p) >= 5 and re.match(r"^[\d.]+$", p[0]) and p[-1] != "total":
+                try:
+                    calls[p[-1]] = int(p[3])
+                except ValueError:
+                    pass
+    return calls
+
+
+def count_syscalls(cmd):
+    """System calls one run of a command makes (`strace -c -f`), noise-free
+    where wall time is not; None without strace."""
+    if not shutil.which("strace"):
+        return None
+    with tempfile.TemporaryDirectory(prefix="pyd-bench-") as d:
+        out = os.path.join(d, "strace")
+        subprocess.run(["strace", "-c", "-f", "-o", out] + cmd, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, check=True)
+        return sum(strace_calls(out).values())
+
+
+def count_instructions(cmd):
+    """Instructions one run of a command executes, from its exec to its
+    exit, the dynamic loader's included (callgrind's Ir; children not
+    followed); None without valgrind."""
+    if not shutil.which("valgrind"):
+        return None
+    with tempfile.TemporaryDirectory(prefix="pyd-bench-") as d:
+        res = subprocess.run(["valgrind", "--tool=callgrind", "--trace-children=no",
+                              "--callgrind-out-file=" + os.path.join(d, "cg")] + cmd,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        m = re.search(r"Collected : (\d+)", res.stderr)
+        return int(m.group(1)) if res.returncode == 0 and m else None
 
 
 def _first_line(cmd):

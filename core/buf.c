@@ -54,6 +54,13 @@ void pyd_buf_printf(struct pyd_buf *b, const char *fmt, ...)
 	b->len += (size_t)n;
 }
 
+void pyd_buf_str(struct pyd_buf *b, const char *s)
+{
+	if (!s)
+		s = "(null)";
+	pyd_buf_put(b, s, strlen(s));
+}
+
 void pyd_buf_u64(struct pyd_buf *b, uint64_t v)
 {
 	char d[20];

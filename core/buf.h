@@ -20,6 +20,9 @@ struct pyd_buf {
 void pyd_buf_printf(struct pyd_buf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void pyd_buf_put(struct pyd_buf *b, const char *s, size_t n);
+/* s, or "(null)" as printf's %s shows NULL: the pieces of the lines a
+ * report has most of, without printf's format parsing. */
+void pyd_buf_str(struct pyd_buf *b, const char *s);
 /* v in decimal, without printf's machinery: the ids and numbers of large
  * reports. */
 void pyd_buf_u64(struct pyd_buf *b, uint64_t v);

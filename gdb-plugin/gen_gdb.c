@@ -23,15 +23,20 @@
 
 #include "../frontend/commands.h"
 #include "../frontend/explain.h"
+#include "request.h"
 
 /* gdb passes at most this many words to a user command. */
 #define MAX_WORDS 9
 
 
 /* The shell's first words in every step: the private directory and the
- * base of this gdb's files ($PPID is gdb: it runs our shells). */
+ * base of this gdb's files ($PPID is gdb: it runs our shells).  The
+ * reader puts the base in gdb's environment, which our shells inherit,
+ * so they spawn no `id -u` for it; a base not this gdb's (a gdb started
+ * from our gdb's shell, before its reader loads) is computed again. */
 static const char sh_dir[] =
-    "d=${TMPDIR:-/tmp}/pystack-dump-gdb-$(id -u); b=\"$d/$PPID\"";
+    "b=$" PYD_GDB_BASE_ENV "; case \"$b\" in */\"$PPID\") d=${b%/*};; "
+    "*) d=${TMPDIR:-/tmp}/pystack-dump-gdb-$(id -u); b=\"$d/$PPID\";; esac";
 
 /* The gdb variable that holds the prefix of relative paths. */
 #define PREFIX_VAR "$pystack_dump_prefix"
@@ -66,6 +71,10 @@ static void path_command(const char *indent, const char *cmd,
 		       path, newline ? "\\\\n" : "");
 }
 
+/* A section no file has: `maint info sections` of it prints only the
+ * names of the executable and the core (request.c's parse_target). */
+#define NO_SECTION ".pystack-dump-no-section"
+
 /* pyd-gather NAME WORDS...: what the reader needs, under "@" lines. */
 static void gather(const char *cli)
 {
@@ -76,10 +85,12 @@ static void gather(const char *cli)
 		printf("  if $argc > %d\n    echo $arg%d\\n\n  end\n", i, i);
 	printf("  echo @cmd $arg0\\n\n"
 	       "  echo @inferiors\\n\n  info inferiors\n"
-	       "  echo @target\\n\n  info target\n"
+	       "  echo @target\\n\n  maint print target-stack\n"
+	       "  maint info sections " NO_SECTION "\n"
 	       "  echo @threads\\n\n  info threads\n"
 	       "  echo @maps\\n\n  info proc mappings\n"
 	       "  echo @sysroot\\n\n  show sysroot\n"
+	       "  echo " GDB_REQUEST_END "\\n\n"
 	       "end\n"
 	       "document pyd-gather\n"
 	       "Internal to pystack-dump's commands (py-bt ...).\n"
@@ -107,13 +118,22 @@ static void words(int from, int n)
 		printf(" $arg%d", i);
 }
 
+/* One alternative of a shell case pattern, quoted, after the others. */
+static void add_alternative(char *out, size_t size, size_t *len,
+                            const char *text)
+{
+	if (*len < size)
+		*len += (size_t)snprintf(out + *len, size - *len, "%s\"%s\"",
+		                         *len ? "|" : "", text);
+}
+
 /* py-bt's words that make it want the native frames (-n, -N ...), each
  * appended to the pattern at out + *len. */
 static void native_words(char *out, size_t size, size_t *len)
 {
 	const char *words;
 	for (size_t i = 0; (words = pyd_opts_nth_words(PYD_IN_BT, i)); i++)
-		for (const char *w = words; *w && *len < size;) {
+		for (const char *w = words; *w;) {
 			size_t n = strcspn(w, " ");
 			char word[64];
 			struct pyd_cmd c;
@@ -121,54 +141,62 @@ static void native_words(char *out, size_t size, size_t *len)
 			snprintf(word, sizeof word, "%.*s", (int)n, w);
 			if (pyd_cmd_parse("py-bt", word, &c, err, sizeof err) &&
 			    pyd_cmd_wants_native(&c))
-				*len += (size_t)snprintf(out + *len, size - *len,
-				                         "%s%s", *len ? "|" : "",
-				                         word);
+				add_alternative(out, size, len, word);
 			w += n + strspn(w + n, " ");
 		}
 }
 
-/* An extended regex of the request lines after which a command wants the
- * native frames (pyd_cmd_wants_native): py-bt's words for them, the
+/* A shell case pattern of the request lines after which a command wants
+ * the native frames (pyd_cmd_wants_native): py-bt's words for them, the
  * names of the commands that always do. */
 static void native_pattern(char *out, size_t size)
 {
 	size_t len = 0;
 	native_words(out, size, &len);
 	const char *n;
-	for (size_t i = 0; (n = pyd_cmd_nth(i)) && len < size; i++) {
+	for (size_t i = 0; (n = pyd_cmd_nth(i)); i++) {
 		struct pyd_cmd c;
-		char err[256];
+		char err[256], line[64];
+		snprintf(line, sizeof line, "@cmd %s", n);
 		if (pyd_cmd_parse(n, "", &c, err, sizeof err) &&
 		    pyd_cmd_wants_native(&c))
-			len += (size_t)snprintf(out + len, size - len, "|@cmd %s",
-			                        n);
+			add_alternative(out, size, &len, line);
 	}
 }
 
 /*
  * pyd-run NAME WORDS...: write the request and make gdb unwind.  The
  * shell exits 0 when the command needs the native frames too (py-bt -n,
- * py-up ...), and 3 when it
- * finds the previous request still there: the reader did not take it (it
- * was unloaded), so it is loaded again.  One shell per command: forking
- * gdb is most of what a py-bt costs.
+ * py-up ...), and 3 when it finds the previous request still there: the
+ * reader did not take it (it was unloaded), so it is loaded again.
+ *
+ * One shell per command, and in it one program, cat: each program gdb's
+ * shell starts costs about as much as the dump itself (bench_gdb.py).
+ * So the shell reads the request's first lines (up to @cmd) itself to
+ * tell whether the native frames are wanted, and a request that does not
+ * want them is written straight to BASE.req: the reader takes it only
+ * once its last line (GDB_REQUEST_END) is in.  One that does is written
+ * to BASE.tmp, and renamed once gdb's backtrace is added to it.
  */
 static void run(const char *reader)
 {
-	char native[256];
+	char native[512];
 	native_pattern(native, sizeof native);
 	printf("define pyd-run\n");
 	for (int n = 1; n <= MAX_WORDS + 1; n++) {
 		printf("  if $argc == %d\n    pipe pyd-gather", n);
 		words(0, n);
-		printf(" | %s; mkdir -p -m 700 \"$d\" && [ -O \"$d\" ] && "
-		       "[ ! -L \"$d\" ] || exit 2; s=1; if [ -e \"$b.req\" ]; "
-		       "then s=3; echo \"$arg0: pystack-dump's JIT reader did "
-		       "not take the last request (was it unloaded?): loading "
-		       "it again\"; fi; cat >\"$b.tmp\" || exit 2; "
-		       "grep -qxE -- '%s' \"$b.tmp\" && exit 0; "
-		       "mv \"$b.tmp\" \"$b.req\"; exit $s\n  end\n",
+		printf(" | %s; [ -d \"$d\" ] || mkdir -p -m 700 \"$d\"; "
+		       "[ -O \"$d\" ] && [ ! -L \"$d\" ] || exit 2; s=1; "
+		       "if [ -e \"$b.req\" ]; then s=3; echo \"$arg0: "
+		       "pystack-dump's JIT reader did not take the last request "
+		       "(was it unloaded?): loading it again\"; fi; set --; n=; "
+		       "while IFS= read -r l; do set -- \"$@\" \"$l\"; "
+		       "case \"$l\" in %s) n=1;; esac; "
+		       "case \"$l\" in \"@cmd \"*) break;; esac; done; "
+		       "f=\"$b.req\"; [ -z \"$n\" ] || f=\"$b.tmp\"; "
+		       "{ printf '%%s\\n' \"$@\"; cat; } >\"$f\" || exit 2; "
+		       "[ -z \"$n\" ] || exit 0; exit $s\n  end\n",
 		       sh_dir, native);
 	}
 	printf("  if $_shell_exitcode == 3\n");

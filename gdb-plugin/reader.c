@@ -63,7 +63,8 @@ static void remove_file(const char *suffix)
 	unlink(path);
 }
 
-/* The request file's text, removed so it runs once; NULL if none.  A
+/* The request file's text, removed so it runs once; NULL if none, or if
+ * it is still being written (left for the unwind that follows).  A
  * py-sample script or result of an earlier request must not pass for
  * this one's. */
 static char *take_request(void)
@@ -72,9 +73,6 @@ static char *take_request(void)
 	int fd = open(request_path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return NULL;
-	unlink(request_path);
-	remove_file("sh");
-	remove_file("txt");
 	char *text = NULL;
 	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
 	    st.st_size <= MAX_REQUEST &&
@@ -83,6 +81,13 @@ static char *take_request(void)
 		text[n > 0 ? n : 0] = 0;
 	}
 	close(fd);
+	if (text && !gdb_request_whole(text)) {
+		free(text);
+		return NULL;
+	}
+	unlink(request_path);
+	remove_file("sh");
+	remove_file("txt");
 	return text;
 }
 
@@ -210,6 +215,13 @@ struct gdb_reader_funcs *gdb_init_reader(void)
 	snprintf(base, sizeof base, "%s/pystack-dump-gdb-%u/%d",
 	         tmp && *tmp ? tmp : "/tmp", (unsigned)getuid(), (int)getpid());
 	snprintf(request_path, sizeof request_path, "%s.req", base);
+	/* The command file's shells find the base here, and the directory
+	 * made, without a program of their own for either. */
+	char dir[4096];
+	snprintf(dir, sizeof dir, "%s", base);
+	*strrchr(dir, '/') = 0;
+	mkdir(dir, 0700);
+	setenv(PYD_GDB_BASE_ENV, base, 1);
 	running = 0;
 	return &funcs;
 }

@@ -86,24 +86,28 @@ static void parse_thread(struct gdb_request *r, const char *line)
 		r->selected = tid;
 }
 
-static void parse_target(struct gdb_request *r, const char *line,
-                         const char *prev)
+/*
+ * `maint print target-stack`, one line a target, "  - native (Native
+ * process)", "  - remote (...)", "  - extended-remote (...)"; and
+ * `maint info sections` of no section, which names the files alone:
+ * "Core file: `/path/core', file type elf64-x86-64." (`info target` says
+ * the same in hundreds of lines, one a section of every library).
+ */
+static void parse_target(struct gdb_request *r, char *line)
 {
-	/* Each target's paragraph starts at column 0. */
-	bool head = line[0] != '\t' && line[0] != ' ';
-	if (head && !strncmp(line, "Native process", 14))
+	static const char core[] = "Core file: `";
+	const char *p = skip_blanks(line);
+	char *q;
+	if (!strncmp(p, "- native ", 9))
 		r->kind = GDB_TARGET_PROCESS;
-	else if (head && !strncmp(line, "Remote ", 7))
+	else if (!strncmp(p, "- remote ", 9) ||
+	         !strncmp(p, "- extended-remote ", 18))
 		r->kind = GDB_TARGET_REMOTE;
-	else if (prev && !strcmp(prev, "Local core dump file:")) {
-		/* "\t`/path/core', file type elf64-x86-64." */
-		const char *p = strchr(line, '`');
-		char *q = p ? strstr(p, "', file type") : NULL;
-		if (q) {
-			*q = 0;
-			r->core = p + 1;
-			r->kind = GDB_TARGET_CORE;
-		}
+	else if (!strncmp(line, core, sizeof core - 1) &&
+	         (q = strstr(line, "', file type"))) {
+		*q = 0;
+		r->core = line + sizeof core - 1;
+		r->kind = GDB_TARGET_CORE;
 	}
 }
 
@@ -188,9 +192,9 @@ bool gdb_request_parse(char *text, struct gdb_request *r)
 {
 	memset(r, 0, sizeof *r);
 	r->text = text;
-	char section[16] = "", *prev = NULL, *save;
+	char section[16] = "", *save;
 	for (char *line = strtok_r(text, "\n", &save); line;
-	     prev = line, line = strtok_r(NULL, "\n", &save)) {
+	     line = strtok_r(NULL, "\n", &save)) {
 		if (line[0] == '@') {
 			snprintf(section, sizeof section, "%s", line + 1);
 			section[strcspn(section, " ")] = 0;
@@ -205,7 +209,7 @@ bool gdb_request_parse(char *text, struct gdb_request *r)
 		else if (!strcmp(section, "inferiors"))
 			parse_inferior(r, line);
 		else if (!strcmp(section, "target"))
-			parse_target(r, line, prev);
+			parse_target(r, line);
 		else if (!strcmp(section, "threads"))
 			parse_thread(r, line);
 		else if (!strcmp(section, "maps"))
@@ -225,4 +229,9 @@ void gdb_request_free(struct gdb_request *r)
 	free(r->native);
 	free(r->text);
 	memset(r, 0, sizeof *r);
+}
+
+bool gdb_request_whole(const char *text)
+{
+	return strstr(text, "\n" GDB_REQUEST_END "\n") != NULL;
 }

@@ -2,8 +2,9 @@
  * A request from the command file to the reader.
  *
  * The command file cannot call the reader: it pipes what gdb knows (the
- * command and its words, `info inferiors`, `info threads`, `info target`,
- * `info proc mappings`, for py-bt -n the `bt` of the selected thread) into
+ * command and its words, `info inferiors`, `info threads`, the target
+ * stack and its files, `info proc mappings`, for py-bt -n the `bt` of the
+ * selected thread) into
  * a file, each part under an "@name" line, and makes gdb unwind; the
  * reader's unwind callback finds the file and parses it with this.
  */
@@ -15,6 +16,18 @@
 
 #include "memsrc/memsrc.h"
 #include "../frontend/commands.h"
+
+/* The request's last line: the command file writes a request straight
+ * into its file while gdb still prints it, and gdb may unwind (and call
+ * the reader) meanwhile; a request without this line is not whole yet. */
+#define GDB_REQUEST_END "@end"
+/* The variable of gdb's environment in which the reader leaves its
+ * files' base, ${TMPDIR:-/tmp}/pystack-dump-gdb-UID/GDBPID, for the
+ * command file's shells. */
+#define PYD_GDB_BASE_ENV "PYSTACK_DUMP_GDB"
+
+/* Whether text (a request file's) has its last line. */
+bool gdb_request_whole(const char *text);
 
 enum gdb_target_kind {
 	GDB_TARGET_NONE,

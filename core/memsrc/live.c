@@ -244,20 +244,45 @@ static void free_maps(struct pyd_live *l)
 	l->nmaps = 0;
 }
 
+/* One number of a maps line, in base, ended by sep; *p moves past sep. */
+static bool map_field(char **p, int base, char sep, unsigned long long *v)
+{
+	char *end;
+	*v = strtoull(*p, &end, base);
+	if (end == *p || *end != sep)
+		return false;
+	*p = end + 1;
+	return true;
+}
+
+/* "start-end perms offset major:minor inode   path": strtoull field by
+ * field, as sscanf's format parsing was a fifth of a plain dump's
+ * instructions (a line of /proc/PID/maps each). */
 static bool parse_map_line(char *line, struct pyd_mapping *m)
 {
-	unsigned long long start, end, off, inode;
-	int pathpos = 0;
+	unsigned long long start, end, off, major, minor, inode;
+	char *p = line, *path;
 	memset(m, 0, sizeof *m);
-	if (sscanf(line, "%llx-%llx %4s %llx %x:%x %llu %n", &start, &end,
-		   m->perms, &off, &m->dev_major, &m->dev_minor, &inode,
-		   &pathpos) < 7)
+	if (!map_field(&p, 16, '-', &start) || !map_field(&p, 16, ' ', &end))
+		return false;
+	size_t plen = strcspn(p, " ");
+	if (plen == 0 || plen >= sizeof m->perms || p[plen] != ' ')
+		return false;
+	memcpy(m->perms, p, plen);
+	p += plen + 1;
+	if (!map_field(&p, 16, ' ', &off) || !map_field(&p, 16, ':', &major) ||
+	    !map_field(&p, 16, ' ', &minor))
+		return false;
+	inode = strtoull(p, &path, 10);
+	if (path == p || (*path && !strchr(" \n", *path)))
 		return false;
 	m->start = start;
 	m->end = end;
 	m->offset = off;
+	m->dev_major = (unsigned)major;
+	m->dev_minor = (unsigned)minor;
 	m->inode = inode;
-	char *path = line + pathpos;
+	path += strspn(path, " ");
 	path[strcspn(path, "\n")] = 0;
 	if (*path)
 		m->path = strdup(path);

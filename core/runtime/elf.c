@@ -20,25 +20,29 @@ static bool skip_path(const char *path)
 	       strstr(path, "/libm.so") || strstr(path, "/libpthread");
 }
 
+/* The symbols runtime discovery reads, by index into struct elf_syms. */
+enum { SYM_RUNTIME, SYM_PY_VERSION, SYM_TSTATE_CURRENT, SYM_INTERP_HEAD,
+       SYM_CODE_TYPE, SYM_NEGATIVE_REFCOUNT, SYM_COUNT };
+
+static const char *const sym_names[SYM_COUNT] = {
+	[SYM_RUNTIME] = "_PyRuntime",
+	[SYM_PY_VERSION] = "Py_Version",
+	[SYM_TSTATE_CURRENT] = "_PyThreadState_Current",
+	[SYM_INTERP_HEAD] = "interp_head",
+	[SYM_CODE_TYPE] = "PyCode_Type",
+	/* only in a debug build */
+	[SYM_NEGATIVE_REFCOUNT] = "_Py_NegativeRefcount",
+};
+
 struct elf_syms {
-	uint64_t runtime, py_version, tstate_current, interp_head, code_type;
-	bool debug_build;
+	uint64_t value[SYM_COUNT];
 };
 
 static void note_symbol(struct elf_syms *s, const char *name, uint64_t value)
 {
-	if (strcmp(name, "_PyRuntime") == 0)
-		s->runtime = value;
-	else if (strcmp(name, "Py_Version") == 0)
-		s->py_version = value;
-	else if (strcmp(name, "_PyThreadState_Current") == 0)
-		s->tstate_current = value;
-	else if (strcmp(name, "interp_head") == 0)
-		s->interp_head = value;
-	else if (strcmp(name, "PyCode_Type") == 0)
-		s->code_type = value;
-	else if (strcmp(name, "_Py_NegativeRefcount") == 0)
-		s->debug_build = true;
+	for (int i = 0; i < SYM_COUNT; i++)
+		if (strcmp(name, sym_names[i]) == 0)
+			s->value[i] = value;
 }
 
 static void scan_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh,
@@ -57,6 +61,77 @@ static void scan_symtab(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh,
 					name[0] == 'i'))
 			note_symbol(s, name, sym.st_value);
 	}
+}
+
+/* A .gnu.hash section as the dynamic loader reads it: a header, a Bloom
+ * filter we do not need, buckets, then one chain word per hashed symbol. */
+struct gnu_hash {
+	const uint32_t *buckets, *chain;
+	uint32_t nbuckets, symoffset;
+	size_t nchain;
+};
+
+static bool gnu_hash_parse(Elf *elf, Elf_Data *d, struct gnu_hash *h)
+{
+	uint32_t hdr[4];
+	if (!d || !d->d_buf || d->d_size < sizeof hdr)
+		return false;
+	memcpy(hdr, d->d_buf, sizeof hdr);
+	size_t word = gelf_getclass(elf) == ELFCLASS64 ? 8 : 4;
+	size_t buckets = sizeof hdr + (size_t)hdr[2] * word;
+	if (hdr[0] == 0 || hdr[2] > d->d_size / word ||
+	    buckets + (size_t)hdr[0] * 4 > d->d_size)
+		return false;
+	h->nbuckets = hdr[0];
+	h->symoffset = hdr[1];
+	h->buckets = (const uint32_t *)((const char *)d->d_buf + buckets);
+	h->chain = h->buckets + hdr[0];
+	h->nchain = (d->d_size - buckets) / 4 - hdr[0];
+	return true;
+}
+
+/* The value of the defined symbol called name, as ld.so finds it: its
+ * hash's bucket starts a run of chain words, the last with bit 0 set. */
+static uint64_t gnu_hash_lookup(Elf *elf, const struct gnu_hash *h,
+				Elf_Data *syms, size_t strndx, const char *name)
+{
+	uint32_t hash = (uint32_t)elf_gnu_hash(name);
+	uint32_t i = h->buckets[hash % h->nbuckets];
+	for (; i >= h->symoffset && i - h->symoffset < h->nchain; i++) {
+		uint32_t c = h->chain[i - h->symoffset];
+		GElf_Sym sym;
+		const char *n;
+		if ((c | 1) == (hash | 1) && gelf_getsym(syms, (int)i, &sym) &&
+		    (n = elf_strptr(elf, strndx, sym.st_name)) &&
+		    strcmp(n, name) == 0)
+			return sym.st_value;
+		if (c & 1)
+			break;
+	}
+	return 0;
+}
+
+/* The wanted symbols of .dynsym through its .gnu.hash, a handful of
+ * lookups instead of a pass over thousands of names; false where the
+ * file has no usable .gnu.hash. */
+static bool lookup_dynsym(Elf *elf, struct elf_syms *s)
+{
+	Elf_Scn *scn = NULL, *dynsym;
+	GElf_Shdr sh, dsh;
+	while ((scn = elf_nextscn(elf, scn)))
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_GNU_HASH)
+			break;
+	struct gnu_hash h;
+	Elf_Data *syms;
+	if (!scn || !(dynsym = elf_getscn(elf, sh.sh_link)) ||
+	    !gelf_getshdr(dynsym, &dsh) || dsh.sh_type != SHT_DYNSYM ||
+	    !(syms = elf_getdata(dynsym, NULL)) ||
+	    !gnu_hash_parse(elf, elf_getdata(scn, NULL), &h))
+		return false;
+	for (int i = 0; i < SYM_COUNT; i++)
+		s->value[i] = gnu_hash_lookup(elf, &h, syms, dsh.sh_link,
+					      sym_names[i]);
+	return true;
 }
 
 /* Length of a "3.<minor>.<micro>[tag]" string ending in NUL at p, or 0.
@@ -205,6 +280,12 @@ static uint64_t section_addr(Elf *elf, size_t shstrndx, const char *name)
  * own, so they are found by section name, not by symbol. */
 #define ASYNCIO_DEBUG_SECTION ".AsyncioDebug"
 
+/* Where symbol i of s is in the target, or 0 if the file lacks it. */
+static uint64_t biased(const struct elf_syms *s, int i, uint64_t bias)
+{
+	return s->value[i] ? s->value[i] + bias : 0;
+}
+
 static bool probe_file(const struct pyd_memsrc *src, const struct pyd_mapping *maps,
 		       size_t n, const struct pyd_mapping *m,
 		       struct pyd_runtime *rt)
@@ -220,30 +301,31 @@ static bool probe_file(const struct pyd_memsrc *src, const struct pyd_mapping *m
 	size_t shstrndx;
 	if (elf && elf_kind(elf) == ELF_K_ELF &&
 	    elf_getshdrstrndx(elf, &shstrndx) == 0) {
-		scan_symbols(elf, SHT_DYNSYM, &s);
+		if (!lookup_dynsym(elf, &s))
+			scan_symbols(elf, SHT_DYNSYM, &s);
 		/* .symtab is many times larger (and every page we touch counts
 		 * in our RSS): read it only when the exported symbols do not
 		 * say it all, e.g. 3.6's static interp_head. */
-		if (!s.runtime)
+		if (!s.value[SYM_RUNTIME])
 			scan_symbols(elf, SHT_SYMTAB, &s);
 		uint64_t bias;
-		if ((s.runtime || s.tstate_current) &&
+		if ((s.value[SYM_RUNTIME] || s.value[SYM_TSTATE_CURRENT]) &&
 		    load_bias(elf, maps, n, m, &bias)) {
 			found = true;
-			rt->runtime_addr = s.runtime ? s.runtime + bias : 0;
-			rt->py_version_addr = s.py_version ? s.py_version + bias : 0;
+			rt->runtime_addr = biased(&s, SYM_RUNTIME, bias);
+			rt->py_version_addr = biased(&s, SYM_PY_VERSION, bias);
 			rt->tstate_current_addr =
-				s.tstate_current ? s.tstate_current + bias : 0;
-			rt->interp_head_addr = s.interp_head ? s.interp_head + bias : 0;
-			rt->code_type_addr = s.code_type ? s.code_type + bias : 0;
+				biased(&s, SYM_TSTATE_CURRENT, bias);
+			rt->interp_head_addr = biased(&s, SYM_INTERP_HEAD, bias);
+			rt->code_type_addr = biased(&s, SYM_CODE_TYPE, bias);
 			uint64_t ad = section_addr(elf, shstrndx,
 						   ASYNCIO_DEBUG_SECTION);
 			rt->asyncio_debug_addr = ad ? ad + bias : 0;
-			rt->debug_build = s.debug_build;
+			rt->debug_build = s.value[SYM_NEGATIVE_REFCOUNT] != 0;
 			GElf_Ehdr eh;
 			rt->e_machine = gelf_getehdr(elf, &eh) ? eh.e_machine : 0;
 			snprintf(rt->binary, sizeof rt->binary, "%s", used);
-			if (!s.py_version) /* else the target tells us */
+			if (!s.value[SYM_PY_VERSION]) /* else the target tells us */
 				scan_version(elf, shstrndx, rt->version,
 					     sizeof rt->version);
 			pyd_parse_version(rt->version, &rt->major, &rt->minor);

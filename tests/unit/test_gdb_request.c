@@ -125,6 +125,36 @@ static void test_damaged_requests(const char *text, size_t len)
 	CHECK_EQ(parsed > MUTATIONS / 2, true);
 }
 
+/* A core's target: its file from `maint info sections`. */
+static void test_core_target(void)
+{
+	char text[] = "@cli /usr/bin/pystack-dump\n@args\n@cmd py-bt\n"
+		      "@target\nThe current target stack is:\n"
+		      "  - core (Local core dump file)\n"
+		      "Exec file: `/usr/bin/python3', file type elf64-x86-64.\n"
+		      "Core file: `/tmp/core.12', file type elf64-x86-64.\n"
+		      "@end\n";
+	struct gdb_request r;
+	CHECK_EQ(gdb_request_parse(text, &r), true);
+	CHECK_EQ(r.kind, GDB_TARGET_CORE);
+	CHECK_EQ(r.core && !strcmp(r.core, "/tmp/core.12"), true);
+	r.text = NULL; /* on the stack */
+	gdb_request_free(&r);
+}
+
+/* A request is whole once its @end line is in: cut before it, it is not. */
+static void test_whole(const char *text)
+{
+	CHECK_EQ(gdb_request_whole(text), true);
+	const char *end = strstr(text, "\n" GDB_REQUEST_END "\n");
+	CHECK_EQ(end != NULL, true);
+	if (!end)
+		return;
+	char *cut = strndup(text, (size_t)(end - text) + 1);
+	CHECK_EQ(gdb_request_whole(cut), false);
+	free(cut);
+}
+
 int main(int argc, char **argv)
 {
 	size_t len = 0;
@@ -135,6 +165,8 @@ int main(int argc, char **argv)
 	CHECK_EQ(text != NULL, true);
 	if (text) {
 		test_real_request(text, len);
+		test_whole(text);
+		test_core_target();
 		test_damaged_requests(text, len);
 	}
 	free(text);

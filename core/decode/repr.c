@@ -329,24 +329,6 @@ static void put_decimal(struct pyd_repr *r, bool neg, const uint32_t *limbs,
 	free(dec);
 }
 
-/* log10 of x > 0 without libm, which every dump would otherwise map and
- * have the dynamic loader relocate (a third of a MB of its peak RSS,
- * bench_dump.py) for this one call: frexpl (libc's) splits x into
- * f * 2^e, f in [0.5, 1), and ln f = 2 atanh(z), z = (f - 1) / (f + 1),
- * |z| <= 1/3, whose series is past long double's precision in 30 terms. */
-#define LOG10_2 0.301029995663981195213738894724493027L
-#define LN_10 2.302585092994045684017991454684364208L
-
-static long double log10_positive(long double x)
-{
-	int e;
-	long double f = frexpl(x, &e);
-	long double z = (f - 1) / (f + 1), z2 = z * z, term = z, sum = 0;
-	for (int k = 1; k < 60; k += 2, term *= z2)
-		sum += term / k;
-	return (long double)e * LOG10_2 + 2 * sum / LN_10;
-}
-
 /*
  * An int past MAX_INT_DIGITS (Python itself prints none past 4,300
  * digits unless told to): how many decimal digits it has, from its top
@@ -368,12 +350,12 @@ static void repr_giant_int(struct pyd_repr *r, uint64_t obj, bool neg,
 	long double m = 0;
 	for (int i = 2; i >= 0; i--)
 		m = m * 1073741824.0L + (long double)(top[i] & 0x3fffffff);
-	long double lg = log10_positive(m) + (long double)(n - 3) * 30 * LOG10_2;
-	unsigned long long whole = (unsigned long long)lg; /* lg > 0 */
-	long double frac = lg - (long double)whole;
+	long double lg = log10l(m) + (long double)(n - 3) * 30 * log10l(2.0L);
+	long double frac = lg - floorl(lg);
 	bool near = frac < 1e-10L || frac > 1 - 1e-10L;
 	pyd_buf_printf(out, "<%sint of %s%llu digits at 0x%llx>",
-		       neg ? "negative " : "", near ? "about " : "", whole + 1,
+		       neg ? "negative " : "", near ? "about " : "",
+		       (unsigned long long)floorl(lg) + 1,
 		       (unsigned long long)obj);
 }
 

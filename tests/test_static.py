@@ -146,6 +146,16 @@ def test_static_binary(static_exe):
         assert "statically linked" in out, out
 
 
+def test_static_push_refused(static_exe):
+    """sample --push is left out of the static binary (libcurl's
+    dependencies have no static archives): exit 6, saying so and what to
+    do instead, before anything is read."""
+    argv, rc, out, err = tool_file_run(Tool(static_exe),
+                                       ["sample", "--push", "http://127.0.0.1:9", "1"])
+    assert rc == 6 and b"--push is not in this build" in err, \
+        "%s exited %s: %s" % (" ".join(argv), rc, short(err))
+
+
 @pytest.mark.parametrize("root", ROOTS)
 def test_static_version(root, roots):
     """It starts in the root: --version and --help."""

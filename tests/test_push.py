@@ -25,6 +25,7 @@ from harness.interps import REPO
 from harness.procs import run, short
 from harness.results import Result, settle
 from harness.target import Target, tool_run
+from test_greenlets import SUPPORTED_MINORS as greenlet_minors, start as greenlet_target
 
 RATE = 1000
 # A few interpreters for the failure paths, whose code does not depend on
@@ -281,16 +282,26 @@ def test_push_slow_server(interp, tool, request):
 
 
 MODES = {"cpu": ("sample_cpu", "burn_cpu"), "gil": ("sample_gil", None),
-         "async": ("sample_async", "burn_cpu"), "exception": ("sample_exception", None)}
+         "async": ("sample_async", "burn_cpu"), "exception": ("sample_exception", None),
+         "greenlet": ("greenlets", None)}
+
+
+def mode_target(interp, mode):
+    """The target of a mode; greenlets where --greenlets reads them."""
+    if mode != "greenlet":
+        return Target(interp, MODES[mode][0])
+    if interp.minor not in greenlet_minors:
+        pytest.skip("-m greenlet: CPython %d.%d's greenlets are not read" % interp.minor)
+    return greenlet_target(interp)
 
 
 @few
 @pytest.mark.parametrize("mode", sorted(MODES))
 def test_push_modes(interp, tool, mode, request):
     """--push in the other sampling modes: pprof the real pprof reads."""
-    script, hot = MODES[mode]
+    hot = MODES[mode][1]
     errs = []
-    with Target(interp, script) as tg, Receiver() as rx:
+    with mode_target(interp, mode) as tg, Receiver() as rx:
         tg.wait_ground_truth()
         cmd, rc, err, secs = push(tool, tg.pid, rx.url, "-m", mode, "--every", "1",
                                   "-d", "1.5")

@@ -40,7 +40,8 @@ struct push {
 	char shown[1024];   /* ... without user:password, for messages */
 	const char *app;    /* --app, or NULL */
 	const char *labels; /* --labels, or NULL */
-	char name[1024];    /* APP{labels}, the name parameter */
+	char name[1280];    /* APP{labels}, the name parameter (a process's
+	                     * name is cut at 255) */
 	pthread_t thread;
 	bool started;
 	pthread_mutex_t lock;
@@ -184,6 +185,12 @@ out:
 	return rc;
 }
 
+/* What of --app and --labels fits struct push's name. */
+#define APP_MAX 200
+#define LABELS_MAX 768
+#define STR_(n) #n
+#define STR(n) STR_(n)
+
 int push_open(struct push **out, const char *url, const char *app,
               const char *labels, char *err, size_t errsz)
 {
@@ -191,18 +198,25 @@ int push_open(struct push **out, const char *url, const char *app,
 	int rc = app ? check_app(app, err, errsz) : 0;
 	if (!rc && labels)
 		rc = check_labels(labels, err, errsz);
+	if (!rc && labels && strlen(labels) > LABELS_MAX)
+		rc = bad(err, errsz, "--labels", labels, 20,
+		         "too long (" STR(LABELS_MAX) " characters at most)");
+	if (!rc && app && strlen(app) > APP_MAX)
+		rc = bad(err, errsz, "--app", app, 20,
+		         "too long (" STR(APP_MAX) " characters at most)");
 	if (rc)
 		return rc;
-	if (curl_global_init(CURL_GLOBAL_DEFAULT))
-		return PYD_E_NOMEM;
 	struct push *p = calloc(1, sizeof *p);
-	if (!p)
+	if (!p || curl_global_init(CURL_GLOBAL_DEFAULT)) {
+		free(p);
 		return PYD_E_NOMEM;
+	}
 	p->app = app;
 	p->labels = labels;
 	if ((rc = check_url(p, url, err, errsz))) {
 		curl_url_cleanup(p->base);
 		free(p);
+		curl_global_cleanup();
 		return rc;
 	}
 	*out = p;
@@ -317,7 +331,7 @@ static enum outcome judge(struct push *p, long status, char *why,
 static enum outcome post(struct push *p, const struct item *it, char *why,
                          size_t whysz)
 {
-	char q[4096];
+	char q[3 * sizeof p->name + 256]; /* the name escaped, the rest */
 	CURLU *u = curl_url_dup(p->base);
 	if (!u || !query(p, it, q, sizeof q) ||
 	    curl_url_set(u, CURLUPART_QUERY, q, 0)) {

@@ -188,12 +188,18 @@ def test_push(interp, tool, request):
 @few
 def test_push_retried(interp, tool, request):
     """A 500 is a server's trouble: the same profile is sent again, and
-    everything gets there; the failure is said once."""
+    everything gets there; the failure is said once.  -o writes each
+    profile to a file as well."""
     errs = []
     with Target(interp, "sample_split") as tg, Receiver(codes=(500, 200)) as rx:
         tg.wait_ground_truth()
-        cmd, rc, err, secs = push(tool, tg.pid, rx.url, "--every", "1", "-d", "2.5")
+        cmd, rc, err, secs = push(tool, tg.pid, rx.url, "--every", "1", "-d", "2.5",
+                                  "-o", os.path.join(tg.out_host, "p-%s.pb.gz"))
         reqs = rx.requests
+        files = [f for f in os.listdir(tg.out_host) if f.startswith("p-")]
+        if len(files) != len(reqs) - 1:
+            errs.append("%d files written with -o, %d profiles pushed" % (len(files),
+                                                                          len(reqs) - 1))
         if rc != 0:
             errs.append("%s: exit %s: %s" % (cmd, rc, short(err)))
         if len(reqs) < 2 or query(reqs[0]) != query(reqs[1]) or \

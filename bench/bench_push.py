@@ -7,7 +7,7 @@ its CPU is not the sampler's), interleaved so machine noise hits both
 alike, at -r 1000 and at -r max.  Reported: the sampler's CPU seconds
 (user + system, its sender thread included), samples per second and per
 CPU second, and the push/files ratios.
-Usage: bench/bench_push.py [--build build] [--secs 10] [--rounds 3]
+Usage: bench/bench_push.py [--build build] [--secs 10] [--rounds 5]
 """
 import argparse
 import http.server
@@ -56,7 +56,7 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--secs", type=float, default=10)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args()
     tool = tool_path(args.build)
     if not os.access(tool, os.X_OK):

@@ -444,33 +444,35 @@ static void settle(struct push *p, struct item *it, enum outcome o,
 	*at(p, 0) = *it;
 }
 
-/* Wait (under the lock) for work, the end, or a retry's pause. */
-static void wait_for(struct push *p, double pause)
+/* Wait (under the lock) until t, or the flush's end if sooner, or a
+ * wake-up. */
+static void wait_until(struct push *p, struct timespec t)
 {
-	if (pause > 0) {
-		struct timespec t = after(pause);
-		if (p->stopping && t.tv_sec > p->deadline.tv_sec)
-			t = p->deadline;
-		pthread_cond_timedwait(&p->wake, &p->lock, &t);
-	} else if (p->stopping) {
-		struct timespec t = p->deadline;
-		pthread_cond_timedwait(&p->wake, &p->lock, &t);
-	} else {
-		pthread_cond_wait(&p->wake, &p->lock);
-	}
+	if (p->stopping && (t.tv_sec > p->deadline.tv_sec ||
+	                    (t.tv_sec == p->deadline.tv_sec &&
+	                     t.tv_nsec > p->deadline.tv_nsec)))
+		t = p->deadline;
+	pthread_cond_timedwait(&p->wake, &p->lock, &t);
 }
 
 static void *sender(void *ctx)
 {
 	struct push *p = ctx;
-	double backoff = 0.5, pause = 0; /* pause: before the next try */
+	double backoff = 0.5;
+	struct timespec next_try = {0}; /* no send before: a retry's pause */
 	pthread_mutex_lock(&p->lock);
 	for (;;) {
 		if (p->stopping && (!p->n || past(&p->deadline)))
 			break;
-		if (!p->n || pause > 0) {
-			wait_for(p, pause);
-			pause = 0;
+		if (p->n && !past(&next_try)) {
+			wait_until(p, next_try);
+			continue;
+		}
+		if (!p->n) {
+			if (p->stopping)
+				wait_until(p, p->deadline);
+			else
+				pthread_cond_wait(&p->wake, &p->lock);
 			continue;
 		}
 		struct item it = *at(p, 0);
@@ -481,10 +483,13 @@ static void *sender(void *ctx)
 		enum outcome o = post(p, &it, why, sizeof why);
 		pthread_mutex_lock(&p->lock);
 		settle(p, &it, o, why);
-		pause = o == RETRY ? backoff : 0;
-		backoff = o != RETRY ? 0.5
-		          : backoff * 2 < PUSH_BACKOFF_MAX_S ? backoff * 2
-		                                             : PUSH_BACKOFF_MAX_S;
+		if (o == RETRY) {
+			next_try = after(backoff);
+			backoff = backoff * 2 < PUSH_BACKOFF_MAX_S
+			              ? backoff * 2 : PUSH_BACKOFF_MAX_S;
+		} else {
+			backoff = 0.5;
+		}
 	}
 	pthread_mutex_unlock(&p->lock);
 	return NULL;

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -527,7 +528,16 @@ int push_start(struct push *p, const char *process_name)
 	setup_curl(p);
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->wake, NULL);
-	if (pthread_create(&p->thread, NULL, sender, p))
+	/* Ctrl-C and SIGTERM go to the sampling thread, which stops on
+	 * them: the sender inherits a mask without them. */
+	sigset_t stop, was;
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &stop, &was);
+	int rc = pthread_create(&p->thread, NULL, sender, p);
+	pthread_sigmask(SIG_SETMASK, &was, NULL);
+	if (rc)
 		return PYD_E_NOMEM;
 	p->started = true;
 	return 0;

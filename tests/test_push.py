@@ -12,7 +12,9 @@ import gzip
 import http.server
 import os
 import re
+import signal
 import socket
+import subprocess
 import sys
 import tempfile
 import threading
@@ -305,6 +307,34 @@ def test_push_slow_server(interp, tool, request):
             errs.append("took %.1f s: the flush is not bounded" % secs)
     settle(Result("push slow", "FAIL" if errs else "PASS", "\n".join(errs),
                   info="%.0f rounds/s" % rounds_per_second(err)), request.node)
+
+
+@few
+def test_push_interrupted(interp, tool, request):
+    """Ctrl-C ends the run: the interval under way is pushed too (the
+    flush at the end), and the exit status is 0."""
+    errs = []
+    with Target(interp, "sample_split") as tg, Receiver() as rx:
+        tg.wait_ground_truth()
+        argv = tool.cmd + ["sample", "-r", str(RATE), "--push", rx.url, "--every", "1",
+                           str(tg.pid)]
+        p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            time.sleep(2.5)
+            p.send_signal(signal.SIGINT)
+            err = p.communicate(timeout=20)[1].decode("utf-8", "replace")
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        if p.returncode != 0 or "interrupted" not in err:
+            errs.append("%s, Ctrl-C after 2.5 s: exit %s: %s" % (" ".join(argv), p.returncode,
+                                                                short(err)))
+        if len(rx.requests) != 3 or "pushed 3 profiles" not in err:
+            errs.append("%d requests, want 3 (two whole intervals and the one cut): %s"
+                        % (len(rx.requests), short(err)))
+    settle(Result("push interrupted", "FAIL" if errs else "PASS", "\n".join(errs)),
+           request.node)
 
 
 MODES = {"cpu": ("sample_cpu", "burn_cpu"), "gil": ("sample_gil", None),

@@ -11,7 +11,11 @@
  * label name letters, digits, _ and .; __name__ is reserved.
  */
 #define _GNU_SOURCE
+/* the functions, not the macros that check setopt's types: they are
+ * called through the pointers below */
+#define CURL_DISABLE_TYPECHECK
 #include <curl/curl.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -26,6 +30,49 @@
 #include "push.h"
 
 #define PROG "pystack-dump sample"
+
+/*
+ * libcurl is loaded when --push is given, not linked: the thirty-odd
+ * libraries it needs in turn (TLS, HTTP/2, Kerberos, LDAP ...) would be
+ * loaded by every one-shot dump as it starts (callgrind: pystack-dump
+ * --version went from 1.0 M instructions to 16.4 M linked with it).
+ */
+#define CURL_FUNCS(X)                                                          \
+	X(curl_global_init) X(curl_global_cleanup) X(curl_url)                 \
+	X(curl_url_set) X(curl_url_get) X(curl_url_dup) X(curl_url_cleanup)    \
+	X(curl_free) X(curl_easy_init) X(curl_easy_setopt)                     \
+	X(curl_easy_perform) X(curl_easy_getinfo) X(curl_easy_cleanup)         \
+	X(curl_easy_escape) X(curl_easy_strerror) X(curl_slist_append)         \
+	X(curl_slist_free_all)
+#define CURL_FIELD(f) __typeof__(f) *f;
+static struct {
+	CURL_FUNCS(CURL_FIELD)
+} lib;
+
+/* The library Debian's libcurl4 installs (the -dev package's libcurl.so
+ * names it), and each function above from it. */
+static bool load_curl(char *err, size_t errsz)
+{
+	if (lib.curl_global_init)
+		return true;
+	void *h = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		snprintf(err, errsz, "libcurl could not be loaded (%s): install "
+		                     "it (Debian: apt-get install libcurl4)",
+		         dlerror());
+		return false;
+	}
+	__typeof__(lib) l;
+#define CURL_LOAD(f)                                                           \
+	if (!(*(void **)&l.f = dlsym(h, #f))) {                                \
+		snprintf(err, errsz, "the libcurl found has no %s: it is older "  \
+		                     "than 7.80", #f);                          \
+		return false;                                                  \
+	}
+	CURL_FUNCS(CURL_LOAD)
+	lib = l;
+	return true;
+}
 #define REQUEST_TIMEOUT_S 10L
 #define CONNECT_TIMEOUT_S 5L
 
@@ -142,24 +189,24 @@ static int check_url(struct push *p, const char *url, char *err,
 {
 	char *scheme = NULL, *path = NULL, *query = NULL, *shown = NULL;
 	int rc = PYD_E_USAGE;
-	p->base = curl_url();
+	p->base = lib.curl_url();
 	if (!p->base)
 		return PYD_E_NOMEM;
-	if (curl_url_set(p->base, CURLUPART_URL, url, 0) ||
-	    curl_url_get(p->base, CURLUPART_SCHEME, &scheme, 0) ||
+	if (lib.curl_url_set(p->base, CURLUPART_URL, url, 0) ||
+	    lib.curl_url_get(p->base, CURLUPART_SCHEME, &scheme, 0) ||
 	    (strcmp(scheme, "http") && strcmp(scheme, "https"))) {
 		snprintf(err, errsz, "--push wants an http:// or https:// URL "
 		                     "(the Pyroscope server), not '%s'", url);
 		goto out;
 	}
-	curl_url_get(p->base, CURLUPART_QUERY, &query, 0);
+	lib.curl_url_get(p->base, CURLUPART_QUERY, &query, 0);
 	if (query) {
 		snprintf(err, errsz, "--push URL: no query (?%s): the "
 		                     "profile's parameters are added to it",
 		         query);
 		goto out;
 	}
-	curl_url_get(p->base, CURLUPART_PATH, &path, 0);
+	lib.curl_url_get(p->base, CURLUPART_PATH, &path, 0);
 	char full[2048];
 	size_t n = path ? strlen(path) : 0;
 	bool has = n >= 7 && !strcmp(path + n - 7, "/ingest");
@@ -167,22 +214,22 @@ static int check_url(struct push *p, const char *url, char *err,
 	         has ? "" : n && path[n - 1] == '/' ? "" : "/",
 	         has ? "" : "ingest");
 	CURLU *copy = NULL;
-	if (curl_url_set(p->base, CURLUPART_PATH, full, 0) ||
-	    !(copy = curl_url_dup(p->base)) ||
-	    curl_url_set(copy, CURLUPART_USER, NULL, 0) ||
-	    curl_url_set(copy, CURLUPART_PASSWORD, NULL, 0) ||
-	    curl_url_get(copy, CURLUPART_URL, &shown, 0)) {
+	if (lib.curl_url_set(p->base, CURLUPART_PATH, full, 0) ||
+	    !(copy = lib.curl_url_dup(p->base)) ||
+	    lib.curl_url_set(copy, CURLUPART_USER, NULL, 0) ||
+	    lib.curl_url_set(copy, CURLUPART_PASSWORD, NULL, 0) ||
+	    lib.curl_url_get(copy, CURLUPART_URL, &shown, 0)) {
 		rc = PYD_E_NOMEM;
 	} else {
 		snprintf(p->shown, sizeof p->shown, "%s", shown);
 		rc = 0;
 	}
-	curl_url_cleanup(copy);
+	lib.curl_url_cleanup(copy);
 out:
-	curl_free(scheme);
-	curl_free(path);
-	curl_free(query);
-	curl_free(shown);
+	lib.curl_free(scheme);
+	lib.curl_free(path);
+	lib.curl_free(query);
+	lib.curl_free(shown);
 	return rc;
 }
 
@@ -207,17 +254,19 @@ int push_open(struct push **out, const char *url, const char *app,
 		         "too long (" STR(APP_MAX) " characters at most)");
 	if (rc)
 		return rc;
+	if (!load_curl(err, errsz))
+		return PYD_E_UNSUPPORTED;
 	struct push *p = calloc(1, sizeof *p);
-	if (!p || curl_global_init(CURL_GLOBAL_DEFAULT)) {
+	if (!p || lib.curl_global_init(CURL_GLOBAL_DEFAULT)) {
 		free(p);
 		return PYD_E_NOMEM;
 	}
 	p->app = app;
 	p->labels = labels;
 	if ((rc = check_url(p, url, err, errsz))) {
-		curl_url_cleanup(p->base);
+		lib.curl_url_cleanup(p->base);
 		free(p);
-		curl_global_cleanup();
+		lib.curl_global_cleanup();
 		return rc;
 	}
 	*out = p;
@@ -305,7 +354,7 @@ static size_t keep_reply(char *data, size_t size, size_t n, void *ctx)
 static bool query(struct push *p, const struct item *it, char *out,
                   size_t size)
 {
-	char *name = curl_easy_escape(p->curl, p->name, 0);
+	char *name = lib.curl_easy_escape(p->curl, p->name, 0);
 	if (!name)
 		return false;
 	int n = snprintf(out, size,
@@ -313,7 +362,7 @@ static bool query(struct push *p, const struct item *it, char *out,
 	                 "&sampleRate=%u&spyName=pystack-dump",
 	                 name, (unsigned long long)it->from_s,
 	                 (unsigned long long)it->until_s, it->rate_hz);
-	curl_free(name);
+	lib.curl_free(name);
 	return n > 0 && (size_t)n < size;
 }
 
@@ -333,36 +382,36 @@ static enum outcome post(struct push *p, const struct item *it, char *why,
                          size_t whysz)
 {
 	char q[3 * sizeof p->name + 256]; /* the name escaped, the rest */
-	CURLU *u = curl_url_dup(p->base);
+	CURLU *u = lib.curl_url_dup(p->base);
 	if (!u || !query(p, it, q, sizeof q) ||
-	    curl_url_set(u, CURLUPART_QUERY, q, 0)) {
-		curl_url_cleanup(u);
+	    lib.curl_url_set(u, CURLUPART_QUERY, q, 0)) {
+		lib.curl_url_cleanup(u);
 		snprintf(why, whysz, "out of memory");
 		return RETRY;
 	}
-	struct curl_slist *h = curl_slist_append(
+	struct curl_slist *h = lib.curl_slist_append(
 	    NULL, "Content-Type: binary/octet-stream");
 	/* no "Expect: 100-continue" round trip before the body */
-	struct curl_slist *hh = h ? curl_slist_append(h, "Expect:") : NULL;
+	struct curl_slist *hh = h ? lib.curl_slist_append(h, "Expect:") : NULL;
 	char errbuf[CURL_ERROR_SIZE] = "";
 	p->reply_len = 0;
 	p->reply[0] = 0;
-	curl_easy_setopt(p->curl, CURLOPT_CURLU, u);
-	curl_easy_setopt(p->curl, CURLOPT_HTTPHEADER, hh ? hh : h);
-	curl_easy_setopt(p->curl, CURLOPT_POSTFIELDS, it->data);
-	curl_easy_setopt(p->curl, CURLOPT_POSTFIELDSIZE_LARGE,
+	lib.curl_easy_setopt(p->curl, CURLOPT_CURLU, u);
+	lib.curl_easy_setopt(p->curl, CURLOPT_HTTPHEADER, hh ? hh : h);
+	lib.curl_easy_setopt(p->curl, CURLOPT_POSTFIELDS, it->data);
+	lib.curl_easy_setopt(p->curl, CURLOPT_POSTFIELDSIZE_LARGE,
 	                 (curl_off_t)it->len);
-	curl_easy_setopt(p->curl, CURLOPT_ERRORBUFFER, errbuf);
-	CURLcode rc = curl_easy_perform(p->curl);
+	lib.curl_easy_setopt(p->curl, CURLOPT_ERRORBUFFER, errbuf);
+	CURLcode rc = lib.curl_easy_perform(p->curl);
 	long status = 0;
-	curl_easy_getinfo(p->curl, CURLINFO_RESPONSE_CODE, &status);
-	curl_easy_setopt(p->curl, CURLOPT_HTTPHEADER, NULL);
-	curl_easy_setopt(p->curl, CURLOPT_CURLU, NULL);
-	curl_slist_free_all(hh ? hh : h);
-	curl_url_cleanup(u);
+	lib.curl_easy_getinfo(p->curl, CURLINFO_RESPONSE_CODE, &status);
+	lib.curl_easy_setopt(p->curl, CURLOPT_HTTPHEADER, NULL);
+	lib.curl_easy_setopt(p->curl, CURLOPT_CURLU, NULL);
+	lib.curl_slist_free_all(hh ? hh : h);
+	lib.curl_url_cleanup(u);
 	if (rc == CURLE_OK)
 		return judge(p, status, why, whysz);
-	snprintf(why, whysz, "%s", *errbuf ? errbuf : curl_easy_strerror(rc));
+	snprintf(why, whysz, "%s", *errbuf ? errbuf : lib.curl_easy_strerror(rc));
 	return RETRY;
 }
 
@@ -404,15 +453,15 @@ static struct timespec after(double seconds)
 
 static void setup_curl(struct push *p)
 {
-	curl_easy_setopt(p->curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(p->curl, CURLOPT_TIMEOUT, REQUEST_TIMEOUT_S);
-	curl_easy_setopt(p->curl, CURLOPT_CONNECTTIMEOUT, CONNECT_TIMEOUT_S);
-	curl_easy_setopt(p->curl, CURLOPT_USERAGENT, "pystack-dump/" PYD_VERSION);
-	curl_easy_setopt(p->curl, CURLOPT_WRITEFUNCTION, keep_reply);
-	curl_easy_setopt(p->curl, CURLOPT_WRITEDATA, p);
-	curl_easy_setopt(p->curl, CURLOPT_NOPROGRESS, 0L);
-	curl_easy_setopt(p->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
-	curl_easy_setopt(p->curl, CURLOPT_XFERINFODATA, p);
+	lib.curl_easy_setopt(p->curl, CURLOPT_NOSIGNAL, 1L);
+	lib.curl_easy_setopt(p->curl, CURLOPT_TIMEOUT, REQUEST_TIMEOUT_S);
+	lib.curl_easy_setopt(p->curl, CURLOPT_CONNECTTIMEOUT, CONNECT_TIMEOUT_S);
+	lib.curl_easy_setopt(p->curl, CURLOPT_USERAGENT, "pystack-dump/" PYD_VERSION);
+	lib.curl_easy_setopt(p->curl, CURLOPT_WRITEFUNCTION, keep_reply);
+	lib.curl_easy_setopt(p->curl, CURLOPT_WRITEDATA, p);
+	lib.curl_easy_setopt(p->curl, CURLOPT_NOPROGRESS, 0L);
+	lib.curl_easy_setopt(p->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+	lib.curl_easy_setopt(p->curl, CURLOPT_XFERINFODATA, p);
 }
 
 /* After a send (under the lock): count it, say what needs saying, and
@@ -522,7 +571,7 @@ static void make_name(struct push *p, const char *process_name)
 int push_start(struct push *p, const char *process_name)
 {
 	make_name(p, process_name ? process_name : "");
-	p->curl = curl_easy_init();
+	p->curl = lib.curl_easy_init();
 	if (!p->curl)
 		return PYD_E_NOMEM;
 	setup_curl(p);
@@ -563,9 +612,9 @@ struct push_counts push_close(struct push *p)
 		pthread_cond_destroy(&p->wake);
 	}
 	if (p->curl)
-		curl_easy_cleanup(p->curl);
-	curl_url_cleanup(p->base);
+		lib.curl_easy_cleanup(p->curl);
+	lib.curl_url_cleanup(p->base);
 	free(p);
-	curl_global_cleanup();
+	lib.curl_global_cleanup();
 	return c;
 }

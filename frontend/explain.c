@@ -175,8 +175,8 @@ static const struct row rows[] = {
 	{PYD_SAY_MODE_UNSUPPORTED, ANY_ERR, CLI, false, "{prog}: {detail}.\n"},
 	/* sample --push: sending each interval's profile to Pyroscope. */
 	{PYD_SAY_PUSH_UNSUPPORTED, ANY_ERR, CLI, false,
-	 "{prog}: --push is not in this build: {detail}. Use a dynamic build "
-	 "(Debian's libcurl), or write the profiles with --every SEC -o "
+	 "{prog}: --push is not available: {detail}. Use a dynamic build "
+	 "with libcurl installed, or write the profiles with --every SEC -o "
 	 "'prof-%H%M%S.pb.gz' and send them with curl.\n"},
 	{PYD_SAY_PUSH_FAILING, ANY_ERR, CLI, false,
 	 "{prog}: cannot push to {file}{: detail}; sampling goes on, and each "

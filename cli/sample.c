@@ -20,6 +20,7 @@
 #include "../frontend/options.h"
 #include "../frontend/render.h"
 #include "cli.h"
+#include "push.h"
 #include "../frontend/procset.h"
 
 static const char usage_head[] =
@@ -81,6 +82,19 @@ static const char usage_tail[] =
     "                      (a name twice: the later gets -2, -3 ... before\n"
     "                      its first dot).\n"
     "                      Not with -n, raw or jsonl (already streamed)\n"
+    "      --push URL      send each --every interval's profile (default\n"
+    "                      every 10 s) to Grafana Pyroscope at URL, e.g.\n"
+    "                      http://pyroscope:4040 (POST /ingest, pprof;\n"
+    "                      https, and user:password@ in the URL, work);\n"
+    "                      -o writes files too. Sampling never waits for\n"
+    "                      the server: 8 profiles wait in a queue, the\n"
+    "                      oldest dropped when it is full; failed sends\n"
+    "                      are tried again (up to 8 s apart), and at the\n"
+    "                      end what is queued is sent for up to 5 s\n"
+    "      --app NAME      Pyroscope's application name (default: the\n"
+    "                      target's process name, e.g. python3.12)\n"
+    "      --labels LIST   labels of every profile pushed, k=v,k2=v2\n"
+    "                      (names: letters, digits, _ and .)\n"
     "      --list-formats  print each format, its -o suffixes and what it\n"
     "                      is, one per line (tab-separated), and exit\n"
     "      --no-lines      aggregate by function, not by line\n"
@@ -99,7 +113,10 @@ static const char usage_tail[] =
     "recorded short, so many errors under-represent the threads that\n"
     "were changing.\n"
     "Exit status 0 whenever sampling ran (even if the target exited or\n"
-    "you pressed Ctrl-C); otherwise as for pystack-dump PID.\n"
+    "you pressed Ctrl-C); 9 if a file could not be written or, with\n"
+    "--push, a profile was not sent (dropped, refused, or unsent at the\n"
+    "end); 6 if this build has no --push; otherwise as for pystack-dump\n"
+    "PID.\n"
     "\n"
     "Examples:\n"
     "  pystack-dump sample 1234                 # table until Ctrl-C\n"
@@ -108,7 +125,8 @@ static const char usage_tail[] =
     "  pystack-dump sample -r max -f collapsed -- python3 app.py\n"
     "  pystack-dump sample -o run.pydrec 1234   # record; then e.g.\n"
     "  pystack-dump report run.pydrec --from 60 --to 90 -o slice.html\n"
-    "  pystack-dump sample --every 60 -o 'prof-%H%M%S.pb.gz' 1234\n";
+    "  pystack-dump sample --every 60 -o 'prof-%H%M%S.pb.gz' 1234\n"
+    "  pystack-dump sample --push http://pyroscope:4040 --labels env=prod 1234\n";
 
 void cli_format_help(void)
 {
@@ -154,6 +172,7 @@ struct sample_opts {
 	int pid;
 	char **command; /* launch this instead of attaching */
 	struct pyd_opts opt;
+	struct push *push; /* --push */
 };
 
 static volatile sig_atomic_t stop_signal;
@@ -181,12 +200,13 @@ const struct pyd_prof_format *cli_format_for(const struct pyd_opts *o)
 	                                                   : "collapsed");
 }
 
-/* --every writes files of its own, one profile each. */
+/* --every writes files of its own, one profile each (or pushes them). */
 static int check_every(const struct pyd_opts *o)
 {
-	if (!o->output)
+	if (!o->output && !o->push)
 		return bad_usage("%s", "--every needs -o: the files' names "
-		                       "(strftime fields, e.g. prof-%H%M%S.json)");
+		                       "(strftime fields, e.g. prof-%H%M%S.json), "
+		                       "or --push URL");
 	if (o->format->stream)
 		return bad_usage("-f %s is written as samples come: not with "
 		                 "--every", o->format->name);
@@ -194,6 +214,35 @@ static int check_every(const struct pyd_opts *o)
 		return bad_usage("%s", "--every samples until -d, Ctrl-C or "
 		                       "the target's exit: not with -n or --live");
 	return 0;
+}
+
+/* --push sends pprof, every --every seconds (default PUSH_EVERY_S);
+ * push_open checks the URL, --app and --labels. */
+static int check_push(struct sample_opts *o)
+{
+	struct pyd_opts *opt = &o->opt;
+	const struct pyd_prof_format *pprof = pyd_prof_format_named("pprof");
+	opt->format = opt->format || opt->output ? cli_format_for(opt) : pprof;
+	if (opt->format != pprof)
+		return bad_usage("--push sends pprof, not %s (from -f or -o's "
+		                 "name): name -o's files *.pb.gz, or give -f "
+		                 "pprof", opt->format->name);
+	if (!opt->every)
+		opt->every = PUSH_EVERY_S;
+	int rc = check_every(opt);
+	if (rc)
+		return rc;
+	char err[512];
+	rc = push_open(&o->push, opt->push, opt->app, opt->labels, err,
+	               sizeof err);
+	if (rc == PYD_E_USAGE)
+		return bad_usage("%s", err);
+	if (rc == PYD_E_UNSUPPORTED)
+		cli_say_about("pystack-dump sample", PYD_SAY_PUSH_UNSUPPORTED,
+		              rc, NULL, err);
+	else if (rc)
+		fprintf(stderr, "pystack-dump sample: out of memory\n");
+	return rc;
 }
 
 static int parse_sample_args(int argc, char **argv, struct sample_opts *o)
@@ -224,9 +273,15 @@ static int parse_sample_args(int argc, char **argv, struct sample_opts *o)
 	} else if ((rc = cli_parse_pid(argv[optind], &o->pid))) {
 		return rc;
 	}
-	if (o->opt.live && (o->command || o->opt.format || o->opt.output))
+	if (o->opt.live && (o->command || o->opt.format || o->opt.output ||
+	                    o->opt.push))
 		return bad_usage("%s", "--live shows a PID's top view: not with "
-		                       "-- PROGRAM, -f or -o");
+		                       "-- PROGRAM, -f, -o or --push");
+	if ((o->opt.app || o->opt.labels) && !o->opt.push)
+		return bad_usage("%s", "--app and --labels name what --push "
+		                       "sends: give --push URL");
+	if (o->opt.push)
+		return check_push(o);
 	o->opt.format = cli_format_for(&o->opt);
 	return o->opt.every ? check_every(&o->opt) : 0;
 }
@@ -498,8 +553,30 @@ static void unique_name(struct run *r)
 	         ++r->same_name, tail);
 }
 
-/* --every: the interval's profile, named at its end. */
-static int write_interval(struct run *r, struct pyd_profile *prof, int64_t now)
+/* --push: the interval's pprof into the queue; the rate is -r's, or for
+ * -r max the one achieved. */
+static int push_interval(struct run *r, struct pyd_profile *prof,
+                         uint64_t end_us)
+{
+	struct pyd_buf b = {0};
+	if (pyd_profile_render(&b, prof, &r->o->opt, NULL)) {
+		pyd_buf_free(&b);
+		fprintf(stderr, "pystack-dump sample: out of memory\n");
+		return PYD_E_NOMEM;
+	}
+	const struct pyd_prof_meta *m = &prof->meta;
+	double hz = r->o->opt.rate ? r->o->opt.rate
+	            : m->duration_s > 0 ? (double)m->ticks / m->duration_s
+	                                : 1;
+	push_send(r->o->push, &b, m->start_unix_us, end_us,
+	          hz < 1 ? 1u : (unsigned)(hz + 0.5));
+	return 0;
+}
+
+/* --every: the interval's profile, pushed and/or named at its end
+ * (end_us, Unix microseconds). */
+static int write_interval(struct run *r, struct pyd_profile *prof, int64_t now,
+                          uint64_t end_us)
 {
 	finish_meta(r, prof, now);
 	struct pyd_prof_meta *t = &r->total, *m = &prof->meta;
@@ -508,7 +585,10 @@ static int write_interval(struct run *r, struct pyd_profile *prof, int64_t now)
 	t->errors += m->errors;
 	t->missed += m->missed;
 	t->reads += m->reads;
-	time_t wall = time(NULL);
+	int rc = r->o->push ? push_interval(r, prof, end_us) : 0;
+	if (rc || !r->o->opt.output)
+		return rc;
+	time_t wall = (time_t)(end_us / 1000000u);
 	struct tm tm;
 	if (!strftime(r->last_file, sizeof r->last_file, r->o->opt.output,
 	              localtime_r(&wall, &tm))) {
@@ -518,7 +598,7 @@ static int write_interval(struct run *r, struct pyd_profile *prof, int64_t now)
 		return PYD_E_READ;
 	}
 	unique_name(r);
-	int rc = output(r, prof, r->last_file);
+	rc = output(r, prof, r->last_file);
 	r->written += !rc;
 	return rc;
 }
@@ -531,9 +611,10 @@ static void cut_interval(struct run *r, int64_t now)
 		r->failed = PYD_E_NOMEM;
 		return;
 	}
-	r->failed = write_interval(r, done, now);
+	uint64_t wall = unix_us();
+	r->failed = write_interval(r, done, now, wall);
 	pyd_profile_free(done);
-	r->prof->meta.start_unix_us = unix_us();
+	r->prof->meta.start_unix_us = wall;
 	r->interval_start = now;
 	r->interval_end = now + (int64_t)(r->o->opt.every * 1e9);
 }
@@ -631,7 +712,7 @@ static void summary(const struct run *r, const struct pyd_prof_meta *m)
 		        "pystack-dump sample: the call tree reached its "
 		        "size limit; deeper new paths were folded into "
 		        "their callers.\n");
-	if (r->o->opt.every)
+	if (r->o->opt.every && r->o->opt.output)
 		fprintf(stderr, "pystack-dump sample: wrote %zu profiles (%s), "
 		        "the last %s.\n", r->written, r->o->opt.format->name,
 		        r->written ? r->last_file : "none");
@@ -715,12 +796,39 @@ static struct pyd_prof_meta whole_run(const struct run *r, double duration)
 	return m;
 }
 
+/* --push's end: what is queued sent (for up to PUSH_FLUSH_S), what
+ * became of the profiles said; the exit status. */
+static int close_push(struct run *r)
+{
+	struct push *p = r->o->push;
+	char url[1024];
+	snprintf(url, sizeof url, "%s", push_shown_url(p));
+	struct push_counts c = push_close(p);
+	r->o->push = NULL;
+	if (c.unsent) {
+		struct pyd_explain e = {.prog = "pystack-dump sample",
+		                        .shell = PYD_SHELL_CLI,
+		                        .file = url,
+		                        .count = c.unsent};
+		cli_say(&e, PYD_SAY_PUSH_UNSENT, PYD_E_READ);
+	}
+	if (!r->o->opt.quiet)
+		fprintf(stderr,
+		        "pystack-dump sample: pushed %llu profiles to %s (%llu "
+		        "sends retried, %llu dropped from the full queue, %llu "
+		        "refused, %llu unsent at the end).\n",
+		        c.sent, url, c.retried, c.dropped, c.rejected, c.unsent);
+	return c.dropped || c.rejected || c.unsent ? PYD_E_READ : 0;
+}
+
 /* Sample, then write what is left to write. */
 static int run(struct run *r)
 {
 	fill_meta(r);
 	const struct pyd_opts *o = &r->o->opt;
 	int rc = o->format->stream ? open_stream(r) : 0;
+	if (!rc && r->o->push)
+		rc = push_start(r->o->push, r->prof->processes[0].cmdline);
 	if (rc)
 		return rc;
 	sample_loop(r);
@@ -734,7 +842,7 @@ static int run(struct run *r)
 		finish_meta(r, r->prof, now);
 		rc = output(r, r->prof, o->output);
 	} else if (!r->failed && r->prof->meta.ticks) {
-		rc = write_interval(r, r->prof, now);
+		rc = write_interval(r, r->prof, now, unix_us());
 	}
 	if (!o->quiet && o->every) {
 		struct pyd_prof_meta m = whole_run(r, whole);
@@ -742,7 +850,9 @@ static int run(struct run *r)
 	} else if (!o->quiet) {
 		summary(r, &r->prof->meta);
 	}
-	return rc ? rc : o->every ? r->failed : 0;
+	int pushed = r->o->push ? close_push(r) : 0;
+	rc = rc ? rc : o->every ? r->failed : 0;
+	return rc ? rc : pushed;
 }
 
 static void catch_signals(void)
@@ -801,8 +911,10 @@ int sample_main(int argc, char **argv)
 	struct run r = {.o = &o, .root_fd = -1};
 	catch_signals();
 	r.prof = pyd_profile_new(!o.opt.no_lines, 0);
-	if (!r.prof)
+	if (!r.prof) {
+		push_close(o.push);
 		return PYD_E_NOMEM;
+	}
 	r.prof->gc = !o.opt.no_gc;
 	char detail[512] = "";
 	enum pyd_err err = o.command ? launch(&r, detail, sizeof detail)
@@ -820,5 +932,6 @@ int sample_main(int argc, char **argv)
 	}
 	detach(&r);
 	pyd_profile_free(r.prof);
+	push_close(o.push);
 	return finish_child(&r, rc);
 }

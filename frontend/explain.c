@@ -173,6 +173,27 @@ static const struct row rows[] = {
 	{PYD_SAY_LAUNCH_EXITED, ANY_ERR, CLI, false,
 	 "{prog}: {file}: {detail}; nothing was sampled.\n"},
 	{PYD_SAY_MODE_UNSUPPORTED, ANY_ERR, CLI, false, "{prog}: {detail}.\n"},
+	/* sample --push: sending each interval's profile to Pyroscope. */
+	{PYD_SAY_PUSH_UNSUPPORTED, ANY_ERR, CLI, false,
+	 "{prog}: --push is not available: {detail}. Use a dynamic build "
+	 "with libcurl installed, or write the profiles with --every SEC -o "
+	 "'prof-%H%M%S.pb.gz' and send them with curl.\n"},
+	{PYD_SAY_PUSH_FAILING, ANY_ERR, CLI, false,
+	 "{prog}: cannot push to {file}{: detail}; sampling goes on, and each "
+	 "profile is sent again with a growing pause (up to {count} s). Check "
+	 "that the server runs and the URL (its host, port, http or https).\n"},
+	{PYD_SAY_PUSH_REJECTED, ANY_ERR, CLI, false,
+	 "{prog}: {file} refused a profile{: detail}; such profiles are not "
+	 "sent again, and this is said once. Check the URL's path, --app and "
+	 "--labels, and the credentials (user:password@ in the URL).\n"},
+	{PYD_SAY_PUSH_DROPPED, ANY_ERR, CLI, false,
+	 "{prog}: the push queue is full ({count} profiles waiting): the "
+	 "oldest is dropped for each new one until {file} takes them again; "
+	 "said once, counted at the end.\n"},
+	{PYD_SAY_PUSH_UNSENT, ANY_ERR, CLI, false,
+	 "{prog}: {count} profile(s) were not sent to {file} before the wait "
+	 "at the end ran out{: detail}; write them to files too with -o next "
+	 "time.\n"},
 	/* pystack-dump report. */
 	{PYD_SAY_CANNOT_READ, ANY_ERR, ANYWHERE, false,
 	 "{prog}: cannot read {file}{: detail}\n"},

@@ -44,6 +44,15 @@ enum pyd_say {
 	PYD_SAY_SAMPLE_NO_CLI,     /* gdb's command file names no pystack-dump */
 	PYD_SAY_LAUNCH_EXITED,     /* sample's program {file} ended first */
 	PYD_SAY_MODE_UNSUPPORTED,  /* a sampling mode this Python lacks */
+	PYD_SAY_PUSH_UNSUPPORTED,  /* --push in a build without libcurl
+				    * (detail: why) */
+	PYD_SAY_PUSH_FAILING,      /* {file} (a URL) not reached, retrying
+				    * (detail: curl's or the status's words) */
+	PYD_SAY_PUSH_REJECTED,     /* {file} refused a profile (detail: the
+				    * status and the reply's first line) */
+	PYD_SAY_PUSH_DROPPED,      /* the queue was full: the oldest dropped
+				    * (count: the queue's size) */
+	PYD_SAY_PUSH_UNSENT,       /* count profiles left unsent at the end */
 	PYD_SAY_SKIPPED,           /* why a child process is not read: a
 				    * reason, no prog, no newline */
 	PYD_SAY_NATIVE_UNREAD,     /* count threads' native stacks not read */

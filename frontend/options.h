@@ -56,6 +56,9 @@ struct pyd_opts {
 	const char *diff_format; /* diff -f: a pyd_diff_formats name */
 	const char *output;
 	double every; /* sample --every: seconds a profile; 0: one */
+	/* sample --push URL: each interval's pprof sent to Pyroscope, under
+	 * --app's name (NULL: the process's) with --labels k=v,... */
+	const char *push, *app, *labels;
 	double from, to; /* report --from, --to: seconds; 0: the ends */
 	bool no_lines, threads, quiet;
 	bool no_gc; /* no <GC> frames */

@@ -154,6 +154,16 @@ def test_static_no_serve(static_exe):
         and "dynamic build" in p.stderr, (p.returncode, p.stderr)
 
 
+def test_static_push_refused(static_exe):
+    """sample --push is left out of the static binary (libcurl's
+    dependencies have no static archives): exit 6, saying so and what to
+    do instead, before anything is read."""
+    argv, rc, out, err = tool_file_run(Tool(static_exe),
+                                       ["sample", "--push", "http://127.0.0.1:9", "1"])
+    assert rc == 6 and b"--push is not available" in err, \
+        "%s exited %s: %s" % (" ".join(argv), rc, short(err))
+
+
 @pytest.mark.parametrize("root", ROOTS)
 def test_static_version(root, roots):
     """It starts in the root: --version and --help."""

@@ -24,7 +24,7 @@ if ! command -v aarch64-linux-gnu-g++ >/dev/null || ! command -v qemu-aarch64-st
 		gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static >/dev/null
 fi
 pkgs="libelf-dev libdw-dev zlib1g-dev libzstd-dev liblzma-dev libbz2-dev libiberty-dev
-libncurses-dev libpython3.11-dev python3.11-minimal python3-distutils liblldb-16-dev libmicrohttpd-dev"
+libncurses-dev libpython3.11-dev python3.11-minimal python3-distutils liblldb-16-dev libmicrohttpd-dev libcurl4-openssl-dev"
 if ! grep -qx "packages: $(echo $pkgs)" "$sys/.pyd-ready" 2>/dev/null; then
 	rm -rf "$sys"
 	tools/debs-sysroot.sh arm64 bookworm "$sys" $pkgs

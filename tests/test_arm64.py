@@ -179,6 +179,16 @@ def qemu_core(a64, target, workdir):
     return gt, (cores[0] if cores else None), maps
 
 
+def nt_file_core(a64, core, maps, workdir):
+    """(the interpreter's sysroot, a copy of qemu's core in workdir with the
+    NT_FILE note the kernel or gdb writes, its files named as the guest
+    sees them: without the sysroot in front)."""
+    root = a64.wrap[a64.wrap.index("-L") + 1]
+    nt = os.path.join(workdir, "nt-file.core")
+    with_nt_file(core, nt, file_mappings(maps, read_core_facts(core)["loads"], strip=root))
+    return root, nt
+
+
 def core_reads(a64, core, maps, workdir):
     """[(name, core, flags, partial tids)]: the ways a core from another
     machine is read.  qemu's own core (no NT_FILE): as it is, the files
@@ -187,14 +197,12 @@ def core_reads(a64, core, maps, workdir):
     runtime found by its cookie).  And the same core with the NT_FILE note
     gdb's gcore or the kernel writes on arm64, naming the files as the guest
     sees them, read with --sysroot (as a core copied off an arm64 host)."""
-    root = a64.wrap[a64.wrap.index("-L") + 1]
+    root, nt = nt_file_core(a64, core, maps, workdir)
     empty = os.path.join(workdir, "empty")
     elsewhere = os.path.join(workdir, "elsewhere", os.path.basename(a64.exe))
     os.makedirs(empty)
     os.makedirs(os.path.dirname(elsewhere))
     shutil.copy(a64.exe, elsewhere)
-    nt = os.path.join(workdir, "nt-file.core")
-    with_nt_file(core, nt, file_mappings(maps, read_core_facts(core)["loads"], strip=root))
     reads = [("qemu", core, [], ()),
              ("qemu --native", core, ["--native", "--sysroot", root], ()),
              ("qemu --exe elsewhere", core, ["--exe", elsewhere, "--sysroot", empty], ()),
@@ -277,9 +285,7 @@ def debuggers_job(a64, tools, plugins):
         _gt, core, maps = qemu_core(a64, "threads", workdir)
         if not core:
             return [Result(n, "FAIL", "qemu wrote no core into %s" % workdir) for n in DEBUGGERS]
-        root = a64.wrap[a64.wrap.index("-L") + 1]
-        nt = os.path.join(workdir, "nt-file.core")
-        with_nt_file(core, nt, file_mappings(maps, read_core_facts(core)["loads"], strip=root))
+        root, nt = nt_file_core(a64, core, maps, workdir)
         res = []
         for name in DEBUGGERS:
             if name not in plugins:

@@ -14,7 +14,7 @@ import pytest
 
 from harness.locals import (DEBUGGER_CHECKS, FRAME_COMMANDS, UP, core_host_file,
                             frame_expectations, frame_results)
-from harness.procs import host_tmp, kill, run, spawn, task_states
+from harness.procs import free_port, host_tmp, kill, run, spawn, task_states
 from harness.results import Result, settle
 from harness.target import Target, TargetError
 
@@ -125,14 +125,6 @@ def gcore(interp, t, what):
     if rc != 0 or not os.path.exists(core):
         raise TargetError("gcore failed: " + text(err)[-300:])
     return core, os.path.realpath(interp.host_path(interp.exe))
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def gdbserver_output(plugin, pid):

@@ -4,7 +4,6 @@ same text, live, on cores, through lldb-server; and the bad cases."""
 import os
 import re
 import shutil
-import socket
 import subprocess
 import time
 
@@ -13,7 +12,8 @@ import pytest
 from harness.cores import GCORE_TARGET_ENV
 from harness.locals import (DEBUGGER_CHECKS, FRAME_COMMANDS, UP, core_host_file,
                             frame_expectations, frame_results)
-from harness.procs import TOOL_TIMEOUT, alive, host_tmp, kill, run, spawn, tracer_pid
+from harness.procs import (TOOL_TIMEOUT, alive, free_port, host_tmp, kill, run, spawn,
+                           tracer_pid)
 from harness.results import Result, settle
 from harness.target import Target, TargetError
 
@@ -319,12 +319,6 @@ def test_lldb_sample(interp, tool, lldb_plugin, request):
         elif cli(tool, [str(t.pid)])[0] != 0:
             problems.append("target not readable after detach")
     assert not problems, "; ".join(problems)
-
-
-def free_port():
-    with socket.socket() as so:
-        so.bind(("127.0.0.1", 0))
-        return so.getsockname()[1]
 
 
 def test_lldb_remote(interps, tool, lldb_plugin):

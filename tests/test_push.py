@@ -13,7 +13,6 @@ import http.server
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -24,7 +23,7 @@ import urllib.parse
 import pytest
 
 from harness.interps import REPO
-from harness.procs import run, short
+from harness.procs import free_port, run, short
 from harness.results import Result, settle
 from harness.target import Target, tool_run
 from test_greenlets import SUPPORTED_MINORS as greenlet_minors, start as greenlet_target
@@ -78,15 +77,6 @@ class Receiver:
     def __exit__(self, *exc):
         self.server.shutdown()
         self.server.server_close()
-
-
-def free_port():
-    """A loopback port nothing listens on."""
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def push(tool, pid, url, *more, timeout=60):

@@ -5,6 +5,7 @@ import atexit
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import threading
@@ -246,3 +247,10 @@ def rss_env(tool):
     env["ASAN_OPTIONS"] = ":".join(filter(None, [env.get("ASAN_OPTIONS"),
                                                  "quarantine_size_mb=0"]))
     return env
+
+
+def free_port():
+    """A loopback port nothing listens on (a server under test binds it)."""
+    with socket.socket() as so:
+        so.bind(("127.0.0.1", 0))
+        return so.getsockname()[1]

@@ -102,6 +102,13 @@ def main():
                                                  orss / rss))
             figures.append({"id": "%s | %s / pystack-dump" % (name, opt),
                             "wall_ratio": owall / wall, "rss_ratio": orss / rss})
+        ins, calls = counted["pystack-dump"]
+        if kind == "threads" and ins is not None and calls is not None:
+            print("%-22s %-28s %12s %12s %14s %9s" % (
+                name, "pystack-dump, per thread", "", "", "{:,}".format(ins // n),
+                "%.1f" % (calls / n)))
+            figures.append({"id": "%s | pystack-dump per thread" % name,
+                            "instructions": ins // n, "syscalls": round(calls / n, 1)})
         if kind == "locals":
             for label in ("pystack-dump --locals", "pystack-dump --locals --json"):
                 ms = rows[label][0] * 1e3

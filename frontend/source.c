@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../core/grow.h"
@@ -33,19 +34,29 @@ struct source_cache *source_cache_new(const char *root)
 	return c;
 }
 
-/* The target names its source files: one may be a FIFO or a device. */
+/* The target names its source files: one may be a FIFO or a device
+ * (pyd_open_regular opens neither), or grow while it is read (the size
+ * read is what fstat said). */
 static char *slurp(const char *path)
 {
+	struct stat st;
 	int fd = pyd_open_regular(path);
-	FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
-	if (!f) {
-		if (fd >= 0)
-			close(fd);
+	if (fd < 0)
 		return NULL;
+	size_t size = fstat(fd, &st) == 0 && st.st_size > 0
+			      ? (size_t)st.st_size
+			      : 0;
+	if (size > MAX_SOURCE)
+		size = MAX_SOURCE;
+	char *buf = malloc(size + 1);
+	size_t n = 0;
+	while (buf && n < size) {
+		ssize_t got = read(fd, buf + n, size - n);
+		if (got <= 0)
+			break;
+		n += (size_t)got;
 	}
-	char *buf = malloc(MAX_SOURCE + 1);
-	size_t n = buf ? fread(buf, 1, MAX_SOURCE, f) : 0;
-	fclose(f);
+	close(fd);
 	if (buf)
 		buf[n] = 0;
 	return buf;

@@ -111,7 +111,11 @@ static struct pyd_code *code_read(struct pyd_session *s, uint64_t addr)
 	}
 	c->linetable = pyd_read_bytes(s, c->linetable_ptr, MAX_LINETABLE,
 				      &c->linetable_len);
-	if (!c->name || !c->file) {
+	/* A dry run's misses are no part of the object: one read in part
+	 * then is read again, whole, the next time. */
+	bool part = !whole || (c->qualname_ptr && !c->qualname) ||
+		    (c->linetable_ptr && !c->linetable);
+	if (!c->name || !c->file || (s->dry && part)) {
 		pyd_code_free(c);
 		return NULL;
 	}
@@ -345,7 +349,7 @@ size_t pyd_code_recheck(struct pyd_session *s, struct pyd_code *const *v,
 		changed++;
 	}
 	if (changed)
-		memset(s->lines, 0, sizeof s->lines);
+		memset(s->lines, 0, PYD_LINE_CACHE * sizeof *s->lines);
 	return changed;
 }
 

@@ -54,6 +54,8 @@ static const struct glayout layouts[] = {
 #define MAX_BASES 32
 /* Pages of the collector's lists kept while walking them. */
 #define GC_PAGES 256
+/* Batches the greenlets found are read ahead in, at most. */
+#define READ_PASSES 16
 
 struct gctx {
 	struct pyd_session *s;
@@ -454,6 +456,20 @@ static void assign_threads(struct gctx *c)
 		set->g[i].thread = set->g[root_of(set, i)].thread;
 }
 
+/* Forget what a greenlet was read as, but its id, its thread (a greenlet
+ * never moves to another thread), what it was spawned with and the room
+ * its frames had. */
+static void clear_greenlet(struct pyd_greenlet *g)
+{
+	pyd_frame_vars_free(g->vars, g->nframes);
+	pyd_call_free(g->waiting);
+	*g = (struct pyd_greenlet){.id = g->id,
+				   .thread = g->thread,
+				   .spawned = g->spawned,
+				   .frames = g->frames,
+				   .frames_cap = g->frames_cap};
+}
+
 static enum pyd_err read_all(struct gctx *c)
 {
 	struct pyd_greenlet_set *set = c->out;
@@ -475,15 +491,90 @@ static enum pyd_err read_all(struct gctx *c)
 	return err;
 }
 
+/* A read ahead of every greenlet found: those read whole are left out of
+ * the next dry runs. */
+struct ahead_ctx {
+	struct gctx *c;
+	struct pyd_read_ahead *ra;
+	bool *whole;
+};
+
+static void greenlets_dry(void *ctx)
+{
+	struct ahead_ctx *x = ctx;
+	struct gctx *c = x->c;
+	uint64_t stack;
+	c->nrunning = 0;
+	for (size_t i = 0; i < c->out->n; i++) {
+		size_t wanted = pyd_read_ahead_wants(x->ra);
+		if (x->whole[i])
+			continue;
+		clear_greenlet(&c->out->g[i]);
+		read_greenlet(c, &c->out->g[i], &stack);
+		note_running(c, &c->out->g[i]);
+		x->whole[i] = pyd_read_ahead_wants(x->ra) == wanted;
+	}
+}
+
+/* Every greenlet read, ahead in batches: a thousand of them, each a
+ * chain of a dozen reads to its frames, are a dozen batched reads, not
+ * tens of thousands of calls. */
+static enum pyd_err read_all_ahead(struct gctx *c)
+{
+	struct pyd_read_ahead ra;
+	struct ahead_ctx x = {c, &ra, calloc(c->out->n + 1, sizeof *x.whole)};
+	pyd_read_ahead(c->s, &ra, greenlets_dry, &x, x.whole ? READ_PASSES : 0);
+	free(x.whole);
+	for (size_t i = 0; i < c->out->n; i++)
+		clear_greenlet(&c->out->g[i]);
+	c->nrunning = 0;
+	enum pyd_err err = read_all(c);
+	pyd_read_ahead_end(c->s, &ra);
+	return err;
+}
+
+struct waiting_ctx {
+	struct pyd_session *s;
+	struct pyd_greenlet_set *set;
+	struct pyd_read_ahead *ra;
+	bool *whole;
+};
+
+static enum pyd_err read_waiting(struct pyd_session *s,
+				 struct pyd_greenlet *g)
+{
+	pyd_call_free(g->waiting);
+	g->waiting = NULL;
+	return g->state == PYD_GREENLET_SUSPENDED && g->nframes
+		       ? pyd_pending_call(s, &g->frames[0], &g->waiting)
+		       : PYD_OK;
+}
+
+static void waiting_dry(void *ctx)
+{
+	struct waiting_ctx *x = ctx;
+	for (size_t i = 0; i < x->set->n; i++) {
+		size_t wanted = pyd_read_ahead_wants(x->ra);
+		if (x->whole[i])
+			continue;
+		read_waiting(x->s, &x->set->g[i]);
+		x->whole[i] = pyd_read_ahead_wants(x->ra) == wanted;
+	}
+}
+
+/* Read ahead too: what each waits in is a dozen reads (the call's
+ * callable, its type and name, its arguments' reprs). */
 enum pyd_err pyd_greenlets_waiting(struct pyd_session *s,
 				   struct pyd_greenlet_set *set)
 {
+	struct pyd_read_ahead ra;
+	struct waiting_ctx x = {s, set, &ra, calloc(set->n + 1, sizeof *x.whole)};
 	enum pyd_err err = PYD_OK;
-	for (size_t i = 0; i < set->n && !err; i++) {
-		struct pyd_greenlet *g = &set->g[i];
-		if (g->state == PYD_GREENLET_SUSPENDED && g->nframes)
-			err = pyd_pending_call(s, &g->frames[0], &g->waiting);
-	}
+	pyd_read_ahead(s, &ra, waiting_dry, &x, x.whole ? READ_PASSES : 0);
+	free(x.whole);
+	for (size_t i = 0; i < set->n && !err; i++)
+		err = read_waiting(s, &set->g[i]);
+	pyd_read_ahead_end(s, &ra);
 	return err;
 }
 
@@ -515,7 +606,7 @@ enum pyd_err pyd_dump_greenlets(struct pyd_session *s,
 	if (!err && c.gl) {
 		sort_unique(out);
 		out->layout = c.gl;
-		err = read_all(&c);
+		err = read_all_ahead(&c);
 	}
 	if (!err && c.gl)
 		assign_threads(&c);
@@ -523,20 +614,6 @@ enum pyd_err pyd_dump_greenlets(struct pyd_session *s,
 	free(c.stack);
 	free(c.threads);
 	return err;
-}
-
-/* Forget what a greenlet was read as, but its id, its thread (a greenlet
- * never moves to another thread), what it was spawned with and the room
- * its frames had. */
-static void clear_greenlet(struct pyd_greenlet *g)
-{
-	pyd_frame_vars_free(g->vars, g->nframes);
-	pyd_call_free(g->waiting);
-	*g = (struct pyd_greenlet){.id = g->id,
-				   .thread = g->thread,
-				   .spawned = g->spawned,
-				   .frames = g->frames,
-				   .frames_cap = g->frames_cap};
 }
 
 enum pyd_err pyd_greenlets_reread(struct pyd_session *s,

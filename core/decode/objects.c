@@ -249,7 +249,8 @@ void pyd_type_name(struct pyd_session *s, uint64_t type, char *out,
 		&s->types[(type * 0x9E3779B97F4A7C15ULL) >> 56];
 	if (e->type != type || e->tp_name != name) {
 		pyd_read_cstr(s, name, e->name, sizeof e->name);
-		e->type = type;
+		/* A name that could not be read is not kept as "". */
+		e->type = e->name[0] ? type : 0;
 		e->tp_name = name;
 	}
 	snprintf(out, outsz, "%s", e->name);

@@ -757,7 +757,7 @@ static enum pyd_err walk(struct pyd_sampler *sp, struct sthread *t)
 	for (int attempt = 0; attempt < PYD_WALK_ATTEMPTS; attempt++) {
 		struct batch_reader r = {
 		    .sp = sp, .t = t, .use_batch = attempt == 0 && t->in_batch};
-		struct pyd_node_reader nr = {batch_get, &r, batch_known};
+		struct pyd_node_reader nr = {batch_get, &r, batch_known, false};
 		err = pyd_walk_thread(sp->s, t->tstate, &nr, &sp->fb,
 		                      attempt + 1 == PYD_WALK_ATTEMPTS);
 		if (r.walked < t->npred) {

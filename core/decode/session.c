@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "../cpython/debug_offsets.h"
 
@@ -107,14 +108,23 @@ static enum pyd_err layout_builtin(struct pyd_session *s, bool ft,
 	return PYD_OK;
 }
 
+#define LINES_BYTES (PYD_LINE_CACHE * sizeof(struct pyd_line_slot))
+
 enum pyd_err pyd_session_open(const struct pyd_memsrc *src,
 			      const struct pyd_runtime *rt,
 			      struct pyd_session **out, char *detail,
 			      size_t detailsz)
 {
 	struct pyd_session *s = calloc(1, sizeof *s);
-	if (!s)
+	void *lines = mmap(NULL, LINES_BYTES, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (!s || lines == MAP_FAILED) {
+		free(s);
+		if (lines != MAP_FAILED)
+			munmap(lines, LINES_BYTES);
 		return PYD_E_NOMEM;
+	}
+	s->lines = lines;
 	pyd_budget_init(&s->budget, src, PYD_DUMP_MAX_READS,
 			PYD_DUMP_MAX_BYTES);
 	s->src = &s->budget.layer.src;
@@ -129,7 +139,7 @@ enum pyd_err pyd_session_open(const struct pyd_memsrc *src,
 	if (!layout_from_target(s, &ft))
 		err = layout_builtin(s, ft, detail, detailsz);
 	if (err) {
-		free(s);
+		pyd_session_close(s);
 		return err;
 	}
 	*out = s;
@@ -153,6 +163,30 @@ void pyd_session_unpaged(struct pyd_session *s, struct pyd_paged *p)
 	p->on = false;
 }
 
+void pyd_read_ahead(struct pyd_session *s, struct pyd_read_ahead *ra,
+		    void (*dry)(void *ctx), void *ctx, unsigned max)
+{
+	ra->own = s->src;
+	pyd_prefetch_init(&ra->pf, s->src);
+	s->src = &ra->pf.layer.src;
+	ra->pf.dry = true;
+	ra->pf.keep = true;
+	s->dry = true;
+	for (unsigned i = 0; i < max; i++) {
+		dry(ctx);
+		if (!ra->pf.nmissed || pyd_prefetch_pass(&ra->pf))
+			break;
+	}
+	s->dry = false;
+	ra->pf.dry = false;
+}
+
+void pyd_read_ahead_end(struct pyd_session *s, struct pyd_read_ahead *ra)
+{
+	s->src = ra->own;
+	pyd_prefetch_free(&ra->pf);
+}
+
 void pyd_session_close(struct pyd_session *s)
 {
 	if (!s)
@@ -162,6 +196,7 @@ void pyd_session_close(struct pyd_session *s)
 	free(s->codes);
 	free(s->used);
 	free(s->greenlet_dwarf);
+	munmap(s->lines, LINES_BYTES);
 	free(s);
 }
 

@@ -9,6 +9,7 @@
 #include "../cpython/layout.h"
 #include "../memsrc/budget.h"
 #include "../memsrc/pagecache.h"
+#include "../memsrc/prefetch.h"
 #include "../pyd.h"
 
 /* What we keep of a code object; immutable in CPython, so cacheable. */
@@ -79,6 +80,9 @@ struct pyd_type_slot {
 
 struct pyd_session {
 	const struct pyd_memsrc *src; /* budget.layer.src, or a pass's own on it */
+	/* In a dry run (pyd_read_ahead): a failed read may be a miss only,
+	 * so what is cached must have been read whole. */
+	bool dry;
 	struct pyd_budget budget;     /* on the source the session was given */
 	char corrupt[192];            /* pyd_session_corruption */
 	struct pyd_runtime rt;
@@ -96,7 +100,10 @@ struct pyd_session {
 	struct pyd_code **used;
 	size_t nused, used_cap;
 	uint32_t window; /* from 1: an entry's 0 is no window */
-	struct pyd_line_slot lines[PYD_LINE_CACHE];
+	/* PYD_LINE_CACHE of them, mapped anonymous: their pages are zero and
+	 * cost a dump's memory nothing until a slot is used (calloc would
+	 * clear all 96 KiB). */
+	struct pyd_line_slot *lines;
 	struct pyd_key_slot keys[PYD_KEY_CACHE];
 	struct pyd_type_slot types[PYD_TYPE_CACHE];
 	/* The greenlet module's layout from its debug information, looked
@@ -188,6 +195,10 @@ struct pyd_node_reader {
 	 * them to out, sets out->more, and the walk ends there. */
 	bool (*known)(void *ctx, size_t index, uint64_t addr,
 		      struct pyd_frame_buf *out);
+	/* Only follow the chain, reading its nodes as a walk does but
+	 * decoding no frame (out gets none): what a walk will read, for a
+	 * batch read before it. */
+	bool links_only;
 };
 
 /*
@@ -224,6 +235,58 @@ enum pyd_err pyd_walk_chain(struct pyd_session *s, uint64_t f, size_t idx,
 /* pyd_walk_chain from frame, each node read on its own (out->n reset). */
 enum pyd_err pyd_walk_from(struct pyd_session *s, uint64_t frame,
 			   struct pyd_frame_buf *out);
+
+/* The walk of a thread's stack a dump shows: pyd_walk_thread with each
+ * node read on its own, again while it reads the thread mid-change (up to
+ * PYD_WALK_ATTEMPTS, counted in *retries); the first attempt reads through
+ * the session's source, the others through fresh (the source beneath
+ * bytes the session's serves from an earlier batch, or that same one). */
+enum pyd_err pyd_walk_stable(struct pyd_session *s, uint64_t tstate,
+			     const struct pyd_memsrc *fresh,
+			     struct pyd_frame_buf *out, unsigned *retries);
+
+/* The frames of tstate outside those a walk left in out, read back from
+ * the thread's data stack (3.12+: a core that lost the C-stack links of
+ * a run of the evaluation loop); true if out is then the whole stack. */
+bool pyd_recover_outer(struct pyd_session *s, uint64_t tstate,
+		       struct pyd_frame_buf *out);
+
+/*
+ * Reading ahead what a decoder will read, for one-shot reads of many
+ * objects a few links deep (a dump's threads, their names, its
+ * greenlets): run it dry -- every read served from a batch, or else
+ * failing and wanted in the next -- batch after batch, until it wants
+ * nothing new or after max batches; each batch is one batched read of a
+ * level of all of them, and keeps what the ones before read.  Then the
+ * caller runs it for real on the session as left, whose reads the last
+ * batch serves (a miss is read from the target), and calls
+ * pyd_read_ahead_end.  A dry run's results are to be thrown away: it
+ * read failures that were only misses.
+ */
+struct pyd_read_ahead {
+	struct pyd_prefetch pf;
+	const struct pyd_memsrc *own; /* the session's source before */
+};
+
+void pyd_read_ahead(struct pyd_session *s, struct pyd_read_ahead *ra,
+		    void (*dry)(void *ctx), void *ctx, unsigned max);
+void pyd_read_ahead_end(struct pyd_session *s, struct pyd_read_ahead *ra);
+/* Reads a dry run has wanted so far in this batch: one that wanted none
+ * while it read an object read all of it, and may leave it out of its
+ * next runs (what the batch has it keeps). */
+static inline size_t pyd_read_ahead_wants(const struct pyd_read_ahead *ra)
+{
+	return ra->pf.nmissed;
+}
+
+/* Follow the chain of tstate's frames as pyd_walk_thread would, reading
+ * its nodes through the session's source and decoding none: a dry run of
+ * a walk. */
+void pyd_walk_links(struct pyd_session *s, uint64_t tstate);
+
+/* offsetof(_PyStackChunk, data): a data-stack chunk's header (previous,
+ * size in bytes, top in words) and then its frames (3.11+). */
+#define PYD_CHUNK_DATA 24
 
 /* OS thread id of a thread state, 0 if unknown. */
 int64_t pyd_thread_tid(struct pyd_session *s, uint64_t tstate);

@@ -136,14 +136,13 @@ static enum pyd_err interp_frame(struct pyd_session *s, const uint8_t *buf,
  * pointer, in *base and *chunk (0: not read).
  */
 #define TSTATE_NODE_MAX 256
-#define CHUNK_DATA 24 /* offsetof(_PyStackChunk, data) */
 
 /* Where the first frame of data-stack chunk `chunk` is: the oldest chunk
  * (the thread's first) keeps data[0] for the interpreter, its frames
  * start at data[1]; later chunks at data[0]. */
 static uint64_t chunk_first_frame(uint64_t chunk, bool oldest)
 {
-	return chunk + CHUNK_DATA + (oldest ? 8 : 0);
+	return chunk + PYD_CHUNK_DATA + (oldest ? 8 : 0);
 }
 
 static size_t tstate_node_len(const struct py_layout *L, int32_t *base,
@@ -326,6 +325,12 @@ enum pyd_err pyd_walk_chain(struct pyd_session *s, uint64_t f, size_t idx,
 			return PYD_OK;
 		if (!(b = r->get(r->ctx, idx++, f, flen, &err)))
 			return err;
+		if (r->links_only) {
+			f = pyd_u64_at(b, L->frame_model == PY_FRAMES_OBJECT
+						  ? L->frame_object.f_back
+						  : L->iframe.previous);
+			continue;
+		}
 		size_t had = out->n;
 		at = f;
 		err = L->frame_model == PY_FRAMES_OBJECT
@@ -354,6 +359,7 @@ enum pyd_err pyd_walk_chain(struct pyd_session *s, uint64_t f, size_t idx,
 /* The plain reader: every node read on its own, then through pages. */
 struct plain_reader {
 	struct pyd_session *s;
+	const struct pyd_memsrc *src;
 	struct pyd_pagecache cache; /* set up at node PLAIN_NODES */
 	bool cached;
 	uint8_t buf[256];
@@ -368,28 +374,40 @@ static const uint8_t *plain_get(void *ctx, size_t index, uint64_t addr,
 		return NULL;
 	}
 	if (index >= PLAIN_NODES && !p->cached)
-		p->cached = pyd_pagecache_init(&p->cache, p->s->src, DEEP_PAGES);
-	*err = pyd_read(p->cached ? &p->cache.layer.src : p->s->src, addr, p->buf,
+		p->cached = pyd_pagecache_init(&p->cache, p->src, DEEP_PAGES);
+	*err = pyd_read(p->cached ? &p->cache.layer.src : p->src, addr, p->buf,
 			len);
 	return *err ? NULL : p->buf;
 }
 
-static enum pyd_err walk_once(struct pyd_session *s, uint64_t tstate,
+static enum pyd_err walk_once(struct pyd_session *s,
+			      const struct pyd_memsrc *src, uint64_t tstate,
 			      struct pyd_frame_buf *out, bool last)
 {
-	struct plain_reader pr = {.s = s};
-	struct pyd_node_reader r = {plain_get, &pr, NULL};
+	struct plain_reader pr = {.s = s, .src = src};
+	struct pyd_node_reader r = {plain_get, &pr, NULL, false};
 	enum pyd_err err = pyd_walk_thread(s, tstate, &r, out, last);
 	if (pr.cached)
 		pyd_pagecache_free(&pr.cache);
 	return err;
 }
 
+void pyd_walk_links(struct pyd_session *s, uint64_t tstate)
+{
+	struct plain_reader pr = {.s = s, .src = s->src};
+	struct pyd_node_reader r = {plain_get, &pr, NULL, true};
+	struct pyd_frame_buf fb = {0};
+	pyd_walk_thread(s, tstate, &r, &fb, false);
+	if (pr.cached)
+		pyd_pagecache_free(&pr.cache);
+	free(fb.v);
+}
+
 enum pyd_err pyd_walk_from(struct pyd_session *s, uint64_t frame,
 			   struct pyd_frame_buf *out)
 {
-	struct plain_reader pr = {.s = s};
-	struct pyd_node_reader r = {plain_get, &pr, NULL};
+	struct plain_reader pr = {.s = s, .src = s->src};
+	struct pyd_node_reader r = {plain_get, &pr, NULL, false};
 	out->n = 0;
 	enum pyd_err err = pyd_walk_chain(s, frame, 0, &r, out);
 	if (pr.cached)
@@ -402,15 +420,17 @@ enum pyd_err pyd_walk_from(struct pyd_session *s, uint64_t frame,
  * shows up as a bad read, a generator left mid-walk as a chain that ends
  * too soon.  Each read of a link is the caller the frame had when read,
  * so a walk that goes through is the stack the thread had, even if its
- * top frame has changed since.
+ * top frame has changed since.  A walk read again reads from fresh: the
+ * session's source may serve bytes read before the first walk.
  */
-static enum pyd_err walk_stable(struct pyd_session *s, uint64_t tstate,
-				struct pyd_frame_buf *out, unsigned *retries)
+enum pyd_err pyd_walk_stable(struct pyd_session *s, uint64_t tstate,
+			     const struct pyd_memsrc *fresh,
+			     struct pyd_frame_buf *out, unsigned *retries)
 {
 	enum pyd_err err = PYD_OK;
 	for (unsigned i = 0; i < PYD_WALK_ATTEMPTS; i++) {
 		bool last = i + 1 == PYD_WALK_ATTEMPTS;
-		err = walk_once(s, tstate, out, last);
+		err = walk_once(s, i ? fresh : s->src, tstate, out, last);
 		if (!err || err == PYD_E_EXITED || err == PYD_E_NOMEM)
 			return err;
 		if (!last)
@@ -476,7 +496,7 @@ static size_t data_frames(struct pyd_session *s, uint64_t tstate,
 			goto fail;
 		uint64_t f = chunk_first_frame(chunks[i], i == 0);
 		uint64_t end = i + 1 == nc ? top
-					   : chunks[i] + CHUNK_DATA + hdr[2] * 8;
+					   : chunks[i] + PYD_CHUNK_DATA + hdr[2] * 8;
 		if (end < f || end > chunks[i] + hdr[1])
 			goto fail;
 		while (f < end) {
@@ -525,8 +545,8 @@ int64_t pyd_running_frames(struct pyd_session *s, uint64_t tstate)
  * (a generator run from C among the missing ones would make one more);
  * without the counter, only when the walk stopped at a data-stack frame.
  */
-static bool recover_outer(struct pyd_session *s, uint64_t tstate,
-			  struct pyd_frame_buf *out)
+bool pyd_recover_outer(struct pyd_session *s, uint64_t tstate,
+		       struct pyd_frame_buf *out)
 {
 	const struct py_layout *L = &s->layout;
 	uint64_t *v;
@@ -609,17 +629,6 @@ uint64_t pyd_gil_decode(const struct pyd_session *s, const uint8_t *buf)
 	return locked ? pyd_u64_at(buf, L->gil.last_holder - base) : 0;
 }
 
-static uint64_t gil_holder(struct pyd_session *s, uint64_t interp)
-{
-	uint64_t addr;
-	size_t len;
-	uint8_t buf[64];
-	if (!pyd_gil_probe(s, interp, &addr, &len) || len > sizeof buf ||
-	    pyd_read(s->src, addr, buf, len))
-		return 0;
-	return pyd_gil_decode(s, buf);
-}
-
 int64_t pyd_thread_tid(struct pyd_session *s, uint64_t tstate)
 {
 	const struct py_layout *L = &s->layout;
@@ -633,146 +642,4 @@ int64_t pyd_thread_tid(struct pyd_session *s, uint64_t tstate)
 	    pyd_read_i32(s, v + s->arch->pthread_tid, &tid))
 		return 0;
 	return tid;
-}
-
-static const struct pyd_os_thread *find_os_thread(const struct pyd_os_thread *t,
-						  size_t n, int64_t tid)
-{
-	for (size_t i = 0; i < n; i++)
-		if (t[i].tid == tid)
-			return &t[i];
-	return NULL;
-}
-
-struct dump_ctx {
-	struct pyd_session *s;
-	struct pyd_dump *d;
-	const struct pyd_os_thread *os;
-	size_t nos;
-	size_t cap;
-	size_t nframes; /* of every thread so far */
-};
-
-/* Room for one more thread in the dump (PYD_DUMP_MAX_THREADS, _FRAMES):
- * lists that look endless must not make it grow without bound. */
-static bool room_for_thread(struct dump_ctx *c)
-{
-	if (c->d->nthreads < PYD_DUMP_MAX_THREADS &&
-	    c->nframes < PYD_DUMP_MAX_FRAMES)
-		return true;
-	pyd_session_corrupt(c->s, "its thread lists hold more than %u threads "
-			    "or %u frames in all",
-			    PYD_DUMP_MAX_THREADS, PYD_DUMP_MAX_FRAMES);
-	return false;
-}
-
-static enum pyd_err add_thread(struct dump_ctx *c, uint64_t tstate,
-			       int64_t interp_id, uint64_t holder)
-{
-	struct pyd_dump *d = c->d;
-	if (!pyd_grow_from((void **)&d->threads, &c->cap, d->nthreads + 1,
-	                   sizeof *d->threads, 16))
-		return PYD_E_NOMEM;
-	struct pyd_thread *t = &d->threads[d->nthreads++];
-	memset(t, 0, sizeof *t);
-	t->tid = pyd_thread_tid(c->s, tstate);
-	t->interp_id = interp_id;
-	t->holds_gil = holder && holder == tstate;
-	const struct pyd_os_thread *os = find_os_thread(c->os, c->nos, t->tid);
-	if (os) {
-		snprintf(t->name, sizeof t->name, "%s", os->name);
-		pyd_utf8_repair(t->name);
-	}
-	pyd_read_ptr(c->s, tstate + (uint64_t)c->s->layout.tstate.thread_id,
-		     &t->ident);
-	t->run = os ? os->run : PYD_RUN_UNKNOWN;
-	struct pyd_frame_buf fb = {0};
-	t->error = walk_stable(c->s, tstate, &fb, &d->retries);
-	if (t->error == PYD_E_READ && recover_outer(c->s, tstate, &fb)) {
-		t->error = PYD_OK;
-		t->recovered = true;
-	}
-	t->frames = fb.v;
-	t->nframes = fb.n;
-	c->nframes += fb.n;
-	t->truncated = fb.more;
-	return t->error == PYD_E_EXITED || t->error == PYD_E_NOMEM ? t->error
-								   : PYD_OK;
-}
-
-/* CPython pushes new interpreters and threads at the head of their lists:
- * show them oldest (the main interpreter, its main thread) first. */
-static void reverse_threads(struct pyd_thread *t, size_t n)
-{
-	for (size_t i = 0; i < n / 2; i++) {
-		struct pyd_thread tmp = t[i];
-		t[i] = t[n - 1 - i];
-		t[n - 1 - i] = tmp;
-	}
-}
-
-static enum pyd_err dump_interp(struct dump_ctx *c, uint64_t interp)
-{
-	size_t first = c->d->nthreads;
-	struct pyd_session *s = c->s;
-	const struct py_layout *L = &s->layout;
-	int64_t id = 0;
-	if (L->interp.id != PYD_NO_FIELD)
-		pyd_read_ptr(s, interp + (uint64_t)L->interp.id, (uint64_t *)&id);
-	uint64_t holder = gil_holder(s, interp), ts;
-	struct pyd_walk w;
-	for (pyd_walk_threads(&w, s, interp); pyd_walk_next(&w, &ts);) {
-		enum pyd_err err = PYD_OK;
-		if (!room_for_thread(c) || (err = add_thread(c, ts, id, holder))) {
-			pyd_walk_end(&w);
-			return err;
-		}
-	}
-	/* An interpreter without threads adds none (and threads may be
-	 * NULL yet: no offset from it). */
-	if (!w.err && c->d->nthreads > first)
-		pyd_thread_names(s, interp, c->d->threads + first,
-				 c->d->nthreads - first);
-	return w.err;
-}
-
-enum pyd_err pyd_dump_stacks(struct pyd_session *s, struct pyd_dump *d)
-{
-	memset(d, 0, sizeof *d);
-	struct dump_ctx c = {.s = s, .d = d};
-	if (s->src->threads)
-		s->src->threads(s->src->ctx, &c.os, &c.nos);
-	struct pyd_walk w;
-	uint64_t interp;
-	enum pyd_err err = PYD_OK;
-	for (pyd_walk_interps(&w, s); pyd_walk_next(&w, &interp);) {
-		d->ninterps++;
-		if ((err = dump_interp(&c, interp))) {
-			pyd_walk_end(&w);
-			break;
-		}
-	}
-	if (!err)
-		err = w.err;
-	if (!err && d->ninterps == 0)
-		err = PYD_E_NOTPYTHON;
-	reverse_threads(d->threads, d->nthreads);
-	return err;
-}
-
-void pyd_dump_free(struct pyd_dump *d)
-{
-	for (size_t i = 0; i < d->nthreads; i++) {
-		struct pyd_thread *t = &d->threads[i];
-		pyd_frame_vars_free(t->vars, t->nframes);
-		free(t->frames);
-		for (size_t j = 0; j < t->nnative; j++) {
-			free((char *)t->native[j].function);
-			free((char *)t->native[j].library);
-			free((char *)t->native[j].file);
-		}
-		free(t->native);
-	}
-	free(d->threads);
-	memset(d, 0, sizeof *d);
 }

@@ -318,29 +318,29 @@ static enum pyd_err live_mappings(void *ctx, const struct pyd_mapping **maps,
 	return PYD_OK;
 }
 
-static void read_task_file(int pid, long tid, const char *what, char *buf,
-			   size_t size)
+/* Thread tid's name and run state, from one read of its stat file (its
+ * name is there too, as in comm, between the first '(' and the last
+ * ')'), at dir, the fd of /proc/PID/task; a thread we seized keeps the
+ * run state it had then. */
+static void task_stat(const struct pyd_live *l, int dir,
+		      struct pyd_os_thread *th)
 {
-	char path[96];
-	snprintf(path, sizeof path, "/proc/%d/task/%ld/%s", pid, tid, what);
-	buf[0] = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	ssize_t n = read(fd, buf, size - 1);
-	close(fd);
-	buf[n > 0 ? n : 0] = 0;
-}
-
-/* Thread tid's run state: as it was when we seized it, if we did. */
-static enum pyd_thread_run run_state(const struct pyd_live *l, long tid)
-{
-	char stat[512];
+	char path[32], stat[512];
+	snprintf(path, sizeof path, "%lld/stat", (long long)th->tid);
+	int fd = openat(dir, path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, stat, sizeof stat - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	stat[n > 0 ? n : 0] = 0;
+	const char *from = strchr(stat, '('), *to = strrchr(stat, ')');
+	th->name[0] = 0;
+	if (from && to > from)
+		snprintf(th->name, sizeof th->name, "%.*s", (int)(to - from - 1),
+			 from + 1);
+	th->run = parse_run_state(stat);
 	for (size_t i = 0; i < l->npaused; i++)
-		if (l->paused[i] == tid)
-			return l->paused_run[i];
-	read_task_file(l->pid, tid, "stat", stat, sizeof stat);
-	return parse_run_state(stat);
+		if (l->paused[i] == th->tid)
+			th->run = l->paused_run[i];
 }
 
 static int cmp_thread(const void *a, const void *b)
@@ -374,9 +374,7 @@ static enum pyd_err live_threads(void *ctx, const struct pyd_os_thread **out,
 		}
 		struct pyd_os_thread *th = &t[count++];
 		th->tid = tid;
-		read_task_file(l->pid, tid, "comm", th->name, sizeof th->name);
-		th->name[strcspn(th->name, "\n")] = 0;
-		th->run = run_state(l, tid);
+		task_stat(l, dirfd(d), th);
 	}
 	closedir(d);
 	if (!t)

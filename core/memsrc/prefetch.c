@@ -20,25 +20,28 @@
 /* Reads a pass remembers for the next, and the largest one worth it. */
 #define PREFETCH_MAX_MISSES 65536u
 #define PREFETCH_MAX_READ (256u << 10)
-/* Pages looked up without a search: the bytes one batch holds. */
+/* Pages looked up without a search: the bytes one batch holds; once a
+ * batch has this many runs (before, a search costs less than the table). */
 #define PREFETCH_SLOTS ((PREFETCH_MAX_BYTES >> 12) + 1)
+#define PREFETCH_SLOT_RUNS 256u
 
-/* Whether [addr, addr + len) lies inside run r (overflow-safe). */
+/* Whether [addr, addr + len) lies inside run r (overflow-safe), read or
+ * not. */
 static bool holds(const struct pyd_prefetch_run *r, uint64_t addr, size_t len)
 {
-	return r->ok && addr >= r->addr && addr - r->addr <= r->len &&
+	return addr >= r->addr && addr - r->addr <= r->len &&
 	       len <= r->len - (addr - r->addr);
 }
 
 /* The run holding [addr, addr + len), or NULL: a page's slot names the
  * first run in it, and a run that holds addr starts at or after that one
  * (runs are sorted) and at or before addr. */
-static struct pyd_prefetch_run *find(struct pyd_prefetch *p, uint64_t addr,
-				     size_t len)
+static struct pyd_prefetch_run *search(struct pyd_prefetch *p, uint64_t addr,
+				       size_t len)
 {
 	const struct pyd_prefetch_slot *sl =
 	    p->slots ? &p->slots[(addr >> 12) % PREFETCH_SLOTS] : NULL;
-	if (sl && sl->page == (addr >> 12) + 1) {
+	if (sl && sl->gen == p->gen && sl->page == (addr >> 12) + 1) {
 		for (size_t i = sl->run; i < p->nruns && p->runs[i].addr <= addr;
 		     i++)
 			if (holds(&p->runs[i], addr, len))
@@ -57,7 +60,19 @@ static struct pyd_prefetch_run *find(struct pyd_prefetch *p, uint64_t addr,
 						     : NULL;
 }
 
-static void remember(struct pyd_prefetch *p, uint64_t addr, size_t len)
+static struct pyd_prefetch_run *find(struct pyd_prefetch *p, uint64_t addr,
+				     size_t len)
+{
+	/* A walk reads its nodes one after another in one run. */
+	if (p->last < p->nruns && holds(&p->runs[p->last], addr, len))
+		return &p->runs[p->last];
+	struct pyd_prefetch_run *r = search(p, addr, len);
+	if (r)
+		p->last = (size_t)(r - p->runs);
+	return r;
+}
+
+void pyd_prefetch_want(struct pyd_prefetch *p, uint64_t addr, size_t len)
 {
 	if (!len || len > PREFETCH_MAX_READ || addr + len < addr ||
 	    p->nmissed >= PREFETCH_MAX_MISSES ||
@@ -67,18 +82,34 @@ static void remember(struct pyd_prefetch *p, uint64_t addr, size_t len)
 	p->missed[p->nmissed++] = (struct pyd_prefetch_range){addr, len};
 }
 
+/* The len bytes at addr from the batch into buf; false if it has not
+ * got them. */
+static bool hit(struct pyd_prefetch *p, uint64_t addr, void *buf, size_t len)
+{
+	struct pyd_prefetch_run *r = find(p, addr, len);
+	if (!r || !r->ok)
+		return false;
+	memcpy(buf, p->buf + r->off + (addr - r->addr), len);
+	r->used = true;
+	return true;
+}
+
+/* A read the batch misses joins the next, where it could be read: one
+ * that fails would cost every pass a call of its own. */
 static enum pyd_err pf_read(void *ctx, uint64_t addr, void *buf, size_t len)
 {
 	struct pyd_prefetch *p = ctx;
-	struct pyd_prefetch_run *r = find(p, addr, len);
-	if (r) {
-		memcpy(buf, p->buf + r->off + (addr - r->addr), len);
-		r->used = true;
+	if (!len || hit(p, addr, buf, len))
 		return PYD_OK;
+	/* A dry run wants what the batch could not read only once. */
+	if (p->dry) {
+		if (!find(p, addr, len))
+			pyd_prefetch_want(p, addr, len);
+		return PYD_E_READ;
 	}
 	enum pyd_err err = pyd_read(p->layer.inner, addr, buf, len);
 	if (!err)
-		remember(p, addr, len);
+		pyd_prefetch_want(p, addr, len);
 	return err;
 }
 
@@ -94,22 +125,29 @@ static int by_addr(const void *a, const void *b)
 	return (x->addr > y->addr) - (x->addr < y->addr);
 }
 
-/* The ranges of the next batch, sorted: runs the last pass used and the
- * reads it missed.  Their number, or 0 if out of memory. */
+/* The ranges of the next batch, sorted: runs the last pass used (sorted
+ * already) merged with the reads it missed, sorted first.  Their number,
+ * or 0 if out of memory. */
 static size_t gather(struct pyd_prefetch *p)
 {
-	size_t n = 0;
+	size_t n = 0, r = 0, m = 0;
 	if (!pyd_grow((void **)&p->next, &p->next_cap, p->nruns + p->nmissed,
 		      sizeof *p->next))
 		return 0;
-	for (size_t i = 0; i < p->nruns; i++)
-		if (p->runs[i].used)
-			p->next[n++] = (struct pyd_prefetch_range){
-			    p->runs[i].addr, p->runs[i].len};
-	for (size_t i = 0; i < p->nmissed; i++)
-		p->next[n++] = p->missed[i];
-	if (n > 1) /* qsort's array may not be NULL, even when empty */
-		qsort(p->next, n, sizeof *p->next, by_addr);
+	if (p->nmissed > 1) /* qsort's array may not be NULL, even when empty */
+		qsort(p->missed, p->nmissed, sizeof *p->missed, by_addr);
+	while (r < p->nruns || m < p->nmissed) {
+		if (r < p->nruns && !(p->runs[r].used || (p->keep && p->runs[r].ok))) {
+			r++;
+		} else if (r < p->nruns &&
+			   (m == p->nmissed || p->runs[r].addr <= p->missed[m].addr)) {
+			p->next[n++] = (struct pyd_prefetch_range){p->runs[r].addr,
+								   p->runs[r].len};
+			r++;
+		} else {
+			p->next[n++] = p->missed[m++];
+		}
+	}
 	return n;
 }
 
@@ -142,17 +180,24 @@ static void merge(struct pyd_prefetch *p, size_t n)
 	}
 }
 
-/* Each page's first run, where its slot is free. */
+/* Each page's first run, where its slot is free.  A slot of an earlier
+ * batch's generation is free: the table is cleared only when the
+ * generation wraps, not every batch (64 KiB, a dump's few runs would
+ * cost less than the clearing). */
 static void index_pages(struct pyd_prefetch *p)
 {
-	memset(p->slots, 0, PREFETCH_SLOTS * sizeof *p->slots);
+	if (++p->gen == 0) {
+		memset(p->slots, 0, PREFETCH_SLOTS * sizeof *p->slots);
+		p->gen = 1;
+	}
 	for (size_t i = p->nruns; i-- > 0;) {
 		const struct pyd_prefetch_run *r = &p->runs[i];
 		for (uint64_t pg = r->addr >> 12; pg <= (r->addr + r->len - 1) >> 12;
 		     pg++) {
 			struct pyd_prefetch_slot *sl = &p->slots[pg % PREFETCH_SLOTS];
-			if (!sl->page || sl->page == pg + 1)
-				*sl = (struct pyd_prefetch_slot){pg + 1, i};
+			if (sl->gen != p->gen || sl->page == pg + 1)
+				*sl = (struct pyd_prefetch_slot){pg + 1, (uint32_t)i,
+								 p->gen};
 		}
 	}
 }
@@ -197,8 +242,6 @@ enum pyd_err pyd_prefetch_pass(struct pyd_prefetch *p)
 {
 	size_t n = gather(p);
 	p->nmissed = 0;
-	if (!p->slots && !(p->slots = calloc(PREFETCH_SLOTS, sizeof *p->slots)))
-		n = 0;
 	if (!pyd_grow((void **)&p->runs, &p->runs_cap, PREFETCH_MAX_RUNS,
 		      sizeof *p->runs)) {
 		p->nruns = 0;
@@ -206,6 +249,8 @@ enum pyd_err pyd_prefetch_pass(struct pyd_prefetch *p)
 	}
 	merge(p, n);
 	enum pyd_err err = fill(p);
+	if (!p->slots && p->nruns >= PREFETCH_SLOT_RUNS)
+		p->slots = calloc(PREFETCH_SLOTS, sizeof *p->slots);
 	if (p->slots)
 		index_pages(p);
 	return err;

@@ -24,8 +24,9 @@ struct pyd_prefetch_run {
 
 /* Where a page's runs start: direct-mapped by page number. */
 struct pyd_prefetch_slot {
-	uint64_t page; /* page number + 1 (0: empty) */
-	size_t run;    /* the first run in it */
+	uint64_t page; /* page number + 1 */
+	uint32_t run;  /* the first run in it */
+	uint32_t gen;  /* the batch that set it: empty if not this one */
 };
 
 struct pyd_prefetch_range {
@@ -46,6 +47,15 @@ struct pyd_prefetch {
 	struct pyd_iov *iov;
 	size_t iov_cap;
 	struct pyd_prefetch_slot *slots; /* PREFETCH_SLOTS of them */
+	uint32_t gen; /* of this batch's slots */
+	/* A read the batch misses fails (PYD_E_READ), read by the next
+	 * pass, instead of being read now: a dry run of a decoder learns
+	 * what it will read, a level of its objects a pass. */
+	bool dry;
+	/* Runs stay in the next batch whether used or not: a read-ahead
+	 * whose dry runs skip what they read whole keeps it for the last. */
+	bool keep;
+	size_t last; /* the run the last read found */
 };
 
 void pyd_prefetch_init(struct pyd_prefetch *p, const struct pyd_memsrc *inner);
@@ -53,6 +63,9 @@ void pyd_prefetch_init(struct pyd_prefetch *p, const struct pyd_memsrc *inner);
  * PYD_E_EXITED if the process is gone; a run that cannot be read is
  * left to the source beneath. */
 enum pyd_err pyd_prefetch_pass(struct pyd_prefetch *p);
+/* Read [addr, addr + len) in the next pass's batch too (as a read the
+ * batch missed is); nothing if it is over 256 KiB. */
+void pyd_prefetch_want(struct pyd_prefetch *p, uint64_t addr, size_t len);
 void pyd_prefetch_free(struct pyd_prefetch *p);
 
 #endif

@@ -40,8 +40,11 @@ static void source_lines(struct pyd_buf *b, const struct pyd_frame *f,
 		return;
 	while (*src == ' ' || *src == '\t')
 		src++;
-	if (*src)
-		pyd_buf_printf(b, "    %s\n", src);
+	if (*src) {
+		pyd_buf_put(b, "    ", 4);
+		pyd_buf_str(b, src);
+		pyd_buf_put(b, "\n", 1);
+	}
 }
 
 /* Under a frame: its arguments, then its other locals, one a line. */

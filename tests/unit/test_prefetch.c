@@ -1,0 +1,150 @@
+/*
+ * The prefetching source (core/memsrc/prefetch.c) over a fake target of
+ * two pages with an unreadable one between: what a pass batches, what a
+ * dry run wants, what a read-ahead batch keeps, and that a range the
+ * target cannot give is wanted once.  A unit test of the layer, not of
+ * Python decoding.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "../../core/memsrc/prefetch.h"
+#include "check.h"
+
+#define BASE 0x10000ull
+#define HOLE (BASE + 4096) /* [HOLE, HOLE + 4096) cannot be read */
+static uint8_t mem[32 * 4096];
+static int reads; /* calls of the fake target's read */
+
+static enum pyd_err fake_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	(void)ctx;
+	reads++;
+	if (addr < BASE || addr - BASE > sizeof mem ||
+	    len > sizeof mem - (addr - BASE) ||
+	    (addr < HOLE + 4096 && addr + len > HOLE))
+		return PYD_E_READ;
+	memcpy(buf, mem + (addr - BASE), len);
+	return PYD_OK;
+}
+
+static const struct pyd_memsrc fake = {.read = fake_read};
+
+/* The word the fake target has at addr now. */
+static uint64_t mem_word(uint64_t addr)
+{
+	uint64_t v;
+	memcpy(&v, mem + (addr - BASE), sizeof v);
+	return v;
+}
+
+static uint64_t word_at(const struct pyd_memsrc *src, uint64_t addr,
+			enum pyd_err *err)
+{
+	uint64_t v = 0;
+	*err = pyd_read(src, addr, &v, sizeof v);
+	return v;
+}
+
+/* A sampler's passes: a read misses once, then comes from the batch. */
+static void test_passes(void)
+{
+	struct pyd_prefetch p;
+	enum pyd_err err;
+	uint64_t was = mem_word(BASE + 8);
+	pyd_prefetch_init(&p, &fake);
+	CHECK_EQ(word_at(&p.layer.src, BASE + 8, &err), was);
+	CHECK_EQ(err, PYD_OK);
+	CHECK_EQ(p.nmissed, 1);
+	CHECK_EQ(pyd_prefetch_pass(&p), PYD_OK);
+	reads = 0;
+	mem[8] ^= 0xff; /* the batch holds the pass's moment */
+	CHECK_EQ(word_at(&p.layer.src, BASE + 8, &err), was);
+	CHECK_EQ(reads, 0);
+	/* A read the target cannot give is not wanted again. */
+	word_at(&p.layer.src, HOLE + 8, &err);
+	CHECK_EQ(err, PYD_E_READ);
+	CHECK_EQ(p.nmissed, 0);
+	/* A pass drops a run no read used. */
+	CHECK_EQ(pyd_prefetch_pass(&p), PYD_OK);
+	CHECK_EQ(pyd_prefetch_pass(&p), PYD_OK);
+	reads = 0;
+	CHECK_EQ(word_at(&p.layer.src, BASE + 8, &err), mem_word(BASE + 8));
+	CHECK_EQ(reads, 1);
+	mem[8] ^= 0xff;
+	pyd_prefetch_free(&p);
+}
+
+/* A dry run reads nothing: a miss fails and is wanted; with keep, what
+ * one batch read stays in the next whether used or not; a range the
+ * target cannot give is wanted only once. */
+static void test_dry(void)
+{
+	struct pyd_prefetch p;
+	enum pyd_err err;
+	pyd_prefetch_init(&p, &fake);
+	p.dry = p.keep = true;
+	reads = 0;
+	word_at(&p.layer.src, BASE + 16, &err);
+	CHECK_EQ(err, PYD_E_READ);
+	word_at(&p.layer.src, HOLE + 16, &err);
+	CHECK_EQ(err, PYD_E_READ);
+	CHECK_EQ(reads, 0);
+	CHECK_EQ(p.nmissed, 2);
+	pyd_prefetch_want(&p, BASE + 8192, 64); /* the third page */
+	CHECK_EQ(pyd_prefetch_pass(&p), PYD_OK);
+	CHECK_EQ(word_at(&p.layer.src, BASE + 16, &err), mem_word(BASE + 16));
+	CHECK_EQ(err, PYD_OK);
+	word_at(&p.layer.src, HOLE + 16, &err);
+	CHECK_EQ(err, PYD_E_READ);
+	CHECK_EQ(p.nmissed, 0);
+	CHECK_EQ(pyd_prefetch_pass(&p), PYD_OK);
+	reads = 0;
+	p.dry = false;
+	word_at(&p.layer.src, BASE + 8192 + 8, &err); /* kept, unused */
+	CHECK_EQ(err, PYD_OK);
+	word_at(&p.layer.src, BASE + 16, &err);
+	CHECK_EQ(err, PYD_OK);
+	CHECK_EQ(reads, 0);
+	pyd_prefetch_free(&p);
+}
+
+/* Enough runs for the page table (256 and up), batch after batch: a
+ * table left from the last batch must not answer for this one. */
+static void test_many_runs(void)
+{
+	struct pyd_prefetch p;
+	enum pyd_err err;
+	pyd_prefetch_init(&p, &fake);
+	for (int round = 0; round < 3; round++) {
+		/* 300 words 320 bytes apart, past the hole: 300 runs. */
+		for (uint64_t i = 0; i < 300; i++)
+			pyd_prefetch_want(&p, BASE + 8192 + i * 320 + (uint64_t)round * 8,
+					  8);
+		CHECK_EQ(pyd_prefetch_pass(&p), PYD_OK);
+		CHECK_EQ(p.nruns >= 300, 1);
+		reads = 0;
+		for (uint64_t i = 0; i < 300; i += 7) {
+			uint64_t at = BASE + 8192 + i * 320 + (uint64_t)round * 8;
+			CHECK_EQ(word_at(&p.layer.src, at, &err), mem_word(at));
+			CHECK_EQ(err, PYD_OK);
+		}
+		CHECK_EQ(reads, 0);
+		/* A word past the runs is not in the batch. */
+		word_at(&p.layer.src, BASE + 8192 + 300 * 320 + 4096 * (uint64_t)(round + 1),
+			&err);
+		CHECK_EQ(reads, 1);
+	}
+	pyd_prefetch_free(&p);
+}
+
+int main(void)
+{
+	for (size_t i = 0; i < sizeof mem; i++)
+		mem[i] = (uint8_t)i;
+	test_passes();
+	test_dry();
+	test_many_runs();
+	printf("%d checks, %d failed\n", check_count, check_failures);
+	return check_failures != 0;
+}

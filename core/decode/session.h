@@ -21,6 +21,9 @@ struct pyd_code {
 	 * (0 before 3.11) */
 	int traceable_from;
 	int framesize; /* 3.12+: words a frame of it takes on the data stack */
+	/* The interpreter's own shim code (3.12's "<interpreter
+	 * trampoline>", file "<shim>"), which runs no Python. */
+	bool shim;
 	uint64_t code_bytes; /* its bytecode's length (3.11+) */
 	/* Free-threaded 3.14+: the addresses of its bytecode's thread-local
 	 * copies (co_tlbc's entries, [0] its own), as last read. */

@@ -456,10 +456,10 @@ static void on_round(void *ctx, const struct pyd_prof_meta *m)
 		cut_interval(r, now);
 }
 
-static enum pyd_err sample_round(void *ctx, unsigned *nstacks)
+static enum pyd_err sample_round(void *ctx, int64_t now, unsigned *nstacks)
 {
 	struct run *r = ctx;
-	return procset_round(&r->ps, nstacks);
+	return procset_round(&r->ps, now, nstacks);
 }
 
 static void sample_loop(struct run *r)

@@ -236,10 +236,10 @@ static bool stop_profile(void *ctx)
 	return (t->client_gone = hung_up(t->fd));
 }
 
-static enum pyd_err take_round(void *ctx, unsigned *nstacks)
+static enum pyd_err take_round(void *ctx, int64_t now, unsigned *nstacks)
 {
 	struct take *t = ctx;
-	return procset_round(&t->ps, nstacks);
+	return procset_round(&t->ps, now, nstacks);
 }
 
 static uint64_t unix_us(void)

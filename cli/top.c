@@ -584,10 +584,10 @@ static const char *end_text(enum pyd_sample_end e, const struct top *t)
 	return pyd_sample_end_text(e);
 }
 
-static enum pyd_err sample_round(void *ctx, unsigned *nstacks)
+static enum pyd_err sample_round(void *ctx, int64_t now, unsigned *nstacks)
 {
 	struct top *t = ctx;
-	return procset_round(&t->ps, nstacks);
+	return procset_round(&t->ps, now, nstacks);
 }
 
 /* Sample and show until an end; the line that says which. */

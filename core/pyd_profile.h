@@ -356,6 +356,11 @@ void pyd_sampler_close(struct pyd_sampler *sp);
  * and goes on.
  */
 enum pyd_err pyd_sample(struct pyd_sampler *sp, unsigned *nstacks);
+/* The same for a round that starts at now (CLOCK_MONOTONIC ns), which a
+ * caller that reads the clock anyway passes on: at the fastest rate
+ * a look at the clock is a fair part of a round. */
+enum pyd_err pyd_sample_at(struct pyd_sampler *sp, int64_t now,
+                           unsigned *nstacks);
 
 /* How long and how fast pyd_sample_loop samples. */
 struct pyd_sample_loop {
@@ -366,9 +371,10 @@ struct pyd_sample_loop {
 	bool (*stop)(void *ctx);
 	/* Called after every round (optional): a status line, say. */
 	void (*tick)(void *ctx, const struct pyd_prof_meta *m);
-	/* Takes the rounds instead of pyd_sample(sp) (optional; sp is then
-	 * NULL): over several samplers, say.  Returns as pyd_sample does. */
-	enum pyd_err (*round)(void *ctx, unsigned *nstacks);
+	/* Takes the rounds instead of pyd_sample_at(sp) (optional; sp is
+	 * then NULL): over several samplers, say; now as pyd_sample_at's.
+	 * Returns as pyd_sample does. */
+	enum pyd_err (*round)(void *ctx, int64_t now, unsigned *nstacks);
 	void *ctx;
 };
 

@@ -348,15 +348,12 @@ struct pyd_session *procset_root_session(const struct procset *ps)
 
 /* ---- rounds ---- */
 
-enum pyd_err procset_round(void *ctx, unsigned *nstacks)
+enum pyd_err procset_round(void *ctx, int64_t now, unsigned *nstacks)
 {
 	struct procset *ps = ctx;
 	*nstacks = 0;
-	if (ps->follow) {
-		int64_t now = now_ns();
-		if (now - ps->scanned_ns >= SCAN_NS)
-			scan(ps, now, false);
-	}
+	if (ps->follow && now - ps->scanned_ns >= SCAN_NS)
+		scan(ps, now, false);
 	enum pyd_err worst = PYD_OK;
 	bool pending = false;
 	for (size_t i = ps->n; i-- > 0;) {
@@ -366,7 +363,7 @@ enum pyd_err procset_round(void *ctx, unsigned *nstacks)
 			continue;
 		}
 		unsigned n = 0;
-		enum pyd_err err = pyd_sample(e->sp, &n);
+		enum pyd_err err = pyd_sample_at(e->sp, now, &n);
 		*nstacks += n;
 		if (err == PYD_E_EXITED)
 			drop_entry(ps, i, true);

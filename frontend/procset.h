@@ -78,11 +78,12 @@ void procset_open_all(struct procset *ps, struct pyd_profile *prof,
 /* The session of the process named (for its version); NULL once gone. */
 struct pyd_session *procset_root_session(const struct procset *ps);
 /*
- * One round over every process, as pyd_sample does for one (ctx is the
- * procset): PYD_E_EXITED once no process is left to sample; another
- * error if some process's round failed.
+ * One round over every process, as pyd_sample_at does for one (ctx is
+ * the procset), at now (CLOCK_MONOTONIC ns): PYD_E_EXITED once no
+ * process is left to sample; another error if some process's round
+ * failed.
  */
-enum pyd_err procset_round(void *ctx, unsigned *nstacks);
+enum pyd_err procset_round(void *ctx, int64_t now, unsigned *nstacks);
 /* Memory-source calls of every process so far. */
 uint64_t procset_reads(const struct procset *ps);
 /* Whether thread tid of the profile's process proc is on a CPU now, as

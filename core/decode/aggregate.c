@@ -44,6 +44,9 @@ struct pyd_profile_priv {
 	size_t threads_cap, processes_cap;
 	uint32_t *thread_tab; /* open addressing, thread indexes */
 	size_t thread_tab_cap;
+	/* The thread last looked up: a sampler adds a thread's samples one
+	 * round after another, most of them of one thread. */
+	size_t last_thread;
 	uint32_t *process_threads; /* threads of each process */
 	size_t process_threads_cap;
 	struct last_path *last; /* per thread */
@@ -394,6 +397,15 @@ static size_t find_thread(const struct pyd_profile *p, uint32_t process,
 	return q->thread_tab[j] == PYD_PROF_NONE ? SIZE_MAX : q->thread_tab[j];
 }
 
+/* Name thread i, once the sampler has read its name; returns i. */
+static size_t name_thread(struct pyd_profile *p, size_t i, const char *name)
+{
+	struct pyd_prof_thread *t = &p->threads[i];
+	if (name && *name && !t->name[0])
+		strncpy(t->name, name, sizeof t->name - 1);
+	return i;
+}
+
 /* The thread's index, added (with its node) if new: past
  * PYD_PROF_MAX_THREADS threads of a process, new ones are counted as one
  * thread, PYD_PROF_OTHER_TID, so that a process that keeps starting
@@ -402,18 +414,18 @@ static size_t thread_index(struct pyd_profile *p, uint32_t process,
                            int64_t tid, const char *name)
 {
 	struct pyd_profile_priv *q = p->priv;
+	size_t j, found = q->last_thread;
+	if (found < p->nthreads && p->threads[found].tid == tid &&
+	    p->threads[found].process == process)
+		return name_thread(p, found, name);
 	if (process >= p->nprocesses ||
 	    !grow_u32(&q->thread_tab, &q->thread_tab_cap, p->nthreads,
 	              rehash_thread, p))
 		return SIZE_MAX;
-	size_t j;
-	size_t found = find_thread(p, process, tid, &j);
+	found = find_thread(p, process, tid, &j);
 	if (found != SIZE_MAX) {
-		struct pyd_prof_thread *t = &p->threads[found];
-		/* A thread is named once the sampler has read its name. */
-		if (name && *name && !t->name[0])
-			strncpy(t->name, name, sizeof t->name - 1);
-		return found;
+		q->last_thread = found;
+		return name_thread(p, found, name);
 	}
 	if (tid != PYD_PROF_OTHER_TID &&
 	    q->process_threads[process] >= PYD_PROF_MAX_THREADS)

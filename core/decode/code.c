@@ -119,6 +119,7 @@ static struct pyd_code *code_read(struct pyd_session *s, uint64_t addr)
 		pyd_code_free(c);
 		return NULL;
 	}
+	c->shim = !strcmp(c->file, "<shim>");
 	return c;
 }
 
@@ -228,24 +229,38 @@ static uint64_t tlbc_find(const struct pyd_code *c, uint64_t instr)
 	return 0;
 }
 
-int64_t pyd_code_offset(struct pyd_session *s, uint64_t code, uint64_t instr)
+/* pyd_code_offset, c the code object at code (NULL: not one, or not
+ * looked up where no build has thread-local copies). */
+static int64_t code_offset(struct pyd_session *s, struct pyd_code *c,
+			   uint64_t code, uint64_t instr)
 {
 	const struct py_layout *L = &s->layout;
 	uint64_t base = code + (uint64_t)L->code.code_adaptive;
-	if (L->code.tlbc == PYD_NO_FIELD)
-		return (int64_t)(instr - base);
 	/* Free-threaded 3.14+: a thread that specialized the code runs its
 	 * own copy; the one that holds instr is the frame's (the frame's
 	 * tlbc_index names it too, but only through the same array).
 	 * Copies live as long as their thread uses them, so the array is
 	 * read again only when no copy known holds instr. */
-	struct pyd_code *c = code_get(s, code);
-	if (!c || instr - base < c->code_bytes)
+	if (L->code.tlbc == PYD_NO_FIELD || !c || instr - base < c->code_bytes)
 		return (int64_t)(instr - base);
 	uint64_t copy = tlbc_find(c, instr);
 	if (!copy && tlbc_reread(s, c))
 		copy = tlbc_find(c, instr);
 	return (int64_t)(instr - (copy ? copy : base));
+}
+
+int64_t pyd_code_offset(struct pyd_session *s, uint64_t code, uint64_t instr)
+{
+	bool copies = s->layout.code.tlbc != PYD_NO_FIELD;
+	return code_offset(s, copies ? code_get(s, code) : NULL, code, instr);
+}
+
+const struct pyd_code *pyd_code_get_at(struct pyd_session *s, uint64_t code,
+				       uint64_t instr, int64_t *off)
+{
+	struct pyd_code *c = code_get(s, code);
+	*off = code_offset(s, c, code, instr);
+	return c;
 }
 
 int pyd_code_line(const struct pyd_session *s, const struct pyd_code *c,
@@ -379,12 +394,10 @@ bool pyd_frame_push(struct pyd_frame_buf *b, const struct pyd_code *c,
 	return true;
 }
 
-enum pyd_err pyd_frame_push_at(struct pyd_session *s, struct pyd_frame_buf *b,
-			       uint64_t code, int64_t off)
+/* Append the frame of code object c at byte offset off. */
+static enum pyd_err push_code(struct pyd_session *s, struct pyd_frame_buf *b,
+			      const struct pyd_code *c, int64_t off)
 {
-	const struct pyd_code *c = pyd_code_get(s, code);
-	if (!c)
-		return PYD_E_READ;
 	/* -2 is "not started yet" (3.11's prev_instr before the code). */
 	int line = off >= -2 && off <= INT32_MAX
 			   ? pyd_code_line_cached(s, c, (int)off)
@@ -392,12 +405,18 @@ enum pyd_err pyd_frame_push_at(struct pyd_session *s, struct pyd_frame_buf *b,
 	return pyd_frame_push(b, c, line) ? PYD_OK : PYD_E_NOMEM;
 }
 
-enum pyd_err pyd_frame_push_iframe(struct pyd_session *s,
-				   struct pyd_frame_buf *b, uint64_t code,
-				   uint64_t instr)
+enum pyd_err pyd_frame_push_at(struct pyd_session *s, struct pyd_frame_buf *b,
+			       uint64_t code, int64_t off)
 {
-	int64_t off = pyd_code_offset(s, code, instr);
-	if (off > INT32_MAX || off < -2)
+	const struct pyd_code *c = pyd_code_get(s, code);
+	return c ? push_code(s, b, c, off) : PYD_E_READ;
+}
+
+enum pyd_err pyd_frame_push_iframe(struct pyd_session *s,
+				   struct pyd_frame_buf *b,
+				   const struct pyd_code *c, int64_t off)
+{
+	if (!c || off > INT32_MAX || off < -2)
 		return PYD_E_READ;
-	return pyd_frame_push_at(s, b, code, off);
+	return push_code(s, b, c, off);
 }

@@ -34,6 +34,11 @@ static inline int64_t pyd_lasti_offset(const struct py_layout *L,
  * tlbc).  An instr in neither gives an offset outside the code. */
 int64_t pyd_code_offset(struct pyd_session *s, uint64_t code, uint64_t instr);
 
+/* The code object at code, as pyd_code_get, and the offset of instr in
+ * it, as pyd_code_offset, into *off: one look-up for both. */
+const struct pyd_code *pyd_code_get_at(struct pyd_session *s, uint64_t code,
+				       uint64_t instr, int64_t *off);
+
 /*
  * Append the frame running the code object at code, at bytecode offset
  * off (bytes); an offset outside the code gives line -1.  PYD_E_READ if
@@ -43,13 +48,14 @@ enum pyd_err pyd_frame_push_at(struct pyd_session *s, struct pyd_frame_buf *b,
 			       uint64_t code, int64_t off);
 
 /*
- * The same for an interpreter frame (3.11+) at instruction pointer
- * instr, strictly: PYD_E_READ if instr is not inside the code, which is
- * how a frame torn under a live read shows.
+ * The same for an interpreter frame (3.11+), its code object and offset
+ * from pyd_code_get_at, strictly: PYD_E_READ if c is NULL or the offset
+ * is not inside the code, which is how a frame torn under a live read
+ * shows.
  */
 enum pyd_err pyd_frame_push_iframe(struct pyd_session *s,
-				   struct pyd_frame_buf *b, uint64_t code,
-				   uint64_t instr);
+				   struct pyd_frame_buf *b,
+				   const struct pyd_code *c, int64_t off);
 
 /* Line of a code object at a bytecode offset (in bytes). */
 int pyd_code_line(const struct pyd_session *s, const struct pyd_code *c,

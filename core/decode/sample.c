@@ -14,9 +14,12 @@
  * a stack stays put: only the innermost frame's instruction pointer
  * moves.  The batch buffer alternates between two copies, so a round
  * sees the bytes each node had the round before; the outermost nodes
- * that read the same bytes are not decoded again but take their frames
- * from the thread's last walk (its memo), and the profile is told that
- * those outer frames are the previous sample's.
+ * that read the same bytes (found by one comparison of the bytes they
+ * span, as a rule) are not decoded again but keep their frames from the
+ * thread's last walk (its memo), which stays where that walk wrote it,
+ * and the profile is told that those outer frames are the previous
+ * sample's: a round of a deep, busy stack decodes one frame and copies
+ * none.
  *
  * Whether the thread list changed is read in the same batch once a
  * millisecond: each interpreter's list head and each thread state's next
@@ -53,6 +56,9 @@
  * them are mapped too.  Copying them costs less than another range. */
 #define MERGE_GAP 4095
 #define NODE_MAX  256
+/* A node compared on its own costs about what comparing this many bytes
+ * of a run does: a span with more per node is compared node by node. */
+#define SPAN_NODE_BYTES 256
 /*
  * 3.12+ stacks end in shim frames: one on the thread's C stack (owned by
  * the C stack), and on 3.14+ the thread's base frame.  They cost a range
@@ -81,8 +87,7 @@ struct pred {
 	uint64_t addr;
 	uint32_t len;
 	uint32_t off;   /* in the batch buffer */
-	uint32_t range; /* the batch range holding it */
-	bool loaded;    /* read whole by this round's batch */
+	uint32_t range; /* the batch range holding it; UINT32_MAX: none */
 	bool saved;     /* a bottom shim: served from sthread.tail[slot] */
 	uint8_t slot;
 };
@@ -103,18 +108,29 @@ struct sthread {
 	uint8_t tail[TAIL_MAX][TAIL_BYTES]; /* the saved bottom shims */
 	/* exception mode: exc.raised, exc.handled, exc.info as read */
 	uint8_t exc[3][8];
-	/* The frames its last walk pushed (before the <GC> and cut marks),
-	 * memo_at[i] of them before node i, and the round of that walk: a
-	 * round whose nodes from same_from on read the bytes they read then
-	 * takes the frames of those nodes from here. */
-	struct pyd_frame *memo;
-	size_t nmemo, memo_cap;
+	/* Its stack, which its walks write in place: the first nmemo frames
+	 * are its last walk's (its memo; the <GC> and cut marks come after
+	 * them or void it), memo_at[i] of them before node i, and memo_round
+	 * the round of that walk.  A round whose nodes from same_from on read
+	 * the bytes they read then keeps the frames of those nodes, moved at
+	 * most, instead of decoding them again. */
+	struct pyd_frame_buf fb;
+	size_t nmemo;
 	size_t *memo_at;
 	size_t nmemo_at, memo_at_cap;
 	bool memo_more;
 	uint64_t memo_round;
 	size_t same_from;
 	size_t same_out; /* this round: its outermost frames taken from it */
+	/* The batch's bytes from the first to the last byte of its nodes
+	 * from span_from on, under plan span_gen, their last range
+	 * span_range: one comparison tells the common round's same_from,
+	 * unless they lie far apart or the bytes between them change
+	 * (span_wide: compared node by node). */
+	size_t span_from;
+	uint32_t span_lo, span_hi, span_range;
+	uint64_t span_gen;
+	bool span_wide;
 };
 
 struct sinterp {
@@ -160,7 +176,14 @@ struct pyd_sampler {
 	uint64_t prev_gen, prev_round;
 	uint64_t round; /* rounds taken (thread modes) */
 	bool reuse;     /* this round may take frames from the threads' memos */
-	struct pyd_frame_buf fb;
+	size_t nread;   /* iov[0..nread) read whole this round */
+	size_t node_len; /* a frame node's bytes (pyd_frame_node_len) */
+	/* The walk's copies: its trailing shims (see TAIL_MAX), a node read
+	 * on its own; here, not in each walk's reader, which is set up anew
+	 * every round. */
+	uint8_t tail[TAIL_MAX][TAIL_BYTES];
+	uint8_t scratch[NODE_MAX];
+	struct pyd_frame_buf fb; /* the stacks of tasks and greenlets */
 	char cut[48]; /* the function of the frame ending a cut stack */
 	char gc[8];   /* "<GC>": a frame's function outlives the round */
 	uint64_t last_holder; /* gil mode: the predicted holder */
@@ -199,7 +222,7 @@ static int64_t now_ns(void)
 static void free_thread(struct sthread *t)
 {
 	free(t->pred);
-	free(t->memo);
+	free(t->fb.v);
 	free(t->memo_at);
 }
 
@@ -225,11 +248,10 @@ static void keep_thread(struct sthread *t, struct sthread *old, size_t nold)
 		t->cap = old[i].cap;
 		old[i].pred = NULL;
 		old[i].npred = old[i].cap = 0;
-		t->memo = old[i].memo;
-		t->memo_cap = old[i].memo_cap;
+		t->fb = old[i].fb;
 		t->memo_at = old[i].memo_at;
 		t->memo_at_cap = old[i].memo_at_cap;
-		old[i].memo = NULL;
+		old[i].fb = (struct pyd_frame_buf){0};
 		old[i].memo_at = NULL;
 		return;
 	}
@@ -407,7 +429,6 @@ static size_t plan_ranges(struct pyd_sampler *sp, size_t n, uint8_t *buf,
 			end = p->addr + p->len;
 		p->off = (uint32_t)(base + (p->addr - start));
 		p->range = (uint32_t)sp->niov;
-		p->loaded = false;
 	}
 	if (n && buf)
 		*ok &= push_iov(sp, start, buf + base, end - start);
@@ -567,8 +588,7 @@ static enum pyd_err read_batch(struct pyd_sampler *sp)
 		return err;
 	if (done < sp->nfields)
 		return PYD_E_READ;
-	for (size_t i = 0; i < sp->nsorted; i++)
-		sp->sorted[i]->loaded = sp->sorted[i]->range < done;
+	sp->nread = done;
 	if (heads && done >= sp->nplan) {
 		sp->heads_read = sp->now;
 		if (heads_changed(sp)) {
@@ -586,11 +606,9 @@ struct batch_reader {
 	struct sthread *t;
 	bool use_batch;
 	size_t walked;
-	/* The trailing run of shim frames served so far: their indexes and
-	 * bytes. */
+	/* The trailing run of shim frames served so far: their indexes (and
+	 * their bytes in sp->tail). */
 	size_t ntail, tail_index[TAIL_MAX];
-	uint8_t tail[TAIL_MAX][TAIL_BYTES];
-	uint8_t scratch[NODE_MAX];
 	bool spliced;   /* the outer frames came from the memo */
 	bool memo_lost; /* out of memory for memo_at: keep no memo */
 };
@@ -601,8 +619,9 @@ struct batch_reader {
 static void track_tail(struct batch_reader *r, size_t index, const uint8_t *d,
                        size_t len)
 {
-	const struct py_layout *L = &r->sp->s->layout;
-	if (len != pyd_frame_node_len(L))
+	struct pyd_sampler *sp = r->sp;
+	const struct py_layout *L = &sp->s->layout;
+	if (len != sp->node_len)
 		return;
 	if (L->owner_first_shim == PYD_NO_FIELD || len > TAIL_BYTES ||
 	    d[L->iframe.owner] < L->owner_first_shim) {
@@ -611,7 +630,7 @@ static void track_tail(struct batch_reader *r, size_t index, const uint8_t *d,
 	}
 	if (r->ntail == TAIL_MAX)
 		return;
-	memcpy(r->tail[r->ntail], d, len);
+	memcpy(sp->tail[r->ntail], d, len);
 	r->tail_index[r->ntail++] = index;
 }
 
@@ -628,7 +647,8 @@ static void predict(struct pyd_sampler *sp, struct sthread *t, size_t index,
 	}
 	if (index >= t->npred)
 		t->npred = index + 1;
-	t->pred[index] = (struct pred){.addr = addr, .len = (uint32_t)len};
+	t->pred[index] = (struct pred){
+	    .addr = addr, .len = (uint32_t)len, .range = UINT32_MAX};
 }
 
 static const uint8_t *batch_get(void *ctx, size_t index, uint64_t addr,
@@ -642,33 +662,94 @@ static const uint8_t *batch_get(void *ctx, size_t index, uint64_t addr,
 	if (r->use_batch && p && p->addr == addr && p->len == len && p->saved) {
 		d = t->tail[p->slot];
 	} else if (r->use_batch && p && p->addr == addr && p->len == len &&
-	           p->loaded) {
+	           p->range < r->sp->nread) {
 		d = r->sp->buf + p->off;
 	} else if (len > NODE_MAX) {
 		*err = PYD_E_READ;
-	} else if (!(*err = pyd_read(r->sp->s->src, addr, r->scratch, len))) {
+	} else if (!(*err = pyd_read(r->sp->s->src, addr, r->sp->scratch,
+	                             len))) {
 		predict(r->sp, t, index, addr, len);
-		d = r->scratch;
+		d = r->sp->scratch;
 	}
 	if (d)
 		track_tail(r, index, d, len);
 	return d;
 }
 
+/* Remember where in the batch t's nodes from `from` on lie (see
+ * sthread.span_from), under this plan. */
+static void set_span(struct pyd_sampler *sp, struct sthread *t, size_t from)
+{
+	uint32_t lo = UINT32_MAX, hi = 0, range = 0;
+	size_t n = 0;
+	for (size_t i = from; i < t->npred; i++) {
+		const struct pred *p = &t->pred[i];
+		if (p->saved)
+			continue;
+		n++;
+		if (p->off < lo)
+			lo = p->off;
+		if (p->off + p->len > hi)
+			hi = p->off + p->len;
+		if (p->range > range)
+			range = p->range;
+	}
+	t->span_from = from;
+	t->span_lo = lo < hi ? lo : 0;
+	t->span_hi = lo < hi ? hi : 0;
+	t->span_range = range;
+	t->span_gen = sp->plan_gen;
+	t->span_wide = t->span_hi - t->span_lo > n * SPAN_NODE_BYTES;
+}
+
+/* After a round whose span did not hold: the span of the nodes found
+ * the same, unless it was that span already, whose nodes held but not
+ * the bytes between them: then none under this plan. */
+static void respan(struct pyd_sampler *sp, struct sthread *t, size_t from)
+{
+	if (t->span_gen != sp->plan_gen || t->span_from != from)
+		set_span(sp, t, from);
+	else
+		t->span_wide = true;
+}
+
+/* Do t's nodes from span_from on hold, in this round's batch, the bytes
+ * they held in the last round's?  The bytes between them are compared
+ * too: a difference there only sends find_same node by node. */
+static bool span_same(const struct pyd_sampler *sp, const struct sthread *t)
+{
+	return !t->span_wide && t->span_gen == sp->plan_gen &&
+	       t->span_from <= t->npred &&
+	       t->span_range < sp->nread &&
+	       !memcmp(sp->buf + t->span_lo, sp->prev + t->span_lo,
+	               t->span_hi - t->span_lo);
+}
+
 /* Nodes from t->same_from on hold, in this round's batch, the bytes they
  * held in the round of t's memo (the saved shims are not read again
- * between heads rounds). */
+ * between heads rounds).  Between two rounds a stack mostly changes only
+ * inside the nodes that changed the round before: those outside are
+ * compared as one span, the rest node by node. */
 static void find_same(struct pyd_sampler *sp, struct sthread *t)
 {
 	size_t j = t->npred;
-	if (sp->reuse && t->nmemo && t->memo_round + 1 == sp->round)
+	if (sp->reuse && t->nmemo && t->memo_round + 1 == sp->round) {
+		bool span = span_same(sp, t);
+		if (span)
+			j = t->span_from;
 		for (; j > 0; j--) {
 			const struct pred *p = &t->pred[j - 1];
 			if (!p->saved &&
-			    (!p->loaded || memcmp(sp->buf + p->off,
-			                          sp->prev + p->off, p->len)))
+			    (p->range >= sp->nread ||
+			     memcmp(sp->buf + p->off, sp->prev + p->off,
+			            p->len)))
 				break;
 		}
+		/* A span that held stays: an innermost node that now and then
+		 * reads the same must not make it flap. */
+		if (!span)
+			respan(sp, t, j);
+	}
 	t->same_from = j;
 }
 
@@ -682,25 +763,28 @@ static bool batch_known(void *ctx, size_t index, uint64_t addr,
 	struct sthread *t = r->t;
 	size_t base = out->n;
 	/* Only at a node that pushed a frame: a shim marks the frame
-	 * before it, which this round decoded afresh, as an entry. */
+	 * before it, which this round decoded afresh, as an entry.  The
+	 * memo lies in out itself, where this round's frames so far
+	 * overwrote its first base: it serves if its node's frames start
+	 * no earlier. */
 	if (r->use_batch && index >= t->same_from && index < t->npred &&
 	    index < t->nmemo_at && t->pred[index].addr == addr &&
+	    base <= t->memo_at[index] &&
 	    t->memo_at[index] < (index + 1 < t->nmemo_at ? t->memo_at[index + 1]
 	                                                 : t->nmemo)) {
 		size_t from = t->memo_at[index], k = t->nmemo - from;
-		if (base + k <= PYD_MAX_FRAMES &&
-		    pyd_grow((void **)&out->v, &out->cap, base + k,
-		             sizeof *out->v)) {
-			memcpy(out->v + base, t->memo + from, k * sizeof *out->v);
-			out->n += k;
-			out->more = t->memo_more;
+		if (from != base) {
+			memmove(out->v + base, out->v + from,
+			        k * sizeof *out->v);
 			for (size_t j = index; j < t->nmemo_at; j++)
 				t->memo_at[j] = t->memo_at[j] - from + base;
-			t->same_out = k;
-			r->walked = t->npred;
-			r->spliced = true;
-			return true;
 		}
+		out->n += k;
+		out->more = t->memo_more;
+		t->same_out = k;
+		r->walked = t->npred;
+		r->spliced = true;
+		return true;
 	}
 	if (!pyd_grow((void **)&t->memo_at, &t->memo_at_cap, index + 1,
 	              sizeof *t->memo_at)) {
@@ -711,21 +795,13 @@ static bool batch_known(void *ctx, size_t index, uint64_t addr,
 	return false;
 }
 
-/* After a walk: its frames are the thread's memo. */
+/* After a walk: the frames it left in t->fb are the thread's memo. */
 static void save_memo(struct pyd_sampler *sp, struct sthread *t,
                       const struct batch_reader *r)
 {
-	t->nmemo = 0;
-	/* A stack of no frames (a thread that runs no Python yet) leaves
-	 * nothing to take. */
-	if (r->memo_lost || !sp->fb.n ||
-	    !pyd_grow((void **)&t->memo, &t->memo_cap, sp->fb.n,
-	              sizeof *t->memo))
-		return;
-	memcpy(t->memo, sp->fb.v, sp->fb.n * sizeof *t->memo);
-	t->nmemo = sp->fb.n;
+	t->nmemo = r->memo_lost ? 0 : t->fb.n;
 	t->nmemo_at = r->walked;
-	t->memo_more = sp->fb.more;
+	t->memo_more = t->fb.more;
 	t->memo_round = sp->round;
 }
 
@@ -737,28 +813,28 @@ static void save_tail(struct pyd_sampler *sp, struct sthread *t,
 		struct pred *p = &t->pred[r->tail_index[i]];
 		if (p->saved && p->slot == i)
 			continue;
-		memcpy(t->tail[i], r->tail[i], p->len);
+		memcpy(t->tail[i], sp->tail[i], p->len);
 		p->saved = true;
 		p->slot = (uint8_t)i;
 		sp->plan_valid = false;
 	}
 }
 
-/* The stack of thread t into sp->fb: from the batch, then (if that
+/* The stack of thread t into t->fb: from the batch, then (if that
  * failed: a node changed between the batch and the walk, or the walk
  * caught the thread mid-change) read afresh, as often as a dump would
  * before the thread's sample is dropped. */
 static enum pyd_err walk(struct pyd_sampler *sp, struct sthread *t)
 {
 	enum pyd_err err = PYD_OK;
-	t->same_out = 0;
 	if (t->in_batch)
 		find_same(sp, t);
 	for (int attempt = 0; attempt < PYD_WALK_ATTEMPTS; attempt++) {
 		struct batch_reader r = {
 		    .sp = sp, .t = t, .use_batch = attempt == 0 && t->in_batch};
 		struct pyd_node_reader nr = {batch_get, &r, batch_known, false};
-		err = pyd_walk_thread(sp->s, t->tstate, &nr, &sp->fb,
+		t->same_out = 0;
+		err = pyd_walk_thread(sp->s, t->tstate, &nr, &t->fb,
 		                      attempt + 1 == PYD_WALK_ATTEMPTS);
 		if (r.walked < t->npred) {
 			t->npred = r.walked;
@@ -766,12 +842,14 @@ static enum pyd_err walk(struct pyd_sampler *sp, struct sthread *t)
 		}
 		if (!err && r.walked == t->npred && !r.spliced)
 			save_tail(sp, t, &r);
-		if (!err)
+		if (!err) {
 			save_memo(sp, t, &r);
-		if (!err || err == PYD_E_EXITED || err == PYD_E_NOMEM)
+			return err;
+		}
+		t->nmemo = 0; /* the failed walk wrote over it */
+		if (err == PYD_E_EXITED || err == PYD_E_NOMEM)
 			return err;
 	}
-	t->nmemo = 0;
 	return err;
 }
 
@@ -798,48 +876,50 @@ static bool push_unit(struct pyd_frame_buf *b, const struct pyd_frame *v,
 /* A stack the walk cut at PYD_MAX_FRAMES is kept, its outer frames
  * standing as one: how many where the recursion counter tells (3.12+; it
  * counts generators run from C too), else just that some are left out. */
-static bool mark_cut(struct pyd_sampler *sp, const struct sthread *t)
+static bool mark_cut(struct pyd_sampler *sp, struct sthread *t)
 {
 	int64_t running = pyd_running_frames(sp->s, t->tstate);
-	if (running > (int64_t)sp->fb.n)
+	if (running > (int64_t)t->fb.n)
 		snprintf(sp->cut, sizeof sp->cut, "<truncated %lld frames>",
-		         (long long)(running - (int64_t)sp->fb.n));
+		         (long long)(running - (int64_t)t->fb.n));
 	else
 		snprintf(sp->cut, sizeof sp->cut, "<truncated frames>");
-	return push_frame(&sp->fb,
+	return push_frame(&t->fb,
 	                  (struct pyd_frame){.function = sp->cut, .elided = true});
 }
 
-/* Put "<GC>" on top of the stack (innermost first). */
-static bool mark_gc(struct pyd_sampler *sp)
+/* Put "<GC>" on top of thread t's stack (innermost first); its memo's
+ * frames move, so there is none. */
+static bool mark_gc(struct pyd_sampler *sp, struct sthread *t)
 {
-	if (!push_frame(&sp->fb, (struct pyd_frame){0}))
+	struct pyd_frame_buf *b = &t->fb;
+	t->nmemo = 0;
+	if (!push_frame(b, (struct pyd_frame){0}))
 		return false;
-	memmove(sp->fb.v + 1, sp->fb.v, (sp->fb.n - 1) * sizeof *sp->fb.v);
+	memmove(b->v + 1, b->v, (b->n - 1) * sizeof *b->v);
 	snprintf(sp->gc, sizeof sp->gc, "<GC>");
-	sp->fb.v[0] = (struct pyd_frame){.function = sp->gc, .gc = true};
+	b->v[0] = (struct pyd_frame){.function = sp->gc, .gc = true};
 	return true;
 }
 
-static enum pyd_err record_greenlet(struct pyd_sampler *sp,
-                                    const struct sthread *t);
+static enum pyd_err record_greenlet(struct pyd_sampler *sp, struct sthread *t);
 
-static enum pyd_err record(struct pyd_sampler *sp, const struct sthread *t,
+static enum pyd_err record(struct pyd_sampler *sp, struct sthread *t,
                            unsigned *nstacks)
 {
-	if (!sp->fb.n)
+	const struct pyd_frame_buf *b = &t->fb;
+	if (!b->n)
 		return PYD_OK;
-	if (sp->fb.more && !mark_cut(sp, t))
+	if (b->more && !mark_cut(sp, t))
 		return PYD_E_NOMEM;
-	if (t->tstate == sp->in[t->interp].collector && !mark_gc(sp))
+	if (t->tstate == sp->in[t->interp].collector && !mark_gc(sp, t))
 		return PYD_E_NOMEM;
 	(*nstacks)++;
 	if (sp->mode == PYD_SAMPLE_GREENLET)
 		return record_greenlet(sp, t);
 	/* A cut stack's outermost frame is the mark, not the memo's. */
 	return pyd_profile_add_same(sp->prof, sp->process, t->tid, t->name,
-	                            sp->fb.v, sp->fb.n,
-	                            sp->fb.more ? 0 : t->same_out);
+	                            b->v, b->n, b->more ? 0 : t->same_out);
 }
 
 /* ---- the modes ---- */
@@ -1234,12 +1314,12 @@ static bool label_greenlets(struct pyd_sampler *sp)
 }
 
 /* Put the boundary of the greenlet thread t runs outside its stack. */
-static bool mark_greenlet(struct pyd_sampler *sp, const struct sthread *t)
+static bool mark_greenlet(struct pyd_sampler *sp, struct sthread *t)
 {
 	for (size_t i = 0; i < sp->gs.n; i++) {
 		const struct pyd_greenlet *g = &sp->gs.g[i];
 		if (g->state == PYD_GREENLET_RUNNING && g->thread == t->tid)
-			return push_frame(&sp->fb,
+			return push_frame(&t->fb,
 			                  (struct pyd_frame){.function =
 			                                         sp->glabels[i]});
 	}
@@ -1250,8 +1330,7 @@ static bool mark_greenlet(struct pyd_sampler *sp, const struct sthread *t)
  * unless the OS has the thread asleep: a hub blocked in epoll_wait, a
  * greenlet in a call that blocks its thread, wait.  Its path is not
  * reused: the greenlet a thread runs may change from round to round. */
-static enum pyd_err record_greenlet(struct pyd_sampler *sp,
-                                    const struct sthread *t)
+static enum pyd_err record_greenlet(struct pyd_sampler *sp, struct sthread *t)
 {
 	if (!mark_greenlet(sp, t))
 		return PYD_E_NOMEM;
@@ -1261,7 +1340,7 @@ static enum pyd_err record_greenlet(struct pyd_sampler *sp,
 	else
 		sp->prof->meta.cpu_samples++;
 	return pyd_profile_add(sp->prof, sp->process, t->tid, t->name,
-	                       sp->fb.v, sp->fb.n, waits);
+	                       t->fb.v, t->fb.n, waits);
 }
 
 /* Every thread as in wall mode, under the greenlet it runs; then every
@@ -1306,6 +1385,7 @@ enum pyd_err pyd_sampler_open(struct pyd_session *s, enum pyd_sample_mode mode,
 	sp->process = process;
 	sp->mode = mode;
 	sp->now = now_ns();
+	sp->node_len = pyd_frame_node_len(&s->layout);
 	pyd_prefetch_init(&sp->pf, s->src);
 	/* A thread list that changes while it is walked (threads started and
 	 * ended by the thousand a second) tears the walk: walk it again, as
@@ -1367,6 +1447,14 @@ static enum pyd_err sample_round(struct pyd_sampler *sp, unsigned *nstacks);
 
 enum pyd_err pyd_sample(struct pyd_sampler *sp, unsigned *nstacks)
 {
+	return pyd_sample_at(sp, now_ns(), nstacks);
+}
+
+enum pyd_err pyd_sample_at(struct pyd_sampler *sp, int64_t now,
+                           unsigned *nstacks)
+{
+	/* The round's one time, for what is due now and then. */
+	sp->now = now;
 	enum pyd_err err = sample_round(sp, nstacks);
 	struct pyd_prof_meta *m = &sp->prof->meta;
 	const char *why;
@@ -1379,8 +1467,6 @@ static enum pyd_err sample_round(struct pyd_sampler *sp, unsigned *nstacks)
 {
 	*nstacks = 0;
 	pyd_session_refill(sp->s);
-	/* The round's one look at the clock, for what is due now and then. */
-	sp->now = now_ns();
 	bool periodic = sp->now - sp->refreshed > REFRESH_NS;
 	if (periodic || sp->stale) {
 		enum pyd_err err = refresh(sp, periodic);
@@ -1431,7 +1517,8 @@ static enum pyd_sample_end loop(struct pyd_sampler *sp,
 		unsigned n = 0;
 		m->round_us = (uint64_t)(now - start) / 1000;
 		enum pyd_err err =
-		    l->round ? l->round(l->ctx, &n) : pyd_sample(sp, &n);
+		    l->round ? l->round(l->ctx, now, &n)
+		             : pyd_sample_at(sp, now, &n);
 		m->ticks++;
 		m->samples += n;
 		if (err == PYD_E_EXITED)

@@ -22,6 +22,9 @@ struct pyd_code {
 	 * (0 before 3.11) */
 	int traceable_from;
 	int framesize; /* 3.12+: words a frame of it takes on the data stack */
+	/* The interpreter's own shim code (3.12's "<interpreter
+	 * trampoline>", file "<shim>"), which runs no Python. */
+	bool shim;
 	uint64_t code_bytes; /* its bytecode's length (3.11+) */
 	/* Free-threaded 3.14+: the addresses of its bytecode's thread-local
 	 * copies (co_tlbc's entries, [0] its own), as last read. */
@@ -253,8 +256,8 @@ bool pyd_recover_outer(struct pyd_session *s, uint64_t tstate,
 
 /*
  * Reading ahead what a decoder will read, for one-shot reads of many
- * objects a few links deep (a dump's threads, their names, its
- * greenlets): run it dry -- every read served from a batch, or else
+ * objects a few links deep (a dump's threads, its greenlets and what
+ * they wait in): run it dry -- every read served from a batch, or else
  * failing and wanted in the next -- batch after batch, until it wants
  * nothing new or after max batches; each batch is one batched read of a
  * level of all of them, and keeps what the ones before read.  Then the

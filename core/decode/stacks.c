@@ -68,28 +68,48 @@ static enum pyd_err frame_object(struct pyd_session *s, const uint8_t *buf,
 	return PYD_OK;
 }
 
-/* Is the interpreter frame in buf one a traceback leaves out: a C-stack
- * shim or interpreter base frame (3.12+; a shim sits right behind the
- * frame that C code entered), or a frame not yet past its code's first
- * traceable instruction (_PyFrame_IsIncomplete: its set-up, or the
- * interpreter's own __init__ trampoline, 3.13+)?  Such a frame pushes
- * nothing. */
-static bool hidden_frame(struct pyd_session *s, const uint8_t *buf)
+/* Is the interpreter frame in buf a C-stack shim or interpreter base
+ * frame (3.12+; a shim sits right behind the frame that C code
+ * entered)? */
+static bool shim_frame(const struct py_layout *L, const uint8_t *buf)
+{
+	return L->owner_first_shim != PYD_NO_FIELD &&
+	       buf[L->iframe.owner] >= L->owner_first_shim;
+}
+
+/* The code object of the interpreter frame in buf (NULL: not one), and
+ * its offset into *off. */
+static const struct pyd_code *frame_code(struct pyd_session *s,
+					 const uint8_t *buf, int64_t *off)
 {
 	const struct py_layout *L = &s->layout;
-	int owner = buf[L->iframe.owner];
-	if (L->owner_first_shim != PYD_NO_FIELD && owner >= L->owner_first_shim)
-		return true;
 	uint64_t code = pyd_u64_at(buf, L->iframe.code) & ~L->code_tag_mask;
-	const struct pyd_code *c = pyd_code_get(s, code);
-	/* The interpreter's own shim code (3.12's "<interpreter
-	 * trampoline>", file "<shim>") runs no Python even where a read
-	 * catches its frame before it is marked a shim. */
-	if (c && !strcmp(c->file, "<shim>"))
+	return pyd_code_get_at(s, code, pyd_u64_at(buf, L->iframe.instr), off);
+}
+
+/* Is the interpreter frame in buf, no shim, running code object c at
+ * offset off, one not yet past its code's first traceable instruction
+ * (_PyFrame_IsIncomplete: its set-up, or the interpreter's own __init__
+ * trampoline, 3.13+)?  The interpreter's own shim code runs no Python
+ * even where a read catches its frame before it is marked a shim. */
+static bool incomplete_frame(const struct py_layout *L, const uint8_t *buf,
+			     const struct pyd_code *c, int64_t off)
+{
+	if (c && c->shim)
 		return true;
-	return owner != L->owner_generator && c &&
-	       pyd_code_offset(s, code, pyd_u64_at(buf, L->iframe.instr)) <
-		       c->traceable_from;
+	return buf[L->iframe.owner] != L->owner_generator && c &&
+	       off < c->traceable_from;
+}
+
+/* Is the interpreter frame in buf one a traceback leaves out, a shim or
+ * an incomplete frame?  Such a frame pushes nothing. */
+static bool hidden_frame(struct pyd_session *s, const uint8_t *buf)
+{
+	int64_t off;
+	if (shim_frame(&s->layout, buf))
+		return true;
+	const struct pyd_code *c = frame_code(s, buf, &off);
+	return incomplete_frame(&s->layout, buf, c, off);
 }
 
 /* 3.11+: a _PyInterpreterFrame; previous is next.  *end as for
@@ -101,22 +121,21 @@ static enum pyd_err interp_frame(struct pyd_session *s, const uint8_t *buf,
 				 enum pyd_walk_end *end)
 {
 	const struct py_layout *L = &s->layout;
-	uint64_t code = pyd_u64_at(buf, L->iframe.code) & ~L->code_tag_mask;
-	int owner = buf[L->iframe.owner];
 	bool shims = L->owner_first_shim != PYD_NO_FIELD;
 	*next = pyd_u64_at(buf, L->iframe.previous);
-	if (shims && owner >= L->owner_first_shim) {
+	if (shim_frame(L, buf)) {
 		*end = out->n ? PYD_WALK_WHOLE : PYD_WALK_DOUBT;
 		if (out->n)
 			out->v[out->n - 1].entry = true;
 		return PYD_OK;
 	}
-	if (hidden_frame(s, buf)) {
+	int64_t off;
+	const struct pyd_code *c = frame_code(s, buf, &off);
+	if (incomplete_frame(L, buf, c, off)) {
 		*end = shims ? PYD_WALK_TORN : PYD_WALK_WHOLE;
 		return PYD_OK;
 	}
-	enum pyd_err err = pyd_frame_push_iframe(s, out, code,
-						 pyd_u64_at(buf, L->iframe.instr));
+	enum pyd_err err = pyd_frame_push_iframe(s, out, c, off);
 	if (err)
 		return err;
 	struct pyd_frame *f = &out->v[out->n - 1];

@@ -24,10 +24,8 @@
 #include "thread_names.h"
 #include "unicode.h"
 
-/* Pages the names of an interpreter's threads are read through: 1 MB;
- * batches they are read ahead in, at most. */
+/* Pages the names of an interpreter's threads are read through: 1 MB. */
 #define NAME_PAGES 256
-#define NAME_PASSES 12
 
 /* threading._active of an interpreter, or 0. */
 static uint64_t active_threads(struct pyd_session *s, uint64_t interp)
@@ -94,14 +92,15 @@ static bool all_named(const bool *named, size_t n)
 	return true;
 }
 
-static void name_threads(struct pyd_session *s, uint64_t interp,
-			 struct pyd_thread *t, size_t n)
+void pyd_thread_names(struct pyd_session *s, uint64_t interp,
+		      struct pyd_thread *t, size_t n)
 {
 	uint64_t active, *kv;
 	size_t nkv;
 	bool *named;
 	struct pyd_paged p;
-	if (!(named = calloc(n, sizeof *named)))
+	if (!n || !s->layout.objects.valid ||
+	    !(named = calloc(n, sizeof *named)))
 		return;
 	/* A dozen reads of a few bytes a thread (its Thread object, the
 	 * dict of its attributes, the name): each page once. */
@@ -115,32 +114,4 @@ static void name_threads(struct pyd_session *s, uint64_t interp,
 	}
 	pyd_session_unpaged(s, &p);
 	free(named);
-}
-
-struct names_ctx {
-	struct pyd_session *s;
-	uint64_t interp;
-	struct pyd_thread *t;
-	size_t n;
-};
-
-static void names_dry(void *ctx)
-{
-	struct names_ctx *x = ctx;
-	name_threads(x->s, x->interp, x->t, x->n);
-}
-
-/* The names are read ahead: each step from threading._active to a
- * name's characters is then one batch for every thread.  The dry runs
- * name the threads they can, as the last run does. */
-void pyd_thread_names(struct pyd_session *s, uint64_t interp,
-		      struct pyd_thread *t, size_t n)
-{
-	struct names_ctx x = {s, interp, t, n};
-	struct pyd_read_ahead ra;
-	if (!n || !s->layout.objects.valid)
-		return;
-	pyd_read_ahead(s, &ra, names_dry, &x, NAME_PASSES);
-	name_threads(s, interp, t, n);
-	pyd_read_ahead_end(s, &ra);
 }

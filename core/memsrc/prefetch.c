@@ -22,7 +22,7 @@
 #define PREFETCH_MAX_READ (256u << 10)
 /* Pages looked up without a search: the bytes one batch holds; once a
  * batch has this many runs (before, a search costs less than the table). */
-#define PREFETCH_SLOTS ((PREFETCH_MAX_BYTES >> 12) + 1)
+#define PREFETCH_SLOTS (PREFETCH_MAX_BYTES >> 12) /* a power of 2 */
 #define PREFETCH_SLOT_RUNS 256u
 
 /* Whether [addr, addr + len) lies inside run r (overflow-safe), read or
@@ -40,7 +40,7 @@ static struct pyd_prefetch_run *search(struct pyd_prefetch *p, uint64_t addr,
 				       size_t len)
 {
 	const struct pyd_prefetch_slot *sl =
-	    p->slots ? &p->slots[(addr >> 12) % PREFETCH_SLOTS] : NULL;
+	    p->slots ? &p->slots[(addr >> 12) & (PREFETCH_SLOTS - 1)] : NULL;
 	if (sl && sl->gen == p->gen && sl->page == (addr >> 12) + 1) {
 		for (size_t i = sl->run; i < p->nruns && p->runs[i].addr <= addr;
 		     i++)
@@ -194,7 +194,8 @@ static void index_pages(struct pyd_prefetch *p)
 		const struct pyd_prefetch_run *r = &p->runs[i];
 		for (uint64_t pg = r->addr >> 12; pg <= (r->addr + r->len - 1) >> 12;
 		     pg++) {
-			struct pyd_prefetch_slot *sl = &p->slots[pg % PREFETCH_SLOTS];
+			struct pyd_prefetch_slot *sl =
+			    &p->slots[pg & (PREFETCH_SLOTS - 1)];
 			if (sl->gen != p->gen || sl->page == pg + 1)
 				*sl = (struct pyd_prefetch_slot){pg + 1, (uint32_t)i,
 								 p->gen};

@@ -9,7 +9,8 @@ an object, a bytes), and a parent with 4 forked children blocked 30
 frames deep; each also dumped with --locals (goal: under 50 ms),
 --native (libdwfl unwinding every thread, the target paused),
 --native-all (the interpreter's frames too, with their lines) and
---subprocesses (every descendant: 1 + 4 processes in the last scenario).
+--subprocesses (every descendant: 1 + 4 processes in the last scenario);
+then --greenlets of 1,000 greenlets (no anchor shows greenlets).
 Reported: median wall time and peak RSS of each tool per scenario, the
 anchor/ours ratios, and what each option costs over the plain dump; and
 for each of ours the instructions (callgrind, the dynamic loader's
@@ -48,6 +49,25 @@ def counts(target, tools):
     """{label: (instructions, syscalls)} of one dump by each of ours."""
     return {label: (count_instructions(cmd(target.pid)), count_syscalls(cmd(target.pid)))
             for label, cmd in tools if label.startswith("pystack-dump")}
+
+
+def greenlets(ours, runs, n=1000):
+    """--greenlets of n switched-out greenlets 5 frames deep, which no
+    anchor shows: its time and what it reads them with."""
+    target = start_target("greenlets", n)
+    try:
+        cmd = [ours, "--greenlets", "--no-source", str(target.pid)]
+        run_measured(cmd)  # warm the page cache
+        wall = statistics.median(run_measured(cmd)[0] for _ in range(runs))
+        ins, calls = count_instructions(cmd), count_syscalls(cmd)
+    finally:
+        stop(target)
+    label = "%d greenlets" % n
+    print("%-22s %-28s %12.2f %12s %14s %9s" % (
+        label, "pystack-dump --greenlets", wall * 1e3, "",
+        "-" if ins is None else "{:,}".format(ins), "-" if calls is None else calls))
+    return {"id": "%s | pystack-dump --greenlets" % label, "median_ms": wall * 1e3,
+            "instructions": ins, "syscalls": calls}
 
 
 def main():
@@ -114,6 +134,7 @@ def main():
                 ms = rows[label][0] * 1e3
                 print("%-22s %-28s %12s" % (name, label, "goal < %.0f ms: %s" % (
                     LOCALS_GOAL_MS, "met" if ms < LOCALS_GOAL_MS else "MISSED")))
+    figures.append(greenlets(ours, args.runs))
     record("bench_dump", figures, tool=ours,
            interpreters=["sid python3.15 (/usr/bin/python3.15 in %s)" % SID])
     return 0

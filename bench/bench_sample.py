@@ -25,6 +25,7 @@ import json
 import os
 import re
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -462,14 +463,16 @@ def other_interpreters(tool, secs):
     print()
     print("| interpreter | samples | duration (s) | samples/s | errors | reads/sample | goal >= 100k |")
     print("|---|---|---|---|---|---|---|")
-    script_sid = copy_to_sid("targets.py", "pyd-bench-targets.py")
     script_host = os.path.join(HERE, "targets.py")
     rates = {}
     for interp in discover(SID):
         if interp.missing:
             print("| %s | missing: %s | | | | | |" % (interp.label, interp.missing))
             continue
-        script = script_sid if interp.chroot else script_host
+        script = script_host
+        if interp.chroot:  # sid's or bullseye's: the script goes in there
+            script = "/tmp/pyd-bench-targets.py"
+            shutil.copy(script_host, os.path.join(interp.chroot, script.lstrip("/")))
         target = start_ready(interp.argv([script, "spin", str(DEPTH)]))
         try:
             doc, err = ours_json(tool, target.pid, ["--rate", "max", "-d", str(secs)])

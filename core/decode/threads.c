@@ -116,10 +116,12 @@ static void threads_dry(void *ctx)
 	size_t len = (size_t)(x->hi - x->lo);
 	for (size_t i = 0; i < x->n; i++) {
 		size_t wanted = pyd_read_ahead_wants(x->ra);
-		if (x->a[i].whole || len > sizeof span ||
-		    pyd_read(x->s->src, x->ts[i] + (uint64_t)x->lo, span, len))
+		if (x->a[i].whole)
 			continue;
-		if (x->s->layout.datastack.chunk != PYD_NO_FIELD)
+		/* Fields too far apart for one read are left to the walk. */
+		if (len <= sizeof span &&
+		    !pyd_read(x->s->src, x->ts[i] + (uint64_t)x->lo, span, len) &&
+		    x->s->layout.datastack.chunk != PYD_NO_FIELD)
 			want_chunks(x, span, &x->a[i]);
 		pyd_walk_links(x->s, x->ts[i]);
 		x->a[i].whole = pyd_read_ahead_wants(x->ra) == wanted;

@@ -491,6 +491,15 @@ static enum pyd_err read_all(struct gctx *c)
 	return err;
 }
 
+/* Forget all a greenlet was read as but its id: what it was spawned with
+ * is read again too (read_greenlet sets it on a first read). */
+static void unread(struct pyd_greenlet *g)
+{
+	clear_greenlet(g);
+	free(g->spawned);
+	g->spawned = NULL;
+}
+
 /* A read ahead of every greenlet found: those read whole are left out of
  * the next dry runs. */
 struct ahead_ctx {
@@ -509,7 +518,7 @@ static void greenlets_dry(void *ctx)
 		size_t wanted = pyd_read_ahead_wants(x->ra);
 		if (x->whole[i])
 			continue;
-		clear_greenlet(&c->out->g[i]);
+		unread(&c->out->g[i]);
 		read_greenlet(c, &c->out->g[i], &stack);
 		note_running(c, &c->out->g[i]);
 		x->whole[i] = pyd_read_ahead_wants(x->ra) == wanted;
@@ -526,7 +535,7 @@ static enum pyd_err read_all_ahead(struct gctx *c)
 	pyd_read_ahead(c->s, &ra, greenlets_dry, &x, x.whole ? READ_PASSES : 0);
 	free(x.whole);
 	for (size_t i = 0; i < c->out->n; i++)
-		clear_greenlet(&c->out->g[i]);
+		unread(&c->out->g[i]);
 	c->nrunning = 0;
 	enum pyd_err err = read_all(c);
 	pyd_read_ahead_end(c->s, &ra);

@@ -500,29 +500,15 @@ static void unread(struct pyd_greenlet *g)
 	g->spawned = NULL;
 }
 
-/* A read ahead of every greenlet found: those read whole are left out of
- * the next dry runs. */
-struct ahead_ctx {
-	struct gctx *c;
-	struct pyd_read_ahead *ra;
-	bool *whole;
-};
-
-static void greenlets_dry(void *ctx)
+/* A dry run of the read of greenlet i (the running ones it notes are
+ * forgotten before the last read). */
+static void greenlet_dry(void *ctx, size_t i)
 {
-	struct ahead_ctx *x = ctx;
-	struct gctx *c = x->c;
+	struct gctx *c = ctx;
 	uint64_t stack;
-	c->nrunning = 0;
-	for (size_t i = 0; i < c->out->n; i++) {
-		size_t wanted = pyd_read_ahead_wants(x->ra);
-		if (x->whole[i])
-			continue;
-		unread(&c->out->g[i]);
-		read_greenlet(c, &c->out->g[i], &stack);
-		note_running(c, &c->out->g[i]);
-		x->whole[i] = pyd_read_ahead_wants(x->ra) == wanted;
-	}
+	unread(&c->out->g[i]);
+	read_greenlet(c, &c->out->g[i], &stack);
+	note_running(c, &c->out->g[i]);
 }
 
 /* Every greenlet read, ahead in batches: a thousand of them, each a
@@ -531,9 +517,7 @@ static void greenlets_dry(void *ctx)
 static enum pyd_err read_all_ahead(struct gctx *c)
 {
 	struct pyd_read_ahead ra;
-	struct ahead_ctx x = {c, &ra, calloc(c->out->n + 1, sizeof *x.whole)};
-	pyd_read_ahead(c->s, &ra, greenlets_dry, &x, x.whole ? READ_PASSES : 0);
-	free(x.whole);
+	pyd_read_ahead(c->s, &ra, greenlet_dry, c, c->out->n, READ_PASSES);
 	for (size_t i = 0; i < c->out->n; i++)
 		unread(&c->out->g[i]);
 	c->nrunning = 0;
@@ -545,8 +529,6 @@ static enum pyd_err read_all_ahead(struct gctx *c)
 struct waiting_ctx {
 	struct pyd_session *s;
 	struct pyd_greenlet_set *set;
-	struct pyd_read_ahead *ra;
-	bool *whole;
 };
 
 static enum pyd_err read_waiting(struct pyd_session *s,
@@ -559,16 +541,10 @@ static enum pyd_err read_waiting(struct pyd_session *s,
 		       : PYD_OK;
 }
 
-static void waiting_dry(void *ctx)
+static void waiting_dry(void *ctx, size_t i)
 {
 	struct waiting_ctx *x = ctx;
-	for (size_t i = 0; i < x->set->n; i++) {
-		size_t wanted = pyd_read_ahead_wants(x->ra);
-		if (x->whole[i])
-			continue;
-		read_waiting(x->s, &x->set->g[i]);
-		x->whole[i] = pyd_read_ahead_wants(x->ra) == wanted;
-	}
+	read_waiting(x->s, &x->set->g[i]);
 }
 
 /* Read ahead too: what each waits in is a dozen reads (the call's
@@ -577,10 +553,9 @@ enum pyd_err pyd_greenlets_waiting(struct pyd_session *s,
 				   struct pyd_greenlet_set *set)
 {
 	struct pyd_read_ahead ra;
-	struct waiting_ctx x = {s, set, &ra, calloc(set->n + 1, sizeof *x.whole)};
+	struct waiting_ctx x = {s, set};
 	enum pyd_err err = PYD_OK;
-	pyd_read_ahead(s, &ra, waiting_dry, &x, x.whole ? READ_PASSES : 0);
-	free(x.whole);
+	pyd_read_ahead(s, &ra, waiting_dry, &x, set->n, READ_PASSES);
 	for (size_t i = 0; i < set->n && !err; i++)
 		err = read_waiting(s, &set->g[i]);
 	pyd_read_ahead_end(s, &ra);

@@ -163,22 +163,38 @@ void pyd_session_unpaged(struct pyd_session *s, struct pyd_paged *p)
 	p->on = false;
 }
 
-void pyd_read_ahead(struct pyd_session *s, struct pyd_read_ahead *ra,
-		    void (*dry)(void *ctx), void *ctx, unsigned max)
+/* Run every object not read whole yet dry once; whole[] says which were. */
+static void dry_run(struct pyd_read_ahead *ra, void (*dry)(void *, size_t),
+		    void *ctx, size_t n, bool *whole)
 {
+	for (size_t i = 0; i < n; i++) {
+		size_t wanted = ra->pf.nmissed;
+		if (whole[i])
+			continue;
+		dry(ctx, i);
+		whole[i] = ra->pf.nmissed == wanted;
+	}
+}
+
+void pyd_read_ahead(struct pyd_session *s, struct pyd_read_ahead *ra,
+		    void (*dry)(void *ctx, size_t i), void *ctx, size_t n,
+		    unsigned max)
+{
+	bool *whole = calloc(n ? n : 1, sizeof *whole);
 	ra->own = s->src;
 	pyd_prefetch_init(&ra->pf, s->src);
 	s->src = &ra->pf.layer.src;
 	ra->pf.dry = true;
 	ra->pf.keep = true;
 	s->dry = true;
-	for (unsigned i = 0; i < max; i++) {
-		dry(ctx);
+	for (unsigned i = 0; whole && i < max; i++) {
+		dry_run(ra, dry, ctx, n, whole);
 		if (!ra->pf.nmissed || pyd_prefetch_pass(&ra->pf))
 			break;
 	}
 	s->dry = false;
 	ra->pf.dry = false;
+	free(whole);
 }
 
 void pyd_read_ahead_end(struct pyd_session *s, struct pyd_read_ahead *ra)

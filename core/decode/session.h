@@ -260,9 +260,11 @@ bool pyd_recover_outer(struct pyd_session *s, uint64_t tstate,
  * they wait in): run it dry -- every read served from a batch, or else
  * failing and wanted in the next -- batch after batch, until it wants
  * nothing new or after max batches; each batch is one batched read of a
- * level of all of them, and keeps what the ones before read.  Then the
- * caller runs it for real on the session as left, whose reads the last
- * batch serves (a miss is read from the target), and calls
+ * level of all of them, and keeps what the ones before read.  The
+ * decoder reads n objects, dry(ctx, i) the i-th: one whose dry run
+ * wanted nothing was read whole and is left out of the next runs.  Then
+ * the caller runs it for real on the session as left, whose reads the
+ * last batch serves (a miss is read from the target), and calls
  * pyd_read_ahead_end.  A dry run's results are to be thrown away: it
  * read failures that were only misses.
  */
@@ -272,15 +274,9 @@ struct pyd_read_ahead {
 };
 
 void pyd_read_ahead(struct pyd_session *s, struct pyd_read_ahead *ra,
-		    void (*dry)(void *ctx), void *ctx, unsigned max);
+		    void (*dry)(void *ctx, size_t i), void *ctx, size_t n,
+		    unsigned max);
 void pyd_read_ahead_end(struct pyd_session *s, struct pyd_read_ahead *ra);
-/* Reads a dry run has wanted so far in this batch: one that wanted none
- * while it read an object read all of it, and may leave it out of its
- * next runs (what the batch has it keeps). */
-static inline size_t pyd_read_ahead_wants(const struct pyd_read_ahead *ra)
-{
-	return ra->pf.nmissed;
-}
 
 /* Follow the chain of tstate's frames as pyd_walk_thread would, reading
  * its nodes through the session's source and decoding none: a dry run of

@@ -401,10 +401,10 @@ static const uint8_t *plain_get(void *ctx, size_t index, uint64_t addr,
 
 static enum pyd_err walk_once(struct pyd_session *s,
 			      const struct pyd_memsrc *src, uint64_t tstate,
-			      struct pyd_frame_buf *out, bool last)
+			      struct pyd_frame_buf *out, bool last, bool links)
 {
 	struct plain_reader pr = {.s = s, .src = src};
-	struct pyd_node_reader r = {plain_get, &pr, NULL, false};
+	struct pyd_node_reader r = {plain_get, &pr, NULL, links};
 	enum pyd_err err = pyd_walk_thread(s, tstate, &r, out, last);
 	if (pr.cached)
 		pyd_pagecache_free(&pr.cache);
@@ -413,12 +413,8 @@ static enum pyd_err walk_once(struct pyd_session *s,
 
 void pyd_walk_links(struct pyd_session *s, uint64_t tstate)
 {
-	struct plain_reader pr = {.s = s, .src = s->src};
-	struct pyd_node_reader r = {plain_get, &pr, NULL, true};
 	struct pyd_frame_buf fb = {0};
-	pyd_walk_thread(s, tstate, &r, &fb, false);
-	if (pr.cached)
-		pyd_pagecache_free(&pr.cache);
+	walk_once(s, s->src, tstate, &fb, false, true);
 	free(fb.v);
 }
 
@@ -449,7 +445,7 @@ enum pyd_err pyd_walk_stable(struct pyd_session *s, uint64_t tstate,
 	enum pyd_err err = PYD_OK;
 	for (unsigned i = 0; i < PYD_WALK_ATTEMPTS; i++) {
 		bool last = i + 1 == PYD_WALK_ATTEMPTS;
-		err = walk_once(s, i ? fresh : s->src, tstate, out, last);
+		err = walk_once(s, i ? fresh : s->src, tstate, out, last, false);
 		if (!err || err == PYD_E_EXITED || err == PYD_E_NOMEM)
 			return err;
 		if (!last)

@@ -36,15 +36,13 @@
 struct ahead {
 	uint64_t chunk[AHEAD_CHUNKS];
 	size_t nchunks, bytes;
-	bool done;  /* no more chunks wanted */
-	bool whole; /* its last dry run wanted nothing: all read */
+	bool done; /* no more chunks wanted */
 };
 
 struct ahead_ctx {
 	struct pyd_session *s;
 	struct pyd_read_ahead *ra;
 	const uint64_t *ts;
-	size_t n;
 	struct ahead *a;
 	int32_t lo, hi; /* the thread-state fields read, as one range */
 };
@@ -105,27 +103,21 @@ static void want_chunks(struct ahead_ctx *x, const uint8_t *span,
 		a->chunk[a->nchunks++] = prev;
 }
 
-/* A dry run of the dump's reads of the thread states: their fields, the
- * chunks of their data stacks, and their walks, following the links only
- * (to a run of the evaluation loop's entry frame on the C stack, a
- * generator's frame, the thread's base frame). */
-static void threads_dry(void *ctx)
+/* A dry run of the dump's reads of thread state i: its fields, the
+ * chunks of its data stack, and its walk, following the links only (to a
+ * run of the evaluation loop's entry frame on the C stack, a generator's
+ * frame, the thread's base frame). */
+static void thread_dry(void *ctx, size_t i)
 {
 	struct ahead_ctx *x = ctx;
 	uint8_t span[512];
 	size_t len = (size_t)(x->hi - x->lo);
-	for (size_t i = 0; i < x->n; i++) {
-		size_t wanted = pyd_read_ahead_wants(x->ra);
-		if (x->a[i].whole)
-			continue;
-		/* Fields too far apart for one read are left to the walk. */
-		if (len <= sizeof span &&
-		    !pyd_read(x->s->src, x->ts[i] + (uint64_t)x->lo, span, len) &&
-		    x->s->layout.datastack.chunk != PYD_NO_FIELD)
-			want_chunks(x, span, &x->a[i]);
-		pyd_walk_links(x->s, x->ts[i]);
-		x->a[i].whole = pyd_read_ahead_wants(x->ra) == wanted;
-	}
+	/* Fields too far apart for one read are left to the walk. */
+	if (len <= sizeof span &&
+	    !pyd_read(x->s->src, x->ts[i] + (uint64_t)x->lo, span, len) &&
+	    x->s->layout.datastack.chunk != PYD_NO_FIELD)
+		want_chunks(x, span, &x->a[i]);
+	pyd_walk_links(x->s, x->ts[i]);
 }
 
 /* Put the session on a batch of what the walks of the thread states ts[]
@@ -133,10 +125,10 @@ static void threads_dry(void *ctx)
 static void read_ahead(struct pyd_session *s, struct pyd_read_ahead *ra,
 		       const uint64_t *ts, size_t n)
 {
-	struct ahead_ctx x = {.s = s, .ra = ra, .ts = ts, .n = n,
+	struct ahead_ctx x = {.s = s, .ra = ra, .ts = ts,
 			      .a = calloc(n ? n : 1, sizeof *x.a)};
 	tstate_span(&s->layout, &x.lo, &x.hi);
-	pyd_read_ahead(s, ra, threads_dry, &x, x.a ? AHEAD_PASSES : 0);
+	pyd_read_ahead(s, ra, thread_dry, &x, n, x.a ? AHEAD_PASSES : 0);
 	free(x.a);
 }
 

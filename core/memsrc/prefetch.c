@@ -82,28 +82,22 @@ void pyd_prefetch_want(struct pyd_prefetch *p, uint64_t addr, size_t len)
 	p->missed[p->nmissed++] = (struct pyd_prefetch_range){addr, len};
 }
 
-/* The len bytes at addr from the batch into buf; false if it has not
- * got them. */
-static bool hit(struct pyd_prefetch *p, uint64_t addr, void *buf, size_t len)
-{
-	struct pyd_prefetch_run *r = find(p, addr, len);
-	if (!r || !r->ok)
-		return false;
-	memcpy(buf, p->buf + r->off + (addr - r->addr), len);
-	r->used = true;
-	return true;
-}
-
 /* A read the batch misses joins the next, where it could be read: one
- * that fails would cost every pass a call of its own. */
+ * that fails would cost every pass a call of its own.  A dry run wants
+ * what the batch could not read only once. */
 static enum pyd_err pf_read(void *ctx, uint64_t addr, void *buf, size_t len)
 {
 	struct pyd_prefetch *p = ctx;
-	if (!len || hit(p, addr, buf, len))
+	if (!len)
 		return PYD_OK;
-	/* A dry run wants what the batch could not read only once. */
+	struct pyd_prefetch_run *r = find(p, addr, len);
+	if (r && r->ok) {
+		memcpy(buf, p->buf + r->off + (addr - r->addr), len);
+		r->used = true;
+		return PYD_OK;
+	}
 	if (p->dry) {
-		if (!find(p, addr, len))
+		if (!r)
 			pyd_prefetch_want(p, addr, len);
 		return PYD_E_READ;
 	}

@@ -79,7 +79,7 @@ void pyd_prefetch_want(struct pyd_prefetch *p, uint64_t addr, size_t len)
 	    !pyd_grow((void **)&p->missed, &p->missed_cap, p->nmissed + 1,
 		      sizeof *p->missed))
 		return;
-	p->missed[p->nmissed++] = (struct pyd_prefetch_range){addr, len};
+	p->missed[p->nmissed++] = (struct pyd_prefetch_range){addr, len, 0};
 }
 
 /* A read the batch misses joins the next, where it could be read: one
@@ -135,9 +135,9 @@ static size_t gather(struct pyd_prefetch *p)
 			r++;
 		} else if (r < p->nruns &&
 			   (m == p->nmissed || p->runs[r].addr <= p->missed[m].addr)) {
-			p->next[n++] = (struct pyd_prefetch_range){p->runs[r].addr,
-								   p->runs[r].len};
-			r++;
+			const struct pyd_prefetch_run *k = &p->runs[r++];
+			p->next[n++] = (struct pyd_prefetch_range){
+			    k->addr, k->len, p->keep && k->ok ? k->off + 1 : 0};
 		} else {
 			p->next[n++] = p->missed[m++];
 		}
@@ -161,6 +161,9 @@ static void merge(struct pyd_prefetch *p, size_t n)
 			                   : 0;
 			if (bytes + grown > PREFETCH_MAX_BYTES)
 				break;
+			/* A kept run grown or joined is read again whole. */
+			if (grown || g->carried)
+				r->carried = 0;
 			r->len += grown;
 			bytes += grown;
 			continue;
@@ -169,7 +172,8 @@ static void merge(struct pyd_prefetch *p, size_t n)
 		    bytes + g->len > PREFETCH_MAX_BYTES)
 			break;
 		p->runs[p->nruns++] = (struct pyd_prefetch_run){
-		    .addr = g->addr, .len = g->len, .off = bytes};
+		    .addr = g->addr, .len = g->len, .off = bytes,
+		    .carried = g->carried};
 		bytes += g->len;
 	}
 }
@@ -197,38 +201,70 @@ static void index_pages(struct pyd_prefetch *p)
 	}
 }
 
-/* Read every run into buf, in one batch where all can be read; a run
- * that fails is left out (not ok) and the batch goes on after it. */
+/* Copy the runs kept from the last batch out of its buffer, now prev;
+ * false if out of memory. */
+static bool carry(struct pyd_prefetch *p, size_t bytes)
+{
+	bool any = false;
+	for (size_t i = 0; i < p->nruns && !any; i++)
+		any = p->runs[i].carried;
+	if (!any)
+		return pyd_grow((void **)&p->buf, &p->buf_cap, bytes ? bytes : 1, 1);
+	uint8_t *b = p->prev;
+	size_t cap = p->prev_cap;
+	p->prev = p->buf;
+	p->prev_cap = p->buf_cap;
+	p->buf = b;
+	p->buf_cap = cap;
+	if (!pyd_grow((void **)&p->buf, &p->buf_cap, bytes ? bytes : 1, 1))
+		return false;
+	for (size_t i = 0; i < p->nruns; i++) {
+		struct pyd_prefetch_run *r = &p->runs[i];
+		if (r->carried)
+			memcpy(p->buf + r->off, p->prev + r->carried - 1, r->len);
+		r->ok = r->carried != 0;
+	}
+	return true;
+}
+
+/* Read every run not carried into buf, in one batch where all can be
+ * read; a run that fails is left out (not ok) and the batch goes on
+ * after it. */
 static enum pyd_err fill(struct pyd_prefetch *p)
 {
-	size_t bytes = 0;
+	size_t bytes = 0, n = 0;
 	for (size_t i = 0; i < p->nruns; i++) {
 		p->runs[i].off = bytes;
 		bytes += p->runs[i].len;
 	}
-	if (!pyd_grow((void **)&p->buf, &p->buf_cap, bytes ? bytes : 1, 1) ||
+	if (!carry(p, bytes) ||
 	    !pyd_grow((void **)&p->iov, &p->iov_cap, p->nruns + 1,
-		      sizeof *p->iov)) {
+		      sizeof *p->iov) ||
+	    !pyd_grow((void **)&p->iov_run, &p->iov_run_cap, p->nruns + 1,
+		      sizeof *p->iov_run)) {
 		p->nruns = 0;
 		return PYD_OK;
 	}
-	for (size_t i = 0; i < p->nruns; i++)
-		p->iov[i] = (struct pyd_iov){p->runs[i].addr,
-					     p->buf + p->runs[i].off,
-					     p->runs[i].len};
-	for (size_t i = 0; i < p->nruns;) {
+	for (size_t i = 0; i < p->nruns; i++) {
+		if (p->runs[i].carried)
+			continue;
+		p->iov_run[n] = (uint32_t)i;
+		p->iov[n++] = (struct pyd_iov){p->runs[i].addr,
+					       p->buf + p->runs[i].off,
+					       p->runs[i].len};
+	}
+	for (size_t i = 0; i < n;) {
 		size_t done = 0;
-		enum pyd_err err =
-		    pyd_readv(p->layer.inner, &p->iov[i], p->nruns - i, &done);
+		enum pyd_err err = pyd_readv(p->layer.inner, &p->iov[i], n - i, &done);
 		if (err == PYD_E_EXITED) {
 			p->nruns = 0;
 			return err;
 		}
 		for (size_t k = i; k < i + done; k++)
-			p->runs[k].ok = true;
+			p->runs[p->iov_run[k]].ok = true;
 		i += done;
-		if (i < p->nruns)
-			p->runs[i++].ok = false;
+		if (i < n)
+			p->runs[p->iov_run[i++]].ok = false;
 	}
 	return PYD_OK;
 }
@@ -255,9 +291,11 @@ void pyd_prefetch_free(struct pyd_prefetch *p)
 {
 	free(p->runs);
 	free(p->buf);
+	free(p->prev);
 	free(p->missed);
 	free(p->next);
 	free(p->iov);
+	free(p->iov_run);
 	free(p->slots);
 	*p = (struct pyd_prefetch){0};
 }

@@ -18,6 +18,7 @@
 struct pyd_prefetch_run {
 	uint64_t addr;
 	size_t len, off; /* bytes at buf + off */
+	size_t carried;  /* as struct pyd_prefetch_range's */
 	bool ok;         /* the batch read it */
 	bool used;       /* a read of this pass hit it */
 };
@@ -32,6 +33,9 @@ struct pyd_prefetch_slot {
 struct pyd_prefetch_range {
 	uint64_t addr;
 	size_t len;
+	/* A run the last batch read, kept (keep): its bytes are at this
+	 * offset of that batch's buffer, +1 (0: to be read). */
+	size_t carried;
 };
 
 struct pyd_prefetch {
@@ -40,6 +44,8 @@ struct pyd_prefetch {
 	size_t nruns, runs_cap;
 	uint8_t *buf;
 	size_t buf_cap;
+	uint8_t *prev; /* the last batch's buf, while runs are carried from it */
+	size_t prev_cap;
 	struct pyd_prefetch_range *missed; /* this pass's, for the next */
 	size_t nmissed, missed_cap;
 	struct pyd_prefetch_range *next; /* the next batch, being built */
@@ -52,9 +58,15 @@ struct pyd_prefetch {
 	 * pass, instead of being read now: a dry run of a decoder learns
 	 * what it will read, a level of its objects a pass. */
 	bool dry;
-	/* Runs stay in the next batch whether used or not: a read-ahead
-	 * whose dry runs skip what they read whole keeps it for the last. */
+	/* Runs stay in the next batch whether used or not, as they were
+	 * read, not read again: a read-ahead whose dry runs skip what they
+	 * read whole keeps it for the last.  Its batches then hold what a
+	 * walk reads in the order the walk reads it (the thread states
+	 * before their frames), each level a batch later; re-reading every
+	 * level in each batch cost a 100-thread dump twice its reads. */
 	bool keep;
+	uint32_t *iov_run; /* the run of each iov of a batch */
+	size_t iov_run_cap;
 	size_t last; /* the run the last read found */
 };
 

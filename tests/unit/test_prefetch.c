@@ -1,8 +1,8 @@
 /*
  * The prefetching source (core/memsrc/prefetch.c) over a fake target of
  * two pages with an unreadable one between: what a pass batches, what a
- * dry run wants, what a read-ahead batch keeps, and that a range the
- * target cannot give is wanted once.  A unit test of the layer, not of
+ * dry run wants, what a read-ahead batch keeps (as it was read, not read
+ * again), and that a range the target cannot give is wanted once.  A unit test of the layer, not of
  * Python decoding.
  */
 #include <stdint.h>
@@ -98,14 +98,24 @@ static void test_dry(void)
 	word_at(&p.layer.src, HOLE + 16, &err);
 	CHECK_EQ(err, PYD_E_READ);
 	CHECK_EQ(p.nmissed, 0);
+	/* What a batch read is kept as it was read, not read again; a new
+	 * miss is read. */
+	uint64_t was = mem_word(BASE + 16);
+	mem[16] ^= 0xff;
+	pyd_prefetch_want(&p, BASE + 8 * 4096, 8);
+	reads = 0;
 	CHECK_EQ(pyd_prefetch_pass(&p), PYD_OK);
+	CHECK_EQ(reads, 1);
 	reads = 0;
 	p.dry = false;
 	word_at(&p.layer.src, BASE + 8192 + 8, &err); /* kept, unused */
 	CHECK_EQ(err, PYD_OK);
-	word_at(&p.layer.src, BASE + 16, &err);
+	CHECK_EQ(word_at(&p.layer.src, BASE + 16, &err), was);
 	CHECK_EQ(err, PYD_OK);
+	CHECK_EQ(word_at(&p.layer.src, BASE + 8 * 4096, &err),
+		 mem_word(BASE + 8 * 4096));
 	CHECK_EQ(reads, 0);
+	mem[16] ^= 0xff;
 	pyd_prefetch_free(&p);
 }
 

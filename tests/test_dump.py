@@ -13,7 +13,7 @@ from harness.results import Result, settle
 from harness.target import Target
 
 
-DUMP_TARGETS = ["threads", "recursion", "generators", "names", "busy"]
+DUMP_TARGETS = ["threads", "recursion", "generators", "names", "busy", "crowd"]
 ORACLE_TARGETS = ["threads", "recursion", "generators", "names"]
 ORACLE_MIN = (3, 15)                   # python -m profiling.sampling dump
 
@@ -33,6 +33,9 @@ def dump_job(interp, target, tool):
         doc, err = parse_dump(*tool.dump(tg.pid))
         errs = [err] if err else compare(gt, doc, interp, tg.pid)
         results.append(Result("dump", "FAIL" if errs else "PASS", "\n".join(errs)))
+        if target == "crowd":
+            errs = [err] if err else run_states(gt, doc, "")
+            results.append(Result("states", "FAIL" if errs else "PASS", "\n".join(errs)))
         if target == "busy":
             errs = run_states(gt, doc, "")
             ldoc, err = parse_dump(*tool.dump(tg.pid, locked=True))
@@ -106,6 +109,14 @@ def test_busy_locked(interp, target, tool, jobs, request):
     """--locked on a target whose thread burns CPU: the same frames, and the
     target left running (not stopped, not traced)."""
     settle(jobs.result("busy --locked", dump_job, interp, target, tool), request.node)
+
+
+@pytest.mark.job("dump")
+@pytest.mark.parametrize("target", ["crowd"])
+def test_crowd_states(interp, target, tool, jobs, request):
+    """41 threads, enough that the dump reads their /proc stat files in
+    two threads: each one's run state as the OS had it."""
+    settle(jobs.result("states", dump_job, interp, target, tool), request.node)
 
 
 @pytest.mark.job("dump")

@@ -422,6 +422,59 @@ enum pyd_err pyd_dict_items(struct pyd_session *s, uint64_t dict, size_t max,
 	return keys_items(s, keys, values_array(s, values), max, kv, n);
 }
 
+/* Keys read in one batch, and the bytes of one: a compact ASCII str's
+ * head and as many characters as the key looked for has. */
+#define KEY_BATCH 64
+#define KEY_BYTES 128
+
+/* Whether the head and characters of a str, read into b, are key's:
+ * 1 yes, 0 no, -1 not a compact ASCII str (then compare it by reading). */
+static int key_is(const struct py_layout *L, const uint8_t *b, const char *key,
+		  size_t len)
+{
+	uint32_t state;
+	memcpy(&state, b + L->unicode.state, sizeof state);
+	struct pyd_str_state st = pyd_str_state_decode(state, L->unicode.kind_bit);
+	if (pyd_u64_at(b, L->unicode.length) != len)
+		return 0;
+	if (!st.compact || !st.ascii)
+		return -1;
+	return !memcmp(b + L->unicode.ascii_size, key, len);
+}
+
+/*
+ * The index of the first of the n keys of kv that is the str key, or n.
+ * The keys of a batch are read in one go, each its head and the key's
+ * length of characters: sys.modules' keys lie on as many pages as there
+ * are modules, a read each, one by one.
+ */
+static size_t find_key(struct pyd_session *s, const uint64_t *kv, size_t n,
+		       const char *key)
+{
+	const struct py_layout *L = &s->layout;
+	size_t len = strlen(key), each = (size_t)L->unicode.ascii_size + len;
+	uint8_t (*b)[KEY_BYTES] = NULL;
+	struct pyd_iov v[KEY_BATCH];
+	if (each <= KEY_BYTES) /* the head holds the length and the state */
+		b = malloc(KEY_BATCH * sizeof *b);
+	for (size_t at = 0; at < n; at += KEY_BATCH) {
+		size_t k = n - at < KEY_BATCH ? n - at : KEY_BATCH, done = 0;
+		for (size_t i = 0; b && i < k; i++)
+			v[i] = (struct pyd_iov){kv[2 * (at + i)], b[i], each};
+		if (b && pyd_readv(s->src, v, k, &done) == PYD_E_EXITED)
+			break;
+		for (size_t i = 0; i < k; i++) {
+			int is = i < done ? key_is(L, b[i], key, len) : -1;
+			if (is == 1 || (is < 0 && pyd_str_eq(s, kv[2 * (at + i)], key))) {
+				free(b);
+				return at + i;
+			}
+		}
+	}
+	free(b);
+	return n;
+}
+
 /*
  * Comparing a key costs a read, so where a key was found is remembered:
  * while the same key object sits at the same place of the same table
@@ -443,15 +496,13 @@ enum pyd_err pyd_kv_find(struct pyd_session *s, uint64_t owner,
 		*val = kv[2 * e->index + 1];
 		return PYD_OK;
 	}
-	for (size_t i = 0; i < n; i++) {
-		if (!pyd_str_eq(s, kv[2 * i], key))
-			continue;
+	size_t i = find_key(s, kv, n, key);
+	if (i < n) {
 		*val = kv[2 * i + 1];
 		if (len < sizeof e->name) {
 			*e = (struct pyd_key_slot){owner, kv[2 * i], i, ""};
 			memcpy(e->name, key, len + 1);
 		}
-		break;
 	}
 	return PYD_OK;
 }

@@ -7,6 +7,7 @@
 #include "pagecache.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 static size_t slot_of(const struct pyd_pagecache *c, uint64_t page)
 {
@@ -39,10 +40,55 @@ static enum pyd_err cached_read(void *ctx, uint64_t addr, void *buf, size_t len)
 	return PYD_OK;
 }
 
+/* Whether [addr, addr + len) lies in pages held, without reading. */
+static bool held(const struct pyd_pagecache *c, uint64_t addr, size_t len)
+{
+	uint64_t page = addr & ~(uint64_t)(PYD_PAGE - 1);
+	for (; page < addr + len; page += PYD_PAGE)
+		if (c->pages[slot_of(c, page)] != page + 1)
+			return false;
+	return true;
+}
+
+/* Ranges the cache holds come from it; the rest are read as asked, all
+ * in one read of the source beneath, not a page each: a batch of small
+ * reads on scattered pages (the lengths of a dict's keys) is one call. */
+static enum pyd_err cached_readv(void *ctx, const struct pyd_iov *v, size_t n,
+				 size_t *done)
+{
+	struct pyd_pagecache *c = ctx;
+	struct pyd_iov *direct = malloc(n * sizeof *direct);
+	size_t *at = malloc(n * sizeof *at), nd = 0, dd = 0;
+	enum pyd_err err = PYD_OK;
+	if (!direct || !at) {
+		free(direct);
+		free(at);
+		for (*done = 0; *done < n; ++*done)
+			if ((err = cached_read(c, v[*done].addr, v[*done].buf,
+					       v[*done].len)))
+				break;
+		return err == PYD_E_EXITED ? err : PYD_OK;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (held(c, v[i].addr, v[i].len)) {
+			cached_read(c, v[i].addr, v[i].buf, v[i].len);
+			continue;
+		}
+		at[nd] = i;
+		direct[nd++] = v[i];
+	}
+	if (nd)
+		err = pyd_readv(c->layer.inner, direct, nd, &dd);
+	*done = dd < nd ? at[dd] : n;
+	free(direct);
+	free(at);
+	return err;
+}
+
 bool pyd_pagecache_init(struct pyd_pagecache *c, const struct pyd_memsrc *inner,
 			size_t nslots)
 {
-	pyd_layer_init(&c->layer, inner, cached_read, NULL);
+	pyd_layer_init(&c->layer, inner, cached_read, cached_readv);
 	c->nslots = nslots;
 	c->pages = calloc(nslots, sizeof *c->pages);
 	c->data = malloc(nslots * sizeof *c->data);

@@ -277,10 +277,18 @@ static void unpublished_task_fields(struct py_layout *l)
 	l->awaited_slot = 0;
 }
 
+/* Slots of a block's table of member names: a power of two, over twice
+ * the members. */
+#define NAME_SLOTS 1024
+
 struct block {
 	const uint8_t *raw;
 	size_t len;
 	const struct block_format *fmt;
+	/* Per slot, a member of this version (+1; 0: empty), by the hash of
+	 * its name; per member, its place in the block. */
+	uint16_t name_slot[NAME_SLOTS];
+	uint16_t place[COUNT(members_)];
 };
 
 static const struct block_format *format_for(uint64_t hex)
@@ -323,19 +331,42 @@ static size_t member_count(const struct block_format *f)
 	return list_members(f->members, NULL, 0);
 }
 
+static size_t name_hash(const char *name)
+{
+	uint32_t h = 2166136261u;
+	for (; *name; name++)
+		h = (h ^ (unsigned char)*name) * 16777619u;
+	return h & (NAME_SLOTS - 1);
+}
+
+/* The block's tables: a member is looked for by name a hundred times a
+ * dump, and scanning the table for each was a sixth of its instructions. */
+static void index_members(struct block *b)
+{
+	_Static_assert(COUNT(members_) * 2 < NAME_SLOTS, "too few name slots");
+	uint16_t at = 0;
+	memset(b->name_slot, 0, sizeof b->name_slot);
+	for (size_t m = 0; m < COUNT(members_); m++) {
+		if (members_[m].since > b->fmt->members)
+			continue;
+		b->place[m] = at++;
+		size_t h = name_hash(members_[m].name);
+		while (b->name_slot[h])
+			h = (h + 1) & (NAME_SLOTS - 1);
+		b->name_slot[h] = (uint16_t)(m + 1);
+	}
+}
+
 /* Read a member by name; false if this version does not publish it (or,
  * defensively, if it lies past the bytes we were given). */
 static bool get(const struct block *b, const char *name, uint64_t *v)
 {
-	size_t i = 0;
-	for (size_t m = 0; m < COUNT(members_); m++) {
-		if (members_[m].since > b->fmt->members)
+	for (size_t h = name_hash(name); b->name_slot[h];
+	     h = (h + 1) & (NAME_SLOTS - 1)) {
+		size_t m = b->name_slot[h] - 1u;
+		if (strcmp(members_[m].name, name))
 			continue;
-		if (strcmp(members_[m].name, name) != 0) {
-			i++;
-			continue;
-		}
-		size_t at = HEADER_SIZE + i * FIELD_SIZE;
+		size_t at = HEADER_SIZE + (size_t)b->place[m] * FIELD_SIZE;
 		if (at > b->len || b->len - at < FIELD_SIZE)
 			return false;
 		*v = pyd_u64_at(b->raw, at);
@@ -548,11 +579,12 @@ int py_layout_from_debug_offsets(const uint8_t *raw, size_t len,
 		return -1;
 	if (version_hex)
 		*version_hex = hex;
-	struct block b = { raw, len, format_for(hex) };
+	struct block b = { .raw = raw, .len = len, .fmt = format_for(hex) };
 	/* Unknown release (3.12 has no block; 3.16+ or a pre-release:
 	 * unknown member order). */
 	if (!b.fmt || len - HEADER_SIZE < member_count(b.fmt) * FIELD_SIZE)
 		return -1;
+	index_members(&b);
 	struct py_build build = { (uint32_t)hex, debug_build, ft };
 	const struct py_layout *base = py_layout_builtin(&build);
 	if (!base)

@@ -251,38 +251,51 @@ static void free_maps(struct pyd_live *l)
 	l->nmaps = 0;
 }
 
-/* One number of a maps line, in base, ended by sep; *p moves past sep. */
-static bool map_field(char **p, int base, char sep, unsigned long long *v)
+/* One number of a maps line, in base (16 or 10), ended by one of seps;
+ * *p moves past it.  By hand: the kernel writes plain digits, and
+ * strtoull's generality was most of a maps line's cost. */
+static bool map_field(char **p, unsigned base, const char *seps,
+		      unsigned long long *v)
 {
-	char *end;
-	*v = strtoull(*p, &end, base);
-	if (end == *p || *end != sep)
+	const char *s = *p;
+	const unsigned long long most = base == 16 ? ~0ULL >> 4 : ~0ULL / 10;
+	unsigned long long x = 0;
+	for (;; s++) {
+		unsigned d = *s >= '0' && *s <= '9'   ? (unsigned)(*s - '0')
+			     : *s >= 'a' && *s <= 'f' ? (unsigned)(*s - 'a' + 10)
+						      : 16;
+		if (d >= base || x > most)
+			break;
+		x = x * base + d;
+	}
+	if (s == *p || !*s || !strchr(seps, *s))
 		return false;
-	*p = end + 1;
+	*v = x;
+	*p = (char *)s + 1;
 	return true;
 }
 
-/* "start-end perms offset major:minor inode   path": strtoull field by
- * field, as sscanf's format parsing was a fifth of a plain dump's
- * instructions (a line of /proc/PID/maps each). */
+/* "start-end perms offset major:minor inode   path", field by field, as
+ * sscanf's format parsing was a fifth of a plain dump's instructions (a
+ * line of /proc/PID/maps each). */
 static bool parse_map_line(char *line, struct pyd_mapping *m)
 {
 	unsigned long long start, end, off, major, minor, inode;
 	char *p = line, *path;
 	memset(m, 0, sizeof *m);
-	if (!map_field(&p, 16, '-', &start) || !map_field(&p, 16, ' ', &end))
+	if (!map_field(&p, 16, "-", &start) || !map_field(&p, 16, " ", &end))
 		return false;
 	size_t plen = strcspn(p, " ");
 	if (plen == 0 || plen >= sizeof m->perms || p[plen] != ' ')
 		return false;
 	memcpy(m->perms, p, plen);
 	p += plen + 1;
-	if (!map_field(&p, 16, ' ', &off) || !map_field(&p, 16, ':', &major) ||
-	    !map_field(&p, 16, ' ', &minor))
+	if (!map_field(&p, 16, " ", &off) || !map_field(&p, 16, ":", &major) ||
+	    !map_field(&p, 16, " ", &minor))
 		return false;
-	inode = strtoull(p, &path, 10);
-	if (path == p || (*path && !strchr(" \n", *path)))
+	if (!map_field(&p, 10, " \n", &inode))
 		return false;
+	path = p;
 	m->start = start;
 	m->end = end;
 	m->offset = off;

@@ -14,6 +14,26 @@ static size_t slot_of(const struct pyd_pagecache *c, uint64_t page)
 	return (size_t)(page / PYD_PAGE) & (c->nslots - 1);
 }
 
+/* Read the block of c->around pages holding page into their slots, in
+ * one call; whether page itself was read. */
+static bool read_block(struct pyd_pagecache *c, uint64_t page)
+{
+	struct pyd_iov v[PYD_PAGECACHE_MAX_AROUND];
+	uint64_t first = page & ~((uint64_t)c->around * PYD_PAGE - 1);
+	size_t n = 0, done = 0;
+	for (uint64_t pg = first; pg < first + c->around * PYD_PAGE; pg += PYD_PAGE) {
+		size_t i = slot_of(c, pg);
+		if (c->pages[i] == pg + 1)
+			continue;
+		c->pages[i] = 0;
+		v[n++] = (struct pyd_iov){pg, c->data[i], PYD_PAGE};
+	}
+	pyd_readv(c->layer.inner, v, n, &done);
+	for (size_t k = 0; k < done; k++)
+		c->pages[slot_of(c, v[k].addr)] = v[k].addr + 1;
+	return c->pages[slot_of(c, page)] == page + 1;
+}
+
 static enum pyd_err cached_read(void *ctx, uint64_t addr, void *buf, size_t len)
 {
 	struct pyd_pagecache *c = ctx;
@@ -23,7 +43,8 @@ static enum pyd_err cached_read(void *ctx, uint64_t addr, void *buf, size_t len)
 		size_t off = (size_t)(addr - page);
 		size_t n = PYD_PAGE - off < len ? PYD_PAGE - off : len;
 		size_t i = slot_of(c, page);
-		if (c->pages[i] != page + 1) {
+		if (c->pages[i] != page + 1 &&
+		    (c->around < 2 || !read_block(c, page))) {
 			c->pages[i] = 0;
 			enum pyd_err err = pyd_read(c->layer.inner, page, c->data[i], PYD_PAGE);
 			if (err == PYD_E_EXITED)
@@ -90,6 +111,7 @@ bool pyd_pagecache_init(struct pyd_pagecache *c, const struct pyd_memsrc *inner,
 {
 	pyd_layer_init(&c->layer, inner, cached_read, cached_readv);
 	c->nslots = nslots;
+	c->around = 1;
 	c->pages = calloc(nslots, sizeof *c->pages);
 	c->data = malloc(nslots * sizeof *c->data);
 	if (!c->pages || !c->data) {

@@ -11,6 +11,7 @@
 #include "layer.h"
 
 #define PYD_PAGE 4096
+#define PYD_PAGECACHE_MAX_AROUND 16
 
 struct pyd_pagecache {
 	struct pyd_layer layer; /* read through layer.src */
@@ -20,6 +21,11 @@ struct pyd_pagecache {
 	uint64_t *pages;
 	uint8_t (*data)[PYD_PAGE];
 	size_t nslots; /* a power of two */
+	/* Pages a miss reads: the aligned block of them holding the page
+	 * missed, in one call (1 unless set after init; a power of two, at
+	 * most nslots).  For a list whose nodes were allocated one after
+	 * another, a thread state list's: a block holds the next dozen. */
+	size_t around;
 };
 
 /* false if out of memory (then layer.src reads inner directly). */

@@ -114,8 +114,8 @@ def test_busy_locked(interp, target, tool, jobs, request):
 @pytest.mark.job("dump")
 @pytest.mark.parametrize("target", ["crowd"])
 def test_crowd_states(interp, target, tool, jobs, request):
-    """41 threads, enough that the dump reads their /proc stat files in
-    two threads: each one's run state as the OS had it."""
+    """41 threads, listed and read ahead in batches: each one's run state
+    as the OS had it."""
     settle(jobs.result("states", dump_job, interp, target, tool), request.node)
 
 

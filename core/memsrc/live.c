@@ -10,7 +10,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,12 +22,6 @@
 
 /* More threads than this and the rest are not listed (nor paused). */
 #define LIVE_MAX_THREADS 65536
-
-/* Threads whose stat files a second thread shares in reading: a stat
- * file costs about 9 us to open, read and close, a thread to share them
- * about 50. */
-#define STAT_SPLIT 32
-#define STAT_STACK (64u << 10)
 
 /* Ranges per process_vm_readv call (the kernel's UIO_MAXIOV). */
 #define IOV_BATCH 1024
@@ -363,44 +356,6 @@ static void task_stat(const struct pyd_live *l, int dir,
 			th->run = l->paused_run[i];
 }
 
-struct stat_part {
-	const struct pyd_live *l;
-	int dir;
-	struct pyd_os_thread *t;
-	size_t n;
-};
-
-static void *read_stats(void *arg)
-{
-	struct stat_part *part = arg;
-	for (size_t i = 0; i < part->n; i++)
-		task_stat(part->l, part->dir, &part->t[i]);
-	return NULL;
-}
-
-/* Every thread's stat file, read by two threads where there are many:
- * /proc has no call that reads them all, and for a hundred threads their
- * reads are a fifth of a dump. */
-static void task_stats(const struct pyd_live *l, int dir,
-		       struct pyd_os_thread *t, size_t n)
-{
-	struct stat_part mine = {l, dir, t, n}, other = {l, dir, t + n / 2,
-							 n - n / 2};
-	pthread_attr_t attr;
-	pthread_t th;
-	bool split = n >= STAT_SPLIT && !pthread_attr_init(&attr);
-	if (split) {
-		split = !pthread_attr_setstacksize(&attr, STAT_STACK) &&
-			!pthread_create(&th, &attr, read_stats, &other);
-		pthread_attr_destroy(&attr);
-	}
-	if (split)
-		mine.n = n / 2;
-	read_stats(&mine);
-	if (split)
-		pthread_join(th, NULL);
-}
-
 static int cmp_thread(const void *a, const void *b)
 {
 	const struct pyd_os_thread *x = a, *y = b;
@@ -430,10 +385,10 @@ static enum pyd_err live_threads(void *ctx, const struct pyd_os_thread **out,
 				break;
 			t = p;
 		}
-		t[count++].tid = tid;
+		struct pyd_os_thread *th = &t[count++];
+		th->tid = tid;
+		task_stat(l, dirfd(d), th);
 	}
-	if (t)
-		task_stats(l, dirfd(d), t, count);
 	closedir(d);
 	if (!t)
 		return PYD_E_NOMEM;

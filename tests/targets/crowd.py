@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
-"""Forty blocked threads, each named, and one busy in pure Python: enough
-threads that the dump reads their /proc stat files (names and run states)
-in two threads of its own.  Every thread's frames, name and state are
-checked.
+"""Forty blocked threads, each named, and one busy in pure Python: a dump
+of many threads, whose thread states it lists through blocks of pages and
+whose stacks and names it reads ahead in batches.  Every thread's frames,
+name and run state are checked.
 
 usage: crowd.py GROUND_TRUTH.json
 """
@@ -14,7 +14,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _pyd_common import BLOCK, checkpoint, ready, spawn, spawn_busy  # noqa: E402
 from busy import busy_loop  # noqa: E402
 
-# More than the dump's STAT_SPLIT (core/memsrc/live.c).
 BLOCKED = 40
 
 

@@ -46,18 +46,17 @@ static bool layout_from_target(struct pyd_session *s, bool *ft)
 {
 	uint8_t block[PY_DEBUG_OFFSETS_MAX_SIZE];
 	uint64_t hex;
-	*ft = false;
-	if (!s->rt.runtime_addr ||
-	    pyd_read(s->src, s->rt.runtime_addr, block, 24) ||
-	    py_debug_offsets_header(block, 24, &hex, ft))
-		return false;
 	size_t len = sizeof block;
-	/* _PyRuntime may sit near the end of a mapping: shrink until the
-	 * read fits. */
+	*ft = false;
+	if (!s->rt.runtime_addr)
+		return false;
+	/* The most a block holds, in one read; _PyRuntime may sit near the
+	 * end of a mapping: shrink until the read fits. */
 	while (len >= 256 && pyd_read(s->src, s->rt.runtime_addr, block, len))
 		len /= 2;
-	if (len < 256 || py_layout_from_debug_offsets(block, len, s->rt.debug_build,
-						      &s->layout, &hex))
+	if (len < 256 || py_debug_offsets_header(block, len, &hex, ft) ||
+	    py_layout_from_debug_offsets(block, len, s->rt.debug_build,
+					 &s->layout, &hex))
 		return false;
 	format_hex_version(hex, s->version, sizeof s->version);
 	s->layout_source = "debug offsets";

@@ -33,7 +33,8 @@
 #define AHEAD_PASSES 8
 
 /* The page cache the thread states are listed through: its pages, and
- * the block of them a miss reads (8: 32 KiB, 15 states of 3.15's). */
+ * the block of them a miss past the first thread reads (8: 32 KiB, 15
+ * states of 3.15's). */
 #define LIST_PAGES 256
 #define LIST_AROUND 8
 
@@ -240,7 +241,6 @@ static enum pyd_err list_threads(struct pyd_session *s, uint64_t interp,
 	*ts = NULL;
 	*n = 0;
 	pyd_session_paged(s, &p, LIST_PAGES);
-	p.pc.around = LIST_AROUND;
 	for (pyd_walk_threads(&w, s, interp); pyd_walk_next(&w, &t);) {
 		if (!pyd_grow((void **)ts, &cap, *n + 1, sizeof **ts)) {
 			pyd_walk_end(&w);
@@ -248,6 +248,8 @@ static enum pyd_err list_threads(struct pyd_session *s, uint64_t interp,
 			return PYD_E_NOMEM;
 		}
 		(*ts)[(*n)++] = t;
+		/* A process of one thread reads its page, no more. */
+		p.pc.around = LIST_AROUND;
 	}
 	pyd_session_unpaged(s, &p);
 	return w.err;

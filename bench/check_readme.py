@@ -18,7 +18,11 @@ exist yet is "not measured yet": a warning, not a failure.  Warns too
 about figures outside code that look like benchmark figures (a ratio
 "4.2x", a time "12 ms", a rate "120k/s") but carry no marker.
 
-Usage: bench/check_readme.py [--readme README.md] [--results bench/results] [-q]
+With --fix, a figure that differs is rewritten in place to its file's
+value, in the same unit and digits: after a bench run, the README takes
+its figures (the prose around them is still for a person to check).
+
+Usage: bench/check_readme.py [--readme README.md] [--results bench/results] [-q] [--fix]
 """
 import argparse
 import json
@@ -55,18 +59,30 @@ def lookup(doc, path):
     return row[field]
 
 
+def scale_digits(shown, unit):
+    """The README's unit scale and the digits it shows after the point."""
+    scale = 1e3 if unit.startswith("k") else 1e6 if unit in ("M", "M/s") else 1.0
+    return scale, len(shown.split(".")[1]) if "." in shown else 0
+
+
 def matches(shown, unit, value):
     """Is VALUE, in the README's unit and rounded to its digits, SHOWN?"""
-    scale = 1e3 if unit.startswith("k") else 1e6 if unit in ("M", "M/s") else 1.0
-    digits = len(shown.split(".")[1]) if "." in shown else 0
+    scale, digits = scale_digits(shown, unit)
     return abs(value / scale - float(shown.replace(",", ""))) <= 0.5 * 10 ** -digits + 1e-9
+
+
+def written_as(shown, unit, value):
+    """VALUE written the way SHOWN is: its unit's scale, its digits, and
+    thousands commas if it has them."""
+    scale, digits = scale_digits(shown, unit)
+    return (("{:,.%df}" if "," in shown else "{:.%df}") % digits).format(value / scale)
 
 
 def prose_lines(text):
     """(line number, line) of the README outside fenced code, inline code
     blanked out (same length, so columns stay)."""
     fenced = False
-    for n, line in enumerate(text.splitlines(), 1):
+    for n, line in enumerate(text.split("\n"), 1):
         if line.lstrip().startswith("```"):
             fenced = not fenced
             continue
@@ -74,12 +90,14 @@ def prose_lines(text):
             yield n, re.sub(r"`[^`]*`", lambda m: " " * len(m.group()), line)
 
 
-def check(readme, results):
+def check(readme, results, fix=False):
     """([(line, figure, where, value, status)], [(line, figure)] untied);
-    status is ok, DIFFERS, BAD KEY or not measured yet."""
-    tied, untied, docs = [], [], {}
+    status is ok, DIFFERS, BAD KEY or not measured yet.  With fix, a
+    figure that differs is rewritten to its file's value (status FIXED)."""
+    tied, untied, docs, fixes = [], [], {}, []
     with open(readme, encoding="utf-8") as f:
         text = f.read()
+    lines = text.split("\n")
     for n, line in prose_lines(text):
         for m in MARKER.finditer(line):
             fname, path = m.groups()
@@ -106,11 +124,22 @@ def check(readme, results):
                 tied.append((n, figure, where, None, "BAD KEY (%s)" % e.args[0]))
                 continue
             ok = matches(fm.group(1), fm.group(2), value)
-            tied.append((n, figure, where, value, "ok" if ok else "DIFFERS"))
+            if not ok and fix:
+                # The prose line is the README's, inline code blanked
+                # out at the same columns: fm's are the README line's.
+                new = written_as(fm.group(1), fm.group(2), value)
+                fixes.append((n - 1, fm.start(1), fm.end(1), new))
+            tied.append((n, figure, where, value,
+                         "ok" if ok else "FIXED" if fix else "DIFFERS"))
         for m in LOOKS.finditer(line):
             rest = line[m.end():].lstrip(" *")
             if not MARKER.match(rest) and m.group() != "0x":
                 untied.append((n, m.group()))
+    for i, start, end, new in reversed(fixes):
+        lines[i] = lines[i][:start] + new + lines[i][end:]
+    if fixes:
+        with open(readme, "w", encoding="utf-8") as f:
+            f.write("\n".join(lines))
     return tied, untied
 
 
@@ -119,8 +148,10 @@ def main():
     ap.add_argument("--readme", default=os.path.join(ROOT, "README.md"))
     ap.add_argument("--results", default=os.path.join(HERE, "results"))
     ap.add_argument("-q", "--quiet", action="store_true", help="do not list untied figures")
+    ap.add_argument("--fix", action="store_true",
+                    help="rewrite each figure that differs to its file's value")
     a = ap.parse_args()
-    tied, untied = check(a.readme, a.results)
+    tied, untied = check(a.readme, a.results, a.fix)
     name = os.path.basename(a.readme)
     bad = 0
     for n, figure, where, value, status in tied:

@@ -25,6 +25,9 @@
  * files' base, ${TMPDIR:-/tmp}/pystack-dump-gdb-UID/GDBPID, for the
  * command file's shells. */
 #define PYD_GDB_BASE_ENV "PYSTACK_DUMP_GDB"
+/* The variable in which it leaves the shell functions of the command
+ * file's steps (shell.h). */
+#define PYD_GDB_SH_ENV "PYSTACK_DUMP_GDB_SH"
 
 /* Whether text (a request file's) has its last line. */
 bool gdb_request_whole(const char *text);

@@ -7,8 +7,8 @@
  * prefix: a wheel's) learns its prefix from the line before `source`.
  *
  * Generated because gdb's command language has no string operations: a
- * user command can only pass its words on one by one, under `if $argc ==
- * N`, so the command file spells every count out; and because each
+ * user command passes its words on only through eval, from a list of
+ * $argN per count that the command file spells out; and because each
  * command's `help` must be pyd_cmd_help's text, word for word.
  *
  * gdb reads a command file a byte at a time (a read and a select each):
@@ -105,30 +105,58 @@ static void echo_no_target(const char *name)
 	pyd_buf_free(&b);
 }
 
-/* The words of a user command, "$arg0 $arg1 ..." for n of them. */
-static void words(int n)
+/* The most words a user command of ours passes on: any command's most
+ * and one more, for the message naming it. */
+static int most_words(void)
 {
-	for (int i = 0; i < n; i++)
-		printf(" $arg%d", i);
-}
-
-/* A command passes on each count of words it may take, then, for more,
- * one word beyond them: the reader names it in its message (the rest are
- * left out, since each count spelled out makes the file longer). */
-static int words_passed(const char *name)
-{
-	return (int)pyd_cmd_most_words(name) + 1;
-}
-
-/* The most words any command passes on. */
-static int most_words_passed(void)
-{
-	int most = 0;
+	size_t most = 0;
 	const char *n;
 	for (size_t i = 0; (n = pyd_cmd_nth(i)); i++)
-		if (words_passed(n) > most)
-			most = words_passed(n);
-	return most;
+		if (pyd_cmd_most_words(n) > most)
+			most = pyd_cmd_most_words(n);
+	return (int)most + 1;
+}
+
+/* The variables $_pystack_dump_wN = " $arg0 ... $argN-1" for each count
+ * of words pyd-run is given (a name and its words): gdb cannot join
+ * strings, so a user command passes its words on by eval, which puts
+ * them in (word_eval).  Set in C: a string's syntax is the language's. */
+static void word_lists(void)
+{
+	for (int n = 0; n <= most_words() + 1; n++) {
+		printf("with language c -- set $_pystack_dump_w%d = \"", n);
+		for (int i = 0; i < n; i++)
+			printf(" $arg%d", i);
+		printf("\"\n");
+	}
+}
+
+/* text as it reads in the string of gdb's eval: a C string and a
+ * printf format. */
+static void format_quoted(struct pyd_buf *out, const char *text)
+{
+	for (; *text; text++) {
+		if (*text == '%' || *text == '"' || *text == '\\')
+			pyd_buf_put(out, *text == '%' ? "%" : "\\", 1);
+		pyd_buf_put(out, text, 1);
+	}
+}
+
+/* The line that runs `before WORDS after` with the user command's words:
+ * eval picks $_pystack_dump_w$argc, and its eval puts that list in, whose
+ * $argN gdb then replaces. */
+static void word_eval(const char *before, const char *after)
+{
+	struct pyd_buf inner = {0}, outer = {0};
+	pyd_buf_str(&inner, "eval \"");
+	format_quoted(&inner, before);
+	pyd_buf_str(&inner, "%s");
+	format_quoted(&inner, after);
+	pyd_buf_str(&inner, "\", $_pystack_dump_w");
+	format_quoted(&outer, inner.data);
+	printf("eval \"%s%%d\", $argc\n", outer.data);
+	pyd_buf_free(&inner);
+	pyd_buf_free(&outer);
 }
 
 /*
@@ -149,11 +177,7 @@ static void run(const char *reader)
 	path_command("jit-reader-load", reader, false);
 	printf("set $_pystack_dump_reader = 1\n"
 	       "end\n");
-	for (int n = 1, most = most_words_passed(); n <= most + 1; n++) {
-		printf("if $argc == %d\npipe pyd-gather", n);
-		words(n);
-		printf(" | " SHELL_CALL("pyd_request") "\nend\n");
-	}
+	word_eval("pipe pyd-gather", " | " SHELL_CALL("pyd_request"));
 	printf("if $_shell_exitcode == 3\n");
 	path_command("jit-reader-load", reader, false);
 	printf("end\n"
@@ -208,14 +232,10 @@ static void select_native(void)
 
 static void command(const char *name)
 {
-	int last = words_passed(name);
+	char before[64];
+	snprintf(before, sizeof before, "pyd-run %s", name);
 	printf("define %s\n", name);
-	for (int n = 0; n <= last; n++) {
-		printf("if $argc %s %d\npyd-run %s", n < last ? "==" : ">=", n,
-		       name);
-		words(n);
-		printf("\nend\n");
-	}
+	word_eval(before, "");
 	struct pyd_cmd c;
 	char err[256];
 	if (!strcmp(name, "py-sample"))
@@ -233,6 +253,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	header(argv[1], argv[2]);
+	word_lists();
 	gather(argv[2]);
 	run(argv[1]);
 	sample_wait();

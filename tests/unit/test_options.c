@@ -146,7 +146,7 @@ static void test_debugger_words(void)
 }
 
 /* The most words each command takes: the gdb command file passes on no
- * more than one beyond them. */
+ * more than one beyond the most of them. */
 static void test_most_words(void)
 {
 	CHECK_EQ(pyd_cmd_most_words("py-bt"), 5); /* all -n -N -l -j */

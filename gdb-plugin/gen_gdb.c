@@ -55,7 +55,9 @@ static void path_command(const char *cmd, const char *path, bool newline)
  * names of the executable and the core (request.c's parse_target). */
 #define NO_SECTION ".pystack-dump-no-section"
 
-/* pyd-gather NAME WORDS...: what the reader needs, under "@" lines.  The
+/* pyd-gather NAME WORDS...: what the reader needs, under "@" lines, the
+ * target before @cmd, where the shell stops reading (shell.c), and
+ * without the mappings, added for what is not a local process.  The
  * words are echoed by a loop: eval's command has its $argN put in. */
 static void gather(const char *cli)
 {
@@ -67,12 +69,11 @@ static void gather(const char *cli)
 	       "eval \"echo $arg%%d\\\\n\", $_pystack_dump_i\n"
 	       "set $_pystack_dump_i = $_pystack_dump_i + 1\n"
 	       "end\n"
-	       "echo @cmd $arg0\\n\n"
-	       "echo @inferiors\\n\ninfo inferiors\n"
 	       "echo @target\\n\nmaint print target-stack\n"
 	       "maint info sections " NO_SECTION "\n"
+	       "echo @cmd $arg0\\n\n"
+	       "echo @inferiors\\n\ninfo inferiors\n"
 	       "echo @threads\\n\ninfo threads\n"
-	       "echo @maps\\n\ninfo proc mappings\n"
 	       "echo @sysroot\\n\nshow sysroot\n"
 	       "echo " GDB_REQUEST_END "\\n\n"
 	       "end\n"
@@ -163,9 +164,10 @@ static void word_eval(const char *before, const char *after)
  * pyd-run NAME WORDS...: load the reader once per gdb session, write the
  * request and make gdb unwind.  The request's shell (pyd_request) exits 0
  * when the command needs the native frames too (py-bt -n, py-up ...),
- * whose backtrace is then added, and 3 when it finds the previous request
- * still there: the reader did not take it (it was unloaded), so it is
- * loaded again.
+ * whose backtrace is then added, 4 when the target's mappings are wanted
+ * (not a local process), 5 when both are, and 3 when it finds the
+ * previous request still there: the reader did not take it (it was
+ * unloaded), so it is loaded again.
  */
 static void run(const char *reader)
 {
@@ -178,12 +180,20 @@ static void run(const char *reader)
 	printf("set $_pystack_dump_reader = 1\n"
 	       "end\n");
 	word_eval("pipe pyd-gather", " | " SHELL_CALL("pyd_request"));
-	printf("if $_shell_exitcode == 3\n");
+	printf("set $_pystack_dump_s = $_shell_exitcode\n"
+	       "if $_pystack_dump_s == 3\n");
 	path_command("jit-reader-load", reader, false);
 	printf("end\n"
-	       "if $_shell_exitcode == 0\n"
+	       "if $_pystack_dump_s == 4\n"
+	       "pipe info proc mappings | " SHELL_CALL("pyd_add maps 1") "\n"
+	       "end\n"
+	       "if $_pystack_dump_s == 5\n"
+	       "pipe info proc mappings | " SHELL_CALL("pyd_add maps") "\n"
+	       "set $_pystack_dump_s = 0\n"
+	       "end\n"
+	       "if $_pystack_dump_s == 0\n"
 	       "pipe bt -past-main on -past-entry on -frame-arguments none "
-	       "-frame-info location-and-address | " SHELL_CALL("pyd_bt") "\n"
+	       "-frame-info location-and-address | " SHELL_CALL("pyd_add bt 1") "\n"
 	       "end\n"
 	       "maint flush register-cache\n"
 	       "set $_pystack_dump_pc = $pc\n"

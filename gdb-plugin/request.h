@@ -3,10 +3,10 @@
  *
  * The command file cannot call the reader: it pipes what gdb knows (the
  * command and its words, `info inferiors`, `info threads`, the target
- * stack and its files, `info proc mappings`, for py-bt -n the `bt` of the
- * selected thread) into
- * a file, each part under an "@name" line, and makes gdb unwind; the
- * reader's unwind callback finds the file and parses it with this.
+ * stack and its files, but for a local process `info proc mappings`, for
+ * py-bt -n the `bt` of the selected thread) into a file, each part under
+ * an "@name" line, and makes gdb unwind; the reader's unwind callback
+ * finds the file and parses it with this.
  */
 #ifndef PYD_GDB_REQUEST_H
 #define PYD_GDB_REQUEST_H

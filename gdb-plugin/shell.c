@@ -68,10 +68,13 @@ static void native_pattern(struct pyd_buf *out)
  * One shell per command, and in it one program, cat: each program gdb's
  * shell starts costs about as much as the dump itself (bench_gdb.py).
  * So the shell reads the request's first lines (up to @cmd) itself to
- * tell whether the native frames are wanted, and a request that does not
- * want them is written straight to BASE.req: the reader takes it only
- * once its last line (GDB_REQUEST_END) is in.  One that does is written
- * to BASE.tmp, and renamed once gdb's backtrace is added to it.
+ * tell whether the native frames are wanted, and what the target is; a
+ * request that wants nothing more is written straight to BASE.req: the
+ * reader takes it only once its last line (GDB_REQUEST_END) is in.  One
+ * that does is written to BASE.tmp, and renamed once the rest is added
+ * (pyd_add).  The rest: gdb's backtrace, and but for a local process
+ * (whose /proc the reader reads) `info proc mappings`, which costs gdb
+ * more than the rest of the request together.
  */
 static void request(struct pyd_buf *out)
 {
@@ -80,15 +83,18 @@ static void request(struct pyd_buf *out)
 	pyd_buf_printf(
 	    out,
 	    "pyd_request() { %s; [ -d \"$d\" ] || mkdir -p -m 700 \"$d\"; "
-	    "[ -O \"$d\" ] && [ ! -L \"$d\" ] || exit 2; set --; n=; "
-	    "while IFS= read -r l; do set -- \"$@\" \"$l\"; "
+	    "[ -O \"$d\" ] && [ ! -L \"$d\" ] || exit 2; set --; n=; m=1; "
+	    "t=; while IFS= read -r l; do set -- \"$@\" \"$l\"; "
+	    "case \"$l\" in @*) t=$l;; esac; "
+	    "case \"$t$l\" in \"@target  - native \"*) m=;; esac; "
 	    "case \"$l\" in %s) n=1;; esac; "
 	    "case \"$l\" in \"@cmd \"*) break;; esac; done; s=1; "
 	    "if [ -e \"$b.req\" ]; then s=3; echo \"${l#@cmd }: "
 	    "pystack-dump's JIT reader did not take the last request "
 	    "(was it unloaded?): loading it again\"; fi; "
-	    "f=\"$b.req\"; [ -z \"$n\" ] || f=\"$b.tmp\"; "
+	    "f=\"$b.req\"; [ -z \"$n$m\" ] || f=\"$b.tmp\"; "
 	    "{ printf '%%s\\n' \"$@\"; cat; } >\"$f\" || exit 2; "
+	    "[ -z \"$m\" ] || exit $((4 + ${n:-0})); "
 	    "[ -z \"$n\" ] || exit 0; exit $s; }\n",
 	    sh_dir, native.data);
 	pyd_buf_free(&native);
@@ -98,8 +104,9 @@ void gdb_shell_functions(struct pyd_buf *out)
 {
 	request(out);
 	pyd_buf_printf(out,
-	               "pyd_bt() { %s; (echo @bt; cat) >>\"$b.tmp\" && "
-	               "mv \"$b.tmp\" \"$b.req\"; }\n",
+	               "pyd_add() { %s; { echo \"@$1\"; cat; } >>\"$b.tmp\" "
+	               "|| exit 2; [ -z \"$2\" ] || mv \"$b.tmp\" \"$b.req\"; "
+	               "}\n",
 	               sh_dir);
 	pyd_buf_printf(out,
 	               "pyd_sample() { %s; [ -e \"$b.sh\" ] || exit 1; "

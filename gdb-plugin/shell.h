@@ -15,10 +15,12 @@
 /* Append the shell functions to out:
  *   pyd_request  read a request on stdin and write it; exits 0 when the
  *                command wants the native frames (py-bt -n, py-up ...),
- *                whose `bt` pyd_bt then adds, 3 when the reader did not
- *                take the last request (load it again), 2 on an error,
- *                else 1
- *   pyd_bt       add gdb's backtrace (stdin) to the request and hand it in
+ *                whose `bt` is then added, 4 when the target is not a
+ *                local process, whose `info proc mappings` is then added
+ *                (5: and then the `bt`), 3 when the reader did not take
+ *                the last request (load it again), 2 on an error, else 1
+ *   pyd_add NAME [DONE]  add gdb's output (stdin) to the request under
+ *                @NAME, and with DONE hand the request in
  *   pyd_sample   start py-sample's script; exits 1 if there is none
  *   pyd_sampled  print what py-sample's script left
  *   pyd_select   exit with the native frame to select, 255 if none */

@@ -100,11 +100,26 @@ const char *pyd_cmd_nth(size_t i)
 	return i < NCMDS ? cmds[i].name : NULL;
 }
 
+/* The row of the command named name; NCMDS if there is none. */
+static size_t cmd_index(const char *name)
+{
+	size_t i = 0;
+	while (i < NCMDS && strcmp(name, cmds[i].name))
+		i++;
+	return i;
+}
+
+size_t pyd_cmd_most_words(const char *name)
+{
+	size_t i = cmd_index(name);
+	return i < NCMDS ? pyd_opts_most_words(cmds[i].in) : 0;
+}
+
 const char *pyd_cmd_help(const char *name)
 {
-	for (size_t i = 0; i < NCMDS; i++)
-		if (cmds[i].help && !strcmp(name, cmds[i].name))
-			return cmds[i].help;
+	size_t i = cmd_index(name);
+	if (i < NCMDS && cmds[i].help)
+		return cmds[i].help;
 	if (!strcmp(name, "py-sample")) {
 		static char help[sizeof help_sample_fmt + 256];
 		char names[256];
@@ -132,9 +147,7 @@ bool pyd_cmd_parse(const char *name, const char *args, struct pyd_cmd *c,
 {
 	char *w[32];
 	memset(c, 0, sizeof *c);
-	size_t n = split(c, args, w, sizeof w / sizeof *w), i = 0;
-	while (i < NCMDS && strcmp(name, cmds[i].name))
-		i++;
+	size_t n = split(c, args, w, sizeof w / sizeof *w), i = cmd_index(name);
 	if (i == NCMDS) {
 		snprintf(err, errsz, "pystack-dump: no such command '%s'. "
 		                     "Try: help pystack-dump", name);

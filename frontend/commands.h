@@ -55,6 +55,11 @@ struct pyd_cmd {
 bool pyd_cmd_parse(const char *name, const char *args, struct pyd_cmd *c,
                    char *err, size_t errsz);
 
+/* The most words command name takes, each of its options given once:
+ * gdb's command file passes on as many as any command takes and one
+ * more, for the message naming it. */
+size_t pyd_cmd_most_words(const char *name);
+
 /* The help of a command, as `help py-bt` shows it. */
 const char *pyd_cmd_help(const char *name);
 

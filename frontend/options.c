@@ -372,6 +372,15 @@ bool pyd_opts_words(unsigned in, const char *name, char **w, size_t n,
 	return true;
 }
 
+size_t pyd_opts_most_words(unsigned in)
+{
+	size_t n = 0;
+	for (size_t k = 0; k < sizeof opts / sizeof *opts; k++)
+		if ((opts[k].in & in) && opts[k].words)
+			n += *opts[k].words && takes_value(&opts[k]) ? 2 : 1;
+	return n;
+}
+
 const char *pyd_opts_nth_words(unsigned in, size_t i)
 {
 	for (size_t k = 0; k < sizeof opts / sizeof *opts; k++)

@@ -90,4 +90,8 @@ bool pyd_opts_words(unsigned in, const char *name, char **w, size_t n,
  * commands in, from 0; NULL past the last. */
 const char *pyd_opts_nth_words(unsigned in, size_t i);
 
+/* The most words a debugger command of in takes: each of its options
+ * once, with its value, and its operand. */
+size_t pyd_opts_most_words(unsigned in);
+
 #endif

@@ -1,10 +1,13 @@
 /*
- * The memory source over gdb: every byte of target memory comes through
- * the reader's target_read, i.e. through gdb's target stack, so the same
- * code reads a live process, a core file or a gdbserver target, and never
- * writes.  Mappings and threads come from what gdb printed into the
- * request, or, for a local process, from its /proc as pystack-dump reads
- * them (so both say exactly the same).
+ * The memory source over gdb: target memory comes through the reader's
+ * target_read, i.e. through gdb's target stack, so the same code reads a
+ * live process, a core file or a gdbserver target, and never writes.
+ * Mappings and threads come from what gdb printed into the request, or,
+ * for a local process, from its /proc as pystack-dump reads them (so both
+ * say exactly the same); and so does its memory where we may read it: a
+ * target_read is a syscall and gdb's own work for each read, where the
+ * process's source reads a batch of ranges in one (a 1,000-frame py-bt:
+ * over a thousand reads).
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -19,6 +22,14 @@
 static enum pyd_err gdb_read(void *ctx, uint64_t addr, void *buf, size_t len)
 {
 	struct gdb_src *g = ctx;
+	if (g->live_mem) {
+		enum pyd_err err = g->live_src->read(g->live_src->ctx, addr, buf,
+		                                     len);
+		if (err != PYD_E_PERM)
+			return err;
+		/* gdb, the process's tracer, may read it where we may not. */
+		g->live_mem = false;
+	}
 	for (size_t done = 0; done < len;) {
 		size_t n = len - done < READ_CHUNK ? len - done : READ_CHUNK;
 		if (g->target_read(addr + done, (char *)buf + done, (int)n) !=
@@ -27,6 +38,21 @@ static enum pyd_err gdb_read(void *ctx, uint64_t addr, void *buf, size_t len)
 		done += n;
 	}
 	return PYD_OK;
+}
+
+/* What the process's source did not read (an unmapped range, or one we
+ * may not read) is read again one range at a time. */
+static enum pyd_err gdb_readv(void *ctx, const struct pyd_iov *v, size_t n,
+                              size_t *done)
+{
+	struct gdb_src *g = ctx;
+	enum pyd_err err = PYD_OK;
+	*done = 0;
+	if (g->live_mem)
+		err = g->live_src->readv(g->live_src->ctx, v, n, done);
+	for (; err == PYD_OK && *done < n; ++*done)
+		err = gdb_read(g, v[*done].addr, v[*done].buf, v[*done].len);
+	return err == PYD_E_EXITED ? err : PYD_OK;
 }
 
 static enum pyd_err gdb_mappings(void *ctx, const struct pyd_mapping **maps,
@@ -90,11 +116,14 @@ void gdb_src_open(struct gdb_src *g, gdb_target_read *target_read,
 	g->req = req;
 	bool local = req->kind == GDB_TARGET_PROCESS ||
 	             (req->kind == GDB_TARGET_REMOTE && is_local(req));
-	if (local && pyd_live_open(req->pid, &g->live) == PYD_OK)
+	if (local && pyd_live_open(req->pid, &g->live) == PYD_OK) {
 		g->live_src = pyd_live_memsrc(g->live);
+		g->live_mem = true;
+	}
 	g->src = (struct pyd_memsrc){
 	    .ctx = g,
 	    .read = gdb_read,
+	    .readv = gdb_readv,
 	    .mappings = gdb_mappings,
 	    .threads = gdb_threads,
 	    .open_file = gdb_open_file,

@@ -21,6 +21,7 @@ struct gdb_src {
 	 * exactly as pystack-dump sees them. */
 	struct pyd_live *live;
 	const struct pyd_memsrc *live_src;
+	bool live_mem; /* its memory too, until we may not read it */
 };
 
 void gdb_src_open(struct gdb_src *g, gdb_target_read *target_read,

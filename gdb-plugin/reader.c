@@ -19,6 +19,7 @@
 #include "../frontend/explain.h"
 #include "../frontend/source.h"
 #include "plugin.h"
+#include "shell.h"
 #include "buf.h"
 
 GDB_DECLARE_GPL_COMPATIBLE_READER
@@ -216,12 +217,19 @@ struct gdb_reader_funcs *gdb_init_reader(void)
 	         tmp && *tmp ? tmp : "/tmp", (unsigned)getuid(), (int)getpid());
 	snprintf(request_path, sizeof request_path, "%s.req", base);
 	/* The command file's shells find the base here, and the directory
-	 * made, without a program of their own for either. */
+	 * made, without a program of their own for either; and the
+	 * functions they run, which the command file, read by gdb a byte at
+	 * a time, is cheaper without (shell.h). */
 	char dir[4096];
 	snprintf(dir, sizeof dir, "%s", base);
 	*strrchr(dir, '/') = 0;
 	mkdir(dir, 0700);
 	setenv(PYD_GDB_BASE_ENV, base, 1);
+	struct pyd_buf sh = {0};
+	gdb_shell_functions(&sh);
+	if (sh.data)
+		setenv(PYD_GDB_SH_ENV, sh.data, 1);
+	pyd_buf_free(&sh);
 	running = 0;
 	return &funcs;
 }

@@ -3,10 +3,10 @@
  *
  * The command file cannot call the reader: it pipes what gdb knows (the
  * command and its words, `info inferiors`, `info threads`, the target
- * stack and its files, `info proc mappings`, for py-bt -n the `bt` of the
- * selected thread) into
- * a file, each part under an "@name" line, and makes gdb unwind; the
- * reader's unwind callback finds the file and parses it with this.
+ * stack and its files, but for a local process `info proc mappings`, for
+ * py-bt -n the `bt` of the selected thread) into a file, each part under
+ * an "@name" line, and makes gdb unwind; the reader's unwind callback
+ * finds the file and parses it with this.
  */
 #ifndef PYD_GDB_REQUEST_H
 #define PYD_GDB_REQUEST_H
@@ -25,6 +25,9 @@
  * files' base, ${TMPDIR:-/tmp}/pystack-dump-gdb-UID/GDBPID, for the
  * command file's shells. */
 #define PYD_GDB_BASE_ENV "PYSTACK_DUMP_GDB"
+/* The variable in which it leaves the shell functions of the command
+ * file's steps (shell.h). */
+#define PYD_GDB_SH_ENV "PYSTACK_DUMP_GDB_SH"
 
 /* Whether text (a request file's) has its last line. */
 bool gdb_request_whole(const char *text);

@@ -145,11 +145,26 @@ static void test_debugger_words(void)
 	CHECK_EQ(c.opt.rate == 1e8, true);
 }
 
+/* The most words each command takes: the gdb command file passes on no
+ * more than one beyond the most of them. */
+static void test_most_words(void)
+{
+	CHECK_EQ(pyd_cmd_most_words("py-bt"), 5); /* all -n -N -l -j */
+	CHECK_EQ(pyd_cmd_most_words("py-tasks"), 2);
+	/* N, --rate R, --mode M, --format F, -o FILE, --no-gc */
+	CHECK_EQ(pyd_cmd_most_words("py-sample"), 10);
+	CHECK_EQ(pyd_cmd_most_words("py-up"), 1);
+	CHECK_EQ(pyd_cmd_most_words("py-print"), 1);
+	CHECK_EQ(pyd_cmd_most_words("py-frame"), 0);
+	CHECK_EQ(pyd_cmd_most_words("py-nothing"), 0);
+}
+
 int main(void)
 {
 	opterr = 0; /* as pystack-dump: its own message, not getopt's */
 	test_dump_argv();
 	test_sample_argv();
 	test_debugger_words();
+	test_most_words();
 	return check_done("test_options");
 }

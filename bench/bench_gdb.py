@@ -13,7 +13,7 @@ and, for py-bt -n, gdb's own bt against ours:
   gdb + py-bt -n          ... -x pystack-dump.gdb -ex 'py-bt -n'
 Reported: median wall ms and peak RSS of each, the ratio of the two py-bt,
 and each py-bt's ms beyond gdb's own start-up (goal for ours: <= 15 ms, issue 31).
-Usage: bench/bench_gdb.py [--build build-gdb] [--runs 10] [--python 3.12]
+Usage: bench/bench_gdb.py [--build build-gdb] [--runs 20] [--python 3.12]
 """
 import argparse
 import glob
@@ -41,7 +41,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
-    ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--python", default="3.12")
     args = ap.parse_args()
     cmds = os.path.join(os.path.abspath(args.build), "gdb-plugin", "pystack-dump.gdb")

@@ -5,6 +5,7 @@
 #define PYD_GROW_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 /* Room for need elements of elem bytes in *v, whose capacity is *cap
@@ -30,6 +31,19 @@ static inline bool pyd_grow_from(void **v, size_t *cap, size_t need,
 static inline bool pyd_grow(void **v, size_t *cap, size_t need, size_t elem)
 {
 	return pyd_grow_from(v, cap, need, elem, 64);
+}
+
+/* Swap two grown byte buffers and their capacities: a double buffer,
+ * this pass's bytes beside the last pass's. */
+static inline void pyd_grown_swap(uint8_t **a, size_t *acap, uint8_t **b,
+				  size_t *bcap)
+{
+	uint8_t *p = *a;
+	size_t cap = *acap;
+	*a = *b;
+	*acap = *bcap;
+	*b = p;
+	*bcap = cap;
 }
 
 /* Room for one more element in *v, which holds n, for an array that keeps

@@ -550,11 +550,7 @@ static bool heads_changed(const struct pyd_sampler *sp)
 static void swap_buffers(struct pyd_sampler *sp)
 {
 	uint8_t *old = sp->buf;
-	size_t cap = sp->buf_cap;
-	sp->buf = sp->prev;
-	sp->buf_cap = sp->prev_cap;
-	sp->prev = old;
-	sp->prev_cap = cap;
+	pyd_grown_swap(&sp->buf, &sp->buf_cap, &sp->prev, &sp->prev_cap);
 	for (size_t i = sp->nfields; i < sp->nranges; i++)
 		sp->iov[i].buf = sp->buf + ((uint8_t *)sp->iov[i].buf - old);
 }

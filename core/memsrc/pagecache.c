@@ -21,6 +21,8 @@ static bool read_block(struct pyd_pagecache *c, uint64_t page)
 	struct pyd_iov v[PYD_PAGECACHE_MAX_AROUND];
 	uint64_t first = page & ~((uint64_t)c->around * PYD_PAGE - 1);
 	size_t n = 0, done = 0;
+	if (c->around > PYD_PAGECACHE_MAX_AROUND)
+		return false;
 	for (uint64_t pg = first; pg < first + c->around * PYD_PAGE; pg += PYD_PAGE) {
 		size_t i = slot_of(c, pg);
 		if (c->pages[i] == pg + 1)

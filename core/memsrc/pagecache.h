@@ -23,7 +23,8 @@ struct pyd_pagecache {
 	size_t nslots; /* a power of two */
 	/* Pages a miss reads: the aligned block of them holding the page
 	 * missed, in one call (1 unless set after init; a power of two, at
-	 * most nslots).  For a list whose nodes were allocated one after
+	 * most nslots and PYD_PAGECACHE_MAX_AROUND: past it a miss reads its
+	 * page alone).  For a list whose nodes were allocated one after
 	 * another, a thread state list's: a block holds the next dozen. */
 	size_t around;
 };

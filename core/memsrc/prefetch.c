@@ -210,12 +210,7 @@ static bool carry(struct pyd_prefetch *p, size_t bytes)
 		any = p->runs[i].carried;
 	if (!any)
 		return pyd_grow((void **)&p->buf, &p->buf_cap, bytes ? bytes : 1, 1);
-	uint8_t *b = p->prev;
-	size_t cap = p->prev_cap;
-	p->prev = p->buf;
-	p->prev_cap = p->buf_cap;
-	p->buf = b;
-	p->buf_cap = cap;
+	pyd_grown_swap(&p->buf, &p->buf_cap, &p->prev, &p->prev_cap);
 	if (!pyd_grow((void **)&p->buf, &p->buf_cap, bytes ? bytes : 1, 1))
 		return false;
 	for (size_t i = 0; i < p->nruns; i++) {

@@ -40,6 +40,7 @@ ASYNC_BURN_MIN = 0.3                    # async mode: the burner's CPU samples /
 SAMPLE_ASYNC_MIN = (3, 7)               # asyncio.run, the async target
 SAMPLE_NO_ASYNC = "asyncio target needs CPython 3.7+ (asyncio.run)"
 SAMPLE_EXIT_AFTER = 1.0                 # exit-after= of the targets that exit mid-run
+SAMPLE_ARM_AFTER = 0.3                  # ... counted from a SIGUSR2 this long after the sampler's start
 SAMPLE_STOP_AFTER = 1.0                 # SIGINT this long after the start
 SAMPLE_FORMAT_TICKS = 300               # -n of each format run
 MAX_TICKS = 20000                       # -n of the -r max run

@@ -38,6 +38,7 @@ Ground truth format (JSON)::
 
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -355,3 +356,25 @@ def options():
         k, _, v = a.partition("=")
         out[k] = v
     return out
+
+
+class ExitClock(object):
+    """exit-after=SECS: due SECS after it was made; with exit-on=usr2 as
+    well, SECS after the first SIGUSR2.  A test arms it once its sampler
+    runs, so that a slow start on a loaded machine cannot use up the time
+    the target was to be sampled in."""
+
+    def __init__(self, opts):
+        self.after = float(opts["exit-after"]) if "exit-after" in opts else None
+        self.start = time.monotonic()
+        if self.after is not None and opts.get("exit-on") == "usr2":
+            self.start = None
+            signal.signal(signal.SIGUSR2, self._arm)
+
+    def _arm(self, *_):
+        if self.start is None:
+            self.start = time.monotonic()
+
+    def due(self):
+        return (self.after is not None and self.start is not None
+                and time.monotonic() - self.start >= self.after)

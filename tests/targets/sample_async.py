@@ -12,10 +12,11 @@ each {function, qualname, file, line}, "await_line": that line of
 sleeper()}, "burner": {"task": name, "function": code_info(burn_cpu),
 "coroutine": code_info(burner)}, "main": {"task": name}.
 
-Options: exit-after=SECS: the burner stops after SECS seconds, main
-returns, asyncio.run() ends and the process exits 0.
+Options: exit-after=SECS: the burner stops after SECS seconds (counted
+from the first SIGUSR2 with exit-on=usr2), main returns, asyncio.run()
+ends and the process exits 0.
 
-usage: sample_async.py GROUND_TRUTH.json [exit-after=SECS]
+usage: sample_async.py GROUND_TRUTH.json [exit-after=SECS [exit-on=usr2]]
 """
 import asyncio
 import os
@@ -23,7 +24,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _pyd_common import base_truth, code_info, fail, options, write_json  # noqa: E402
+from _pyd_common import ExitClock, base_truth, code_info, fail, options, write_json  # noqa: E402
 
 NAMED = sys.version_info >= (3, 8)
 
@@ -72,11 +73,10 @@ def record(sleeper_task):
     write_json(sys.argv[1], doc)
 
 
-async def burner(sleeper_task, exit_after):
-    start = time.monotonic()
+async def burner(sleeper_task, clock):
     await asyncio.sleep(0.1)            # the sleeper is in its sleep by now
     record(sleeper_task)
-    while exit_after is None or time.monotonic() - start < exit_after:
+    while not clock.due():
         burn_cpu(0.05)
         await asyncio.sleep(0)
 
@@ -87,14 +87,14 @@ def create_task(coro, name):
     return asyncio.get_event_loop().create_task(coro)
 
 
-async def main(exit_after):
+async def main(clock):
     if NAMED:
         asyncio.current_task().set_name("main")
     s = create_task(sleeper(), "sleeper")
-    await create_task(burner(s, exit_after), "burner")
+    await create_task(burner(s, clock), "burner")
     s.cancel()
 
 
 if __name__ == "__main__":
     opts = options()
-    asyncio.run(main(float(opts["exit-after"]) if "exit-after" in opts else None))
+    asyncio.run(main(ExitClock(opts)))

@@ -12,11 +12,12 @@ spend_hot so far, seconds in spend_cold so far], ...]}, one entry per round
 the harness can take the split over exactly the window it sampled.
 
 Options: exit-after=SECS ends the loop after SECS seconds and exits 0
-(writing the .split file first); hot-ms=MS and cold-ms=MS change the
+(writing the .split file first), counted from the first SIGUSR2 with
+exit-on=usr2; hot-ms=MS and cold-ms=MS change the
 slices (30 and 10), for profiles of two different splits.
 
-usage: sample_split.py GROUND_TRUTH.json [exit-after=SECS] [hot-ms=MS]
-                       [cold-ms=MS]
+usage: sample_split.py GROUND_TRUTH.json [exit-after=SECS [exit-on=usr2]]
+                       [hot-ms=MS] [cold-ms=MS]
 """
 import os
 import signal
@@ -24,7 +25,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _pyd_common import (base_truth, code_info, fail, options, wait_workers,  # noqa: E402
+from _pyd_common import (ExitClock, base_truth, code_info, fail, options, wait_workers,  # noqa: E402
                          write_json)
 
 HOT_S = 0.030
@@ -52,7 +53,7 @@ def write_split(*_):
 
 def main():
     opts = options()
-    exit_after = float(opts["exit-after"]) if "exit-after" in opts else None
+    clock = ExitClock(opts)
     hot_s = float(opts.get("hot-ms", HOT_S * 1e3)) / 1e3
     cold_s = float(opts.get("cold-ms", COLD_S * 1e3)) / 1e3
     signal.signal(signal.SIGUSR1, write_split)
@@ -61,9 +62,8 @@ def main():
     doc.update({"hot": code_info(spend_hot), "cold": code_info(spend_cold),
                 "slice_ms": {"hot": hot_s * 1e3, "cold": cold_s * 1e3}})
     hot = cold = 0.0
-    start = time.monotonic()
     written = False
-    while exit_after is None or time.monotonic() - start < exit_after:
+    while not clock.due():
         t0 = time.monotonic()
         spend_hot(t0 + hot_s)
         t1 = time.monotonic()

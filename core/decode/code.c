@@ -166,6 +166,30 @@ static void note_used(struct pyd_session *s, struct pyd_code *c)
 	}
 }
 
+/* Whether a dry run tried code object addr in this pass already; if
+ * not, it is noted as tried.  An address looks in DRY_PROBE slots from
+ * its hash's; with none of them its own or free (noted in an earlier
+ * pass), it is tried again. */
+#define DRY_PROBE 4
+static bool dry_tried(struct pyd_session *s, uint64_t addr)
+{
+	size_t n = sizeof s->dry_tried / sizeof *s->dry_tried;
+	size_t h = (size_t)(((addr >> 4) * 0x9E3779B97F4A7C15ULL) >> 32);
+	struct pyd_dry_tried *free_slot = NULL;
+	for (size_t i = 0; i < DRY_PROBE; i++) {
+		struct pyd_dry_tried *e = &s->dry_tried[(h + i) & (n - 1)];
+		if (e->pass != s->dry_pass) {
+			if (!free_slot)
+				free_slot = e;
+		} else if (e->addr == addr) {
+			return true;
+		}
+	}
+	if (free_slot)
+		*free_slot = (struct pyd_dry_tried){addr, s->dry_pass};
+	return false;
+}
+
 static struct pyd_code *code_get(struct pyd_session *s, uint64_t addr)
 {
 	if (!addr)
@@ -180,6 +204,10 @@ static struct pyd_code *code_get(struct pyd_session *s, uint64_t addr)
 	/* Frames point into cached entries, so a full cache cannot evict:
 	 * past the cap new code objects are simply not decoded. */
 	if (s->ncodes >= MAX_CACHED_CODES)
+		return NULL;
+	/* A dry run reads a code object once a pass: read whole, it is
+	 * cached; read in part, the batch has the rest next pass. */
+	if (s->dry && dry_tried(s, addr))
 		return NULL;
 	struct pyd_code *c = code_read(s, addr);
 	if (!c)

@@ -187,6 +187,7 @@ void pyd_read_ahead(struct pyd_session *s, struct pyd_read_ahead *ra,
 	ra->pf.keep = true;
 	s->dry = true;
 	for (unsigned i = 0; whole && i < max; i++) {
+		s->dry_pass++;
 		dry_run(ra, dry, ctx, n, whole);
 		if (!ra->pf.nmissed || pyd_prefetch_pass(&ra->pf))
 			break;

@@ -86,6 +86,14 @@ struct pyd_session {
 	/* In a dry run (pyd_read_ahead): a failed read may be a miss only,
 	 * so what is cached must have been read whole. */
 	bool dry;
+	/* Code objects a dry run tried in its pass dry_pass (code.c): a
+	 * hundred threads running one function read it once a pass, not a
+	 * hundred times. */
+	unsigned dry_pass;
+	struct pyd_dry_tried {
+		uint64_t addr;
+		unsigned pass;
+	} dry_tried[256];
 	struct pyd_budget budget;     /* on the source the session was given */
 	char corrupt[192];            /* pyd_session_corruption */
 	struct pyd_runtime rt;
@@ -198,9 +206,9 @@ struct pyd_node_reader {
 	 * them to out, sets out->more, and the walk ends there. */
 	bool (*known)(void *ctx, size_t index, uint64_t addr,
 		      struct pyd_frame_buf *out);
-	/* Only follow the chain, reading its nodes as a walk does but
-	 * decoding no frame (out gets none): what a walk will read, for a
-	 * batch read before it. */
+	/* Only follow the chain, reading its nodes and their code objects
+	 * as a walk does but decoding no frame (out gets none): what a walk
+	 * will read, for a batch read before it. */
 	bool links_only;
 };
 
@@ -279,8 +287,8 @@ void pyd_read_ahead(struct pyd_session *s, struct pyd_read_ahead *ra,
 void pyd_read_ahead_end(struct pyd_session *s, struct pyd_read_ahead *ra);
 
 /* Follow the chain of tstate's frames as pyd_walk_thread would, reading
- * its nodes through the session's source and decoding none: a dry run of
- * a walk. */
+ * its nodes and their code objects through the session's source and
+ * decoding no frame: a dry run of a walk. */
 void pyd_walk_links(struct pyd_session *s, uint64_t tstate);
 
 /* offsetof(_PyStackChunk, data): a data-stack chunk's header (previous,

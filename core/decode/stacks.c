@@ -309,6 +309,23 @@ enum pyd_err pyd_walk_thread(struct pyd_session *s, uint64_t tstate,
 		       : PYD_OK;
 }
 
+/* The frame in buf's caller.  The code object it runs is read too, all
+ * a walk's reads of it but the line: a dry run that follows the links
+ * learns the code objects' reads with them, rather than leave each to a
+ * read of its own after the batch. */
+static uint64_t frame_link(struct pyd_session *s, const uint8_t *buf)
+{
+	const struct py_layout *L = &s->layout;
+	int64_t off;
+	if (L->frame_model == PY_FRAMES_OBJECT) {
+		pyd_code_get(s, pyd_u64_at(buf, L->frame_object.f_code));
+		return pyd_u64_at(buf, L->frame_object.f_back);
+	}
+	if (!shim_frame(L, buf))
+		frame_code(s, buf, &off);
+	return pyd_u64_at(buf, L->iframe.previous);
+}
+
 enum pyd_err pyd_walk_chain(struct pyd_session *s, uint64_t f, size_t idx,
 			    const struct pyd_node_reader *r,
 			    struct pyd_frame_buf *out)
@@ -345,9 +362,7 @@ enum pyd_err pyd_walk_chain(struct pyd_session *s, uint64_t f, size_t idx,
 		if (!(b = r->get(r->ctx, idx++, f, flen, &err)))
 			return err;
 		if (r->links_only) {
-			f = pyd_u64_at(b, L->frame_model == PY_FRAMES_OBJECT
-						  ? L->frame_object.f_back
-						  : L->iframe.previous);
+			f = frame_link(s, b);
 			continue;
 		}
 		size_t had = out->n;

@@ -92,7 +92,7 @@ static enum pyd_err pf_read(void *ctx, uint64_t addr, void *buf, size_t len)
 		return PYD_OK;
 	struct pyd_prefetch_run *r = find(p, addr, len);
 	if (r && r->ok) {
-		memcpy(buf, p->buf + r->off + (addr - r->addr), len);
+		memcpy(buf, r->data + (addr - r->addr), len);
 		r->used = true;
 		return PYD_OK;
 	}
@@ -137,7 +137,7 @@ static size_t gather(struct pyd_prefetch *p)
 			   (m == p->nmissed || p->runs[r].addr <= p->missed[m].addr)) {
 			const struct pyd_prefetch_run *k = &p->runs[r++];
 			p->next[n++] = (struct pyd_prefetch_range){
-			    k->addr, k->len, p->keep && k->ok ? k->off + 1 : 0};
+			    k->addr, k->len, p->keep && k->ok ? k->data : NULL};
 		} else {
 			p->next[n++] = p->missed[m++];
 		}
@@ -162,8 +162,8 @@ static void merge(struct pyd_prefetch *p, size_t n)
 			if (bytes + grown > PREFETCH_MAX_BYTES)
 				break;
 			/* A kept run grown or joined is read again whole. */
-			if (grown || g->carried)
-				r->carried = 0;
+			if (grown || g->kept)
+				r->kept = NULL;
 			r->len += grown;
 			bytes += grown;
 			continue;
@@ -172,8 +172,7 @@ static void merge(struct pyd_prefetch *p, size_t n)
 		    bytes + g->len > PREFETCH_MAX_BYTES)
 			break;
 		p->runs[p->nruns++] = (struct pyd_prefetch_run){
-		    .addr = g->addr, .len = g->len, .off = bytes,
-		    .carried = g->carried};
+		    .addr = g->addr, .len = g->len, .kept = g->kept};
 		bytes += g->len;
 	}
 }
@@ -201,38 +200,47 @@ static void index_pages(struct pyd_prefetch *p)
 	}
 }
 
-/* Copy the runs kept from the last batch out of its buffer, now prev;
- * false if out of memory. */
-static bool carry(struct pyd_prefetch *p, size_t bytes)
+/* Room in buf for the bytes of a batch's runs to read, and each run's
+ * data set: a kept run's stays where an earlier batch read it, whose
+ * buffer is held, not reused, while any run may point into it.  false
+ * if out of memory. */
+static bool place(struct pyd_prefetch *p)
 {
-	bool any = false;
-	for (size_t i = 0; i < p->nruns && !any; i++)
-		any = p->runs[i].carried;
-	if (!any)
-		return pyd_grow((void **)&p->buf, &p->buf_cap, bytes ? bytes : 1, 1);
-	pyd_grown_swap(&p->buf, &p->buf_cap, &p->prev, &p->prev_cap);
+	size_t bytes = 0;
+	bool kept = false;
+	for (size_t i = 0; i < p->nruns; i++) {
+		kept |= p->runs[i].kept != NULL;
+		if (!p->runs[i].kept)
+			bytes += p->runs[i].len;
+	}
+	if (kept) {
+		if (!pyd_grow((void **)&p->held, &p->held_cap, p->nheld + 1,
+			      sizeof *p->held))
+			return false;
+		p->held[p->nheld++] = p->buf;
+		p->buf = NULL;
+		p->buf_cap = 0;
+	}
 	if (!pyd_grow((void **)&p->buf, &p->buf_cap, bytes ? bytes : 1, 1))
 		return false;
+	bytes = 0;
 	for (size_t i = 0; i < p->nruns; i++) {
 		struct pyd_prefetch_run *r = &p->runs[i];
-		if (r->carried)
-			memcpy(p->buf + r->off, p->prev + r->carried - 1, r->len);
-		r->ok = r->carried != 0;
+		r->ok = r->kept != NULL;
+		r->data = r->kept ? r->kept : p->buf + bytes;
+		if (!r->kept)
+			bytes += r->len;
 	}
 	return true;
 }
 
-/* Read every run not carried into buf, in one batch where all can be
- * read; a run that fails is left out (not ok) and the batch goes on
- * after it. */
+/* Read every run not kept into buf, in one batch where all can be read;
+ * a run that fails is left out (not ok) and the batch goes on after
+ * it. */
 static enum pyd_err fill(struct pyd_prefetch *p)
 {
-	size_t bytes = 0, n = 0;
-	for (size_t i = 0; i < p->nruns; i++) {
-		p->runs[i].off = bytes;
-		bytes += p->runs[i].len;
-	}
-	if (!carry(p, bytes) ||
+	size_t n = 0;
+	if (!place(p) ||
 	    !pyd_grow((void **)&p->iov, &p->iov_cap, p->nruns + 1,
 		      sizeof *p->iov) ||
 	    !pyd_grow((void **)&p->iov_run, &p->iov_run_cap, p->nruns + 1,
@@ -241,11 +249,11 @@ static enum pyd_err fill(struct pyd_prefetch *p)
 		return PYD_OK;
 	}
 	for (size_t i = 0; i < p->nruns; i++) {
-		if (p->runs[i].carried)
+		if (p->runs[i].kept)
 			continue;
 		p->iov_run[n] = (uint32_t)i;
 		p->iov[n++] = (struct pyd_iov){p->runs[i].addr,
-					       p->buf + p->runs[i].off,
+					       (void *)p->runs[i].data,
 					       p->runs[i].len};
 	}
 	for (size_t i = 0; i < n;) {
@@ -286,7 +294,9 @@ void pyd_prefetch_free(struct pyd_prefetch *p)
 {
 	free(p->runs);
 	free(p->buf);
-	free(p->prev);
+	for (size_t i = 0; i < p->nheld; i++)
+		free(p->held[i]);
+	free(p->held);
 	free(p->missed);
 	free(p->next);
 	free(p->iov);

@@ -17,10 +17,11 @@
 
 struct pyd_prefetch_run {
 	uint64_t addr;
-	size_t len, off; /* bytes at buf + off */
-	size_t carried;  /* as struct pyd_prefetch_range's */
-	bool ok;         /* the batch read it */
-	bool used;       /* a read of this pass hit it */
+	size_t len;
+	const uint8_t *data; /* its bytes, if ok */
+	const uint8_t *kept; /* as struct pyd_prefetch_range's */
+	bool ok;             /* the batch read it */
+	bool used;           /* a read of this pass hit it */
 };
 
 /* Where a page's runs start: direct-mapped by page number. */
@@ -33,19 +34,22 @@ struct pyd_prefetch_slot {
 struct pyd_prefetch_range {
 	uint64_t addr;
 	size_t len;
-	/* A run the last batch read, kept (keep): its bytes are at this
-	 * offset of that batch's buffer, +1 (0: to be read). */
-	size_t carried;
+	/* A run an earlier batch read, kept (keep): its bytes, in that
+	 * batch's buffer (NULL: to be read). */
+	const uint8_t *kept;
 };
 
 struct pyd_prefetch {
 	struct pyd_layer layer; /* read through layer.src */
 	struct pyd_prefetch_run *runs; /* sorted, disjoint */
 	size_t nruns, runs_cap;
-	uint8_t *buf;
+	uint8_t *buf; /* what this batch read */
 	size_t buf_cap;
-	uint8_t *prev; /* the last batch's buf, while runs are carried from it */
-	size_t prev_cap;
+	/* The buffers of earlier batches, which kept runs point into
+	 * (keep): never copied, so a read-ahead's pages are each written
+	 * once, by the read. */
+	uint8_t **held;
+	size_t nheld, held_cap;
 	struct pyd_prefetch_range *missed; /* this pass's, for the next */
 	size_t nmissed, missed_cap;
 	struct pyd_prefetch_range *next; /* the next batch, being built */

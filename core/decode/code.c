@@ -207,8 +207,10 @@ static struct pyd_code *code_get(struct pyd_session *s, uint64_t addr)
 		return NULL;
 	/* A dry run reads a code object once a pass: read whole, it is
 	 * cached; read in part, the batch has the rest next pass. */
-	if (s->dry && dry_tried(s, addr))
+	if (s->dry && dry_tried(s, addr)) {
+		s->dry_skipped++;
 		return NULL;
+	}
 	struct pyd_code *c = code_read(s, addr);
 	if (!c)
 		return NULL;

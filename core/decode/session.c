@@ -162,16 +162,25 @@ void pyd_session_unpaged(struct pyd_session *s, struct pyd_paged *p)
 	p->on = false;
 }
 
+/* Reads the dry runs so far missed: the batch's, and code objects they
+ * left to the run that tried them first in the pass. */
+static size_t dry_missed(const struct pyd_session *s,
+			 const struct pyd_read_ahead *ra)
+{
+	return ra->pf.nfailed + s->dry_skipped;
+}
+
 /* Run every object not read whole yet dry once; whole[] says which were. */
-static void dry_run(struct pyd_read_ahead *ra, void (*dry)(void *, size_t),
-		    void *ctx, size_t n, bool *whole)
+static void dry_run(struct pyd_session *s, struct pyd_read_ahead *ra,
+		    void (*dry)(void *, size_t), void *ctx, size_t n,
+		    bool *whole)
 {
 	for (size_t i = 0; i < n; i++) {
-		size_t wanted = ra->pf.nmissed;
+		size_t missed = dry_missed(s, ra);
 		if (whole[i])
 			continue;
 		dry(ctx, i);
-		whole[i] = ra->pf.nmissed == wanted;
+		whole[i] = dry_missed(s, ra) == missed;
 	}
 }
 
@@ -188,7 +197,7 @@ void pyd_read_ahead(struct pyd_session *s, struct pyd_read_ahead *ra,
 	s->dry = true;
 	for (unsigned i = 0; whole && i < max; i++) {
 		s->dry_pass++;
-		dry_run(ra, dry, ctx, n, whole);
+		dry_run(s, ra, dry, ctx, n, whole);
 		if (!ra->pf.nmissed || pyd_prefetch_pass(&ra->pf))
 			break;
 	}

@@ -90,6 +90,9 @@ struct pyd_session {
 	 * hundred threads running one function read it once a pass, not a
 	 * hundred times. */
 	unsigned dry_pass;
+	/* Code objects a dry run left to the run that tried them first: a
+	 * walk that decodes its frames could not go on past one. */
+	size_t dry_skipped;
 	struct pyd_dry_tried {
 		uint64_t addr;
 		unsigned pass;

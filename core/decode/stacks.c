@@ -312,18 +312,21 @@ enum pyd_err pyd_walk_thread(struct pyd_session *s, uint64_t tstate,
 /* The frame in buf's caller.  The code object it runs is read too, all
  * a walk's reads of it but the line: a dry run that follows the links
  * learns the code objects' reads with them, rather than leave each to a
- * read of its own after the batch. */
+ * read of its own after the batch.  The links do not depend on it: one
+ * left to another run is no miss of this one. */
 static uint64_t frame_link(struct pyd_session *s, const uint8_t *buf)
 {
 	const struct py_layout *L = &s->layout;
+	size_t skipped = s->dry_skipped;
 	int64_t off;
-	if (L->frame_model == PY_FRAMES_OBJECT) {
+	if (L->frame_model == PY_FRAMES_OBJECT)
 		pyd_code_get(s, pyd_u64_at(buf, L->frame_object.f_code));
-		return pyd_u64_at(buf, L->frame_object.f_back);
-	}
-	if (!shim_frame(L, buf))
+	else if (!shim_frame(L, buf))
 		frame_code(s, buf, &off);
-	return pyd_u64_at(buf, L->iframe.previous);
+	s->dry_skipped = skipped;
+	return pyd_u64_at(buf, L->frame_model == PY_FRAMES_OBJECT
+				       ? L->frame_object.f_back
+				       : L->iframe.previous);
 }
 
 enum pyd_err pyd_walk_chain(struct pyd_session *s, uint64_t f, size_t idx,

@@ -72,9 +72,23 @@ static struct pyd_prefetch_run *find(struct pyd_prefetch *p, uint64_t addr,
 	return r;
 }
 
+/* Whether this pass wanted [addr, addr + len) already; if not, it is
+ * noted as wanted. */
+static bool wanted(struct pyd_prefetch *p, uint64_t addr, size_t len)
+{
+	size_t n = sizeof p->wanted / sizeof *p->wanted;
+	struct pyd_prefetch_wanted *w =
+	    &p->wanted[(size_t)((addr * 0x9E3779B97F4A7C15ULL) >> 32) & (n - 1)];
+	if (w->pass == p->pass && w->addr == addr && w->len == len)
+		return true;
+	*w = (struct pyd_prefetch_wanted){addr, len, p->pass};
+	return false;
+}
+
 void pyd_prefetch_want(struct pyd_prefetch *p, uint64_t addr, size_t len)
 {
 	if (!len || len > PREFETCH_MAX_READ || addr + len < addr ||
+	    wanted(p, addr, len) ||
 	    p->nmissed >= PREFETCH_MAX_MISSES ||
 	    !pyd_grow((void **)&p->missed, &p->missed_cap, p->nmissed + 1,
 		      sizeof *p->missed))
@@ -97,8 +111,10 @@ static enum pyd_err pf_read(void *ctx, uint64_t addr, void *buf, size_t len)
 		return PYD_OK;
 	}
 	if (p->dry) {
-		if (!r)
+		if (!r) {
+			p->nfailed++;
 			pyd_prefetch_want(p, addr, len);
+		}
 		return PYD_E_READ;
 	}
 	enum pyd_err err = pyd_read(p->layer.inner, addr, buf, len);
@@ -107,10 +123,30 @@ static enum pyd_err pf_read(void *ctx, uint64_t addr, void *buf, size_t len)
 	return err;
 }
 
+/* Range by range, as pyd_readv's loop, except that a dry run goes on
+ * past a miss: it wants every range missed, not the first only (a
+ * batch of keys compared at once would learn one key a pass). */
+static enum pyd_err pf_readv(void *ctx, const struct pyd_iov *v, size_t n,
+			     size_t *done)
+{
+	struct pyd_prefetch *p = ctx;
+	*done = n;
+	for (size_t i = 0; i < n; i++) {
+		enum pyd_err err = pf_read(p, v[i].addr, v[i].buf, v[i].len);
+		if (err && *done > i)
+			*done = i;
+		if (err == PYD_E_EXITED)
+			return err;
+		if (err && !p->dry)
+			break;
+	}
+	return PYD_OK;
+}
+
 void pyd_prefetch_init(struct pyd_prefetch *p, const struct pyd_memsrc *inner)
 {
-	*p = (struct pyd_prefetch){0};
-	pyd_layer_init(&p->layer, inner, pf_read, NULL);
+	*p = (struct pyd_prefetch){.pass = 1};
+	pyd_layer_init(&p->layer, inner, pf_read, pf_readv);
 }
 
 static int by_addr(const void *a, const void *b)
@@ -276,6 +312,7 @@ enum pyd_err pyd_prefetch_pass(struct pyd_prefetch *p)
 {
 	size_t n = gather(p);
 	p->nmissed = 0;
+	p->pass++;
 	if (!pyd_grow((void **)&p->runs, &p->runs_cap, PREFETCH_MAX_RUNS,
 		      sizeof *p->runs)) {
 		p->nruns = 0;

@@ -69,6 +69,17 @@ struct pyd_prefetch {
 	 * before their frames), each level a batch later; re-reading every
 	 * level in each batch cost a 100-thread dump twice its reads. */
 	bool keep;
+	/* Reads this pass wanted, direct-mapped by address: a hundred
+	 * objects of one type want its reads once, not a hundred times. */
+	struct pyd_prefetch_wanted {
+		uint64_t addr;
+		size_t len;
+		size_t pass;
+	} wanted[256];
+	size_t pass; /* passes begun, + 1 */
+	/* Reads a dry run missed, each one, wanted before or not: a run
+	 * that read its object whole misses none. */
+	size_t nfailed;
 	uint32_t *iov_run; /* the run of each iov of a batch */
 	size_t iov_run_cap;
 	size_t last; /* the run the last read found */

@@ -2,7 +2,8 @@
 """Dump benchmark: pystack-dump vs CPython 3.15's `profiling.sampling dump`.
 
 Both tools dump the same Python 3.15 target (Debian sid's, from the chroot
-tests/setup-sid.sh makes), interleaved in one run, so machine noise hits both
+tests/setup-sid.sh makes), interleaved in one run (the order turned each
+round), so machine noise hits both
 alike.  Scenarios: a 200-frame stack, 20 and 100 threads, and a 200-frame
 stack whose frames hold six locals each (an int, a str, a list, a dict,
 an object, a bytes), and a parent with 4 forked children blocked 30
@@ -23,8 +24,8 @@ import os
 import statistics
 import sys
 
-from common import (ROOT, SID, count_instructions, count_syscalls, peak_rss_kib, record,
-                    run_measured, setup_sid, start_target, stop, tool_path)
+from common import (ROOT, SID, count_instructions, count_syscalls, interleaved, peak_rss_kib,
+                    record, run_measured, setup_sid, start_target, stop, tool_path)
 
 # Issue 12's goal: the dump with locals of a 200-frame stack (the locals
 # scenario) takes under this long, median.
@@ -33,12 +34,7 @@ LOCALS_GOAL_MS = 50.0
 
 def bench(target, tools, runs):
     rows = {}
-    for label, cmd in tools:
-        run_measured(cmd(target.pid))  # warm the page cache
-    walls = {label: [] for label, _ in tools}
-    for _ in range(runs):
-        for label, cmd in tools:
-            walls[label].append(run_measured(cmd(target.pid))[0])
+    walls = interleaved({label: cmd(target.pid) for label, cmd in tools}, runs)
     for label, cmd in tools:
         rss = max(peak_rss_kib(cmd(target.pid)) for _ in range(3))
         rows[label] = (statistics.median(walls[label]), rss)

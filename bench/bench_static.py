@@ -14,7 +14,7 @@ import subprocess
 import sys
 import tempfile
 
-from common import (ROOT, SID, peak_rss_kib, record, run_measured, setup_sid, start_target, stop,
+from common import (ROOT, SID, interleaved, peak_rss_kib, record, setup_sid, start_target, stop,
                     tool_path)
 
 
@@ -27,13 +27,8 @@ def sizes(path):
 
 def median_ms(cmds, runs):
     """{label: median ms} of commands run interleaved."""
-    for cmd in cmds.values():
-        run_measured(cmd)   # warm the page cache
-    walls = {label: [] for label in cmds}
-    for _ in range(runs):
-        for label, cmd in cmds.items():
-            walls[label].append(run_measured(cmd)[0])
-    return {label: statistics.median(w) * 1e3 for label, w in walls.items()}
+    return {label: statistics.median(w) * 1e3
+            for label, w in interleaved(cmds, runs).items()}
 
 
 def main():

@@ -12,8 +12,8 @@ import os
 import statistics
 import sys
 
-from common import (ROOT, SID, copy_to_sid, record, run_measured, setup_sid, start_ready, stop,
-                    tool_path)
+from common import (ROOT, SID, copy_to_sid, interleaved, record, run_measured, setup_sid,
+                    start_ready, stop, tool_path)
 
 
 def main():
@@ -31,13 +31,9 @@ def main():
     try:
         ours = [tool_path(args.build), "--tasks", "--json", str(target.pid)]
         anchor = ["chroot", SID, py, "-m", "asyncio", "pstree", str(target.pid)]
-        run_measured(ours), run_measured(anchor)  # warm caches
-        t_ours, t_anchor = [], []
-        for _ in range(args.runs):
-            w, out = run_measured(ours)
-            t_ours.append(w)
-            t_anchor.append(run_measured(anchor)[0])
-        seen = len(json.loads(out)["tasks"])
+        walls = interleaved({"ours": ours, "anchor": anchor}, args.runs)
+        t_ours, t_anchor = walls["ours"], walls["anchor"]
+        seen = len(json.loads(run_measured(ours)[1])["tasks"])
     finally:
         stop(target)
     mo, ma = statistics.median(t_ours), statistics.median(t_anchor)

@@ -66,6 +66,24 @@ def run_measured(cmd):
     return wall, out
 
 
+def interleaved(cmds, runs):
+    """{label: [wall seconds]} of the commands {label: argv}, run in `runs`
+    rounds of one run each, after a run of each to warm the page cache.
+    The order turns by one every round: a command always run right after
+    another would pay for that one every time (measured: a dump run right
+    after CPython's anchor, which leaves the caches cold, took 2.3 ms
+    where the same dump two runs later took 1.9)."""
+    labels = list(cmds)
+    for label in labels:
+        run_measured(cmds[label])
+    walls = {label: [] for label in labels}
+    for r in range(runs):
+        turn = r % len(labels)
+        for label in labels[turn:] + labels[:turn]:
+            walls[label].append(run_measured(cmds[label])[0])
+    return walls
+
+
 def peak_rss_kib(cmd):
     """Peak RSS of a command, as GNU time reports it.  (wait4's ru_maxrss of
     a child we fork would include this Python process's pages from before

@@ -14,7 +14,6 @@ import signal
 import statistics
 import subprocess
 import sys
-import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

@@ -23,6 +23,9 @@
 /* More threads than this and the rest are not listed (nor paused). */
 #define LIVE_MAX_THREADS 65536
 
+/* stdio's buffer for /proc/PID/maps. */
+#define MAPS_BUF (64 * 1024)
+
 /* Ranges per process_vm_readv call (the kernel's UIO_MAXIOV). */
 #define IOV_BATCH 1024
 
@@ -312,6 +315,11 @@ static enum pyd_err live_mappings(void *ctx, const struct pyd_mapping **maps,
 		FILE *f = fopen(path, "re");
 		if (!f)
 			return errno_to_err(errno, l->pid);
+		/* stdio reads /proc files a KiB at a time (their st_blksize):
+		 * the maps of a Python process are a dozen reads, not one. */
+		char *buf = malloc(MAPS_BUF);
+		if (buf)
+			setvbuf(f, buf, _IOFBF, MAPS_BUF);
 		char *line = NULL;
 		size_t cap = 0, alloc = 0;
 		while (getline(&line, &cap, f) > 0) {
@@ -323,6 +331,7 @@ static enum pyd_err live_mappings(void *ctx, const struct pyd_mapping **maps,
 		}
 		free(line);
 		fclose(f);
+		free(buf);
 		if (l->nmaps == 0)
 			return proc_alive(l->pid) ? PYD_E_PERM : PYD_E_EXITED;
 	}

@@ -11,13 +11,17 @@ frames deep; each also dumped with --locals (goal: under 50 ms),
 --native (libdwfl unwinding every thread, the target paused),
 --native-all (the interpreter's frames too, with their lines) and
 --subprocesses (every descendant: 1 + 4 processes in the last scenario);
-then --greenlets of 1,000 greenlets (no anchor shows greenlets).
+then --greenlets of 1,000 greenlets (no anchor shows greenlets).  The
+plain dump is also run by the static binary (tools/build-static.sh, with
+--static-build), the one the release wheel and `pip install` ship
+(README): its row and its own anchor ratio are left out, with a note, if
+it is not built.
 Reported: median wall time and peak RSS of each tool per scenario, the
 anchor/ours ratios, and what each option costs over the plain dump; and
 for each of ours the instructions (callgrind, the dynamic loader's
 included) and system calls (strace -c) of one dump, which the machine's
 noise does not move.
-Usage: bench/bench_dump.py [--build build] [--runs 20]
+Usage: bench/bench_dump.py [--build build] [--static-build build-static] [--runs 20]
 """
 import argparse
 import os
@@ -30,6 +34,7 @@ from common import (ROOT, SID, count_instructions, count_syscalls, interleaved, 
 # Issue 12's goal: the dump with locals of a 200-frame stack (the locals
 # scenario) takes under this long, median.
 LOCALS_GOAL_MS = 50.0
+STATIC = "pystack-dump (static)"    # the row of the static binary's plain dump
 
 
 def bench(target, tools, runs):
@@ -69,9 +74,11 @@ def greenlets(ours, runs, n=1000):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--static-build", default=os.path.join(ROOT, "build-static"))
     ap.add_argument("--runs", type=int, default=20)
     args = ap.parse_args()
     ours = tool_path(args.build)
+    static = tool_path(args.static_build)
     setup_sid()
     tools = [
         ("pystack-dump", lambda pid: [ours, "--no-source", str(pid)]),
@@ -86,6 +93,11 @@ def main():
         ("profiling.sampling dump -a", lambda pid: ["chroot", SID, "/usr/bin/python3.15", "-m",
                                                     "profiling.sampling", "dump", "-a", str(pid)]),
     ]
+    if os.access(static, os.X_OK):
+        tools.insert(-1, (STATIC, lambda pid: [static, "--no-source", str(pid)]))
+    else:
+        print("note: no static binary at %s (tools/build-static.sh): its rows are left out"
+              % static)
     print("dump benchmark, target: Debian sid python3.15, %d interleaved runs each" % args.runs)
     print("%-22s %-28s %12s %12s %14s %9s" % ("scenario", "tool", "median ms", "peak RSS MB",
                                              "instructions", "syscalls"))
@@ -112,6 +124,12 @@ def main():
                                              anchor_rss / rss))
         figures.append({"id": "%s | anchor / pystack-dump" % name,
                         "wall_ratio": anchor_wall / wall, "rss_ratio": anchor_rss / rss})
+        if STATIC in rows:
+            swall, srss = rows[STATIC]
+            print("%-22s %-28s %11.1fx %11.1fx" % (name, "anchor / " + STATIC,
+                                                 anchor_wall / swall, anchor_rss / srss))
+            figures.append({"id": "%s | anchor / %s" % (name, STATIC),
+                            "wall_ratio": anchor_wall / swall, "rss_ratio": anchor_rss / srss})
         for opt in ("--locals", "--native", "--native-all", "--subprocesses"):
             owall, orss = rows["pystack-dump " + opt]
             print("%-22s %-28s %11.2fx %11.2fx" % (name, opt + " / pystack-dump", owall / wall,

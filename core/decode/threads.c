@@ -27,10 +27,11 @@
 /* No data-stack chunk is smaller (CPython's DATA_STACK_CHUNK_SIZE): an
  * older chunk, whose header is not read yet, is read this far. */
 #define CHUNK_MIN (16u << 10)
-/* Chunks of a data stack read ahead, and batches at most: one a step of
- * the walks off what the last one read. */
-#define AHEAD_CHUNKS 4
-#define AHEAD_PASSES 8
+/* Chunks of a data stack read ahead (AHEAD_BYTES of the smallest), and
+ * batches at most: one a chunk, then one a step of the walks off what
+ * the last one read. */
+#define AHEAD_CHUNKS 16
+#define AHEAD_PASSES 24
 
 /* The page cache the thread states are listed through: its pages, and
  * the block of them a miss past the first thread reads (8: 32 KiB, 15
@@ -77,8 +78,14 @@ static void want(struct pyd_prefetch *pf, struct ahead *a, uint64_t from,
 {
 	if (to - from > AHEAD_BYTES - a->bytes)
 		from = to - (AHEAD_BYTES - a->bytes);
-	pyd_prefetch_want(pf, from, (size_t)(to - from));
+	pyd_prefetch_missed(pf, from, (size_t)(to - from));
 	a->bytes += (size_t)(to - from);
+}
+
+/* Whether chunks of the data stack are still to come. */
+static bool fetching(const struct ahead *a)
+{
+	return !a->done && a->nchunks < AHEAD_CHUNKS && a->bytes < AHEAD_BYTES;
 }
 
 /*
@@ -114,18 +121,23 @@ static void want_chunks(struct ahead_ctx *x, const uint8_t *span,
 /* A dry run of the dump's reads of thread state i: its fields, the
  * chunks of its data stack, and its walk, following the links only (to a
  * run of the evaluation loop's entry frame on the C stack, a generator's
- * frame, the thread's base frame). */
+ * frame, the thread's base frame).  The walk waits for the chunks, whose
+ * frames it reads: walked while they come, the frames of those come so
+ * far would be walked again each pass (a 1,000-frame stack, 9 of them). */
 static void thread_dry(void *ctx, size_t i)
 {
 	struct ahead_ctx *x = ctx;
 	uint8_t span[512];
 	size_t len = (size_t)(x->hi - x->lo);
 	/* Fields too far apart for one read are left to the walk. */
-	if (len <= sizeof span &&
-	    !pyd_read(x->s->src, x->ts[i] + (uint64_t)x->lo, span, len) &&
-	    x->s->layout.datastack.chunk != PYD_NO_FIELD)
+	bool chunks = len <= sizeof span &&
+		      !pyd_read(x->s->src, x->ts[i] + (uint64_t)x->lo, span,
+				len) &&
+		      x->s->layout.datastack.chunk != PYD_NO_FIELD;
+	if (chunks)
 		want_chunks(x, span, &x->a[i]);
-	pyd_walk_links(x->s, x->ts[i]);
+	if (!chunks || !fetching(&x->a[i]))
+		pyd_walk_links(x->s, x->ts[i]);
 }
 
 /* Put the session on a batch of what the walks of the thread states ts[]

@@ -96,6 +96,12 @@ void pyd_prefetch_want(struct pyd_prefetch *p, uint64_t addr, size_t len)
 	p->missed[p->nmissed++] = (struct pyd_prefetch_range){addr, len, 0};
 }
 
+void pyd_prefetch_missed(struct pyd_prefetch *p, uint64_t addr, size_t len)
+{
+	p->nfailed++;
+	pyd_prefetch_want(p, addr, len);
+}
+
 /* A read the batch misses joins the next, where it could be read: one
  * that fails would cost every pass a call of its own.  A dry run wants
  * what the batch could not read only once. */
@@ -111,10 +117,8 @@ static enum pyd_err pf_read(void *ctx, uint64_t addr, void *buf, size_t len)
 		return PYD_OK;
 	}
 	if (p->dry) {
-		if (!r) {
-			p->nfailed++;
-			pyd_prefetch_want(p, addr, len);
-		}
+		if (!r)
+			pyd_prefetch_missed(p, addr, len);
 		return PYD_E_READ;
 	}
 	enum pyd_err err = pyd_read(p->layer.inner, addr, buf, len);

@@ -93,6 +93,9 @@ enum pyd_err pyd_prefetch_pass(struct pyd_prefetch *p);
 /* Read [addr, addr + len) in the next pass's batch too (as a read the
  * batch missed is); nothing if it is over 256 KiB. */
 void pyd_prefetch_want(struct pyd_prefetch *p, uint64_t addr, size_t len);
+/* A dry run's want of what it has not read yet: counted as a miss of
+ * the object it runs (nfailed), so that it runs again next pass. */
+void pyd_prefetch_missed(struct pyd_prefetch *p, uint64_t addr, size_t len);
 void pyd_prefetch_free(struct pyd_prefetch *p);
 
 #endif

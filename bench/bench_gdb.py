@@ -11,8 +11,10 @@ them alike:
 and, for py-bt -n, gdb's own bt against ours:
   gdb bt                  ... -ex bt
   gdb + py-bt -n          ... -x pystack-dump.gdb -ex 'py-bt -n'
-Reported: median wall ms and peak RSS of each, the ratio of the two py-bt,
-and each py-bt's ms beyond gdb's own start-up (goal for ours: <= 15 ms, issue 31).
+The order turns each round.  Reported: median wall ms and peak RSS of
+each, the ratio of the two py-bt, and each py-bt's ms beyond gdb's own
+start-up, the median of each round's difference (goal for ours: <= 15 ms,
+issue 31).
 Usage: bench/bench_gdb.py [--build build-gdb] [--runs 20] [--python 3.12]
 """
 import argparse
@@ -21,7 +23,7 @@ import os
 import statistics
 import sys
 
-from common import ROOT, peak_rss_kib, record, run_measured, start_ready, stop, tool_path
+from common import ROOT, interleaved, peak_rss_kib, record, run_measured, start_ready, stop, tool_path
 
 FRAMES = 1000
 
@@ -35,6 +37,14 @@ def find_python(minor):
         if os.access(exe, os.X_OK) and os.path.exists(gdb_py):
             return exe, gdb_py
     sys.exit("no pyenv %s with python%s-gdb.py under %s" % (minor, minor, root))
+
+
+def paired_ms(walls, label, base):
+    """What label takes beyond base, in ms: the median over the rounds of
+    the difference of the two runs of a round.  gdb's own start-up (about
+    280 ms) swings by more than the 15 ms measured; a difference of two
+    medians took the swing of both, a round's pair shares its moment."""
+    return statistics.median(a - b for a, b in zip(walls[label], walls[base])) * 1e3
 
 
 def main():
@@ -59,12 +69,7 @@ def main():
     ]
     target = start_ready([exe, os.path.join(ROOT, "bench", "targets.py"), "deep", str(FRAMES)])
     try:
-        for _, cmd in tools:
-            run_measured(cmd(target.pid))  # warm the page cache
-        walls = {label: [] for label, _ in tools}
-        for _ in range(args.runs):
-            for label, cmd in tools:
-                walls[label].append(run_measured(cmd(target.pid))[0])
+        walls = interleaved({label: cmd(target.pid) for label, cmd in tools}, args.runs)
         rss = {label: max(peak_rss_kib(cmd(target.pid)) for _ in range(2))
                for label, cmd in tools}
         out = run_measured(tools[1][1](target.pid))[1].decode("utf-8", "replace")
@@ -75,26 +80,28 @@ def main():
           % (FRAMES, exe, args.runs))
     print("pystack-dump's py-bt printed %d frames" % frames)
     med = {label: statistics.median(w) * 1e3 for label, w in walls.items()}
+    beyond = {label: paired_ms(walls, label, "gdb") for label in walls}
     print("%-22s %12s %12s %16s" % ("command", "median ms", "peak RSS MB", "ms beyond gdb"))
     figures = []
     for label, _ in tools:
         print("%-22s %12.1f %12.1f %16.1f" % (label, med[label], rss[label] / 1024,
-                                              med[label] - med["gdb"]))
+                                              beyond[label]))
         figures.append({"id": label, "median_ms": med[label], "peak_rss_mb": rss[label] / 1024,
-                        "beyond_gdb_ms": med[label] - med["gdb"]})
-    ours = med["gdb + pystack-dump"] - med["gdb"]
-    theirs = med["gdb + python-gdb.py"] - med["gdb"]
+                        "beyond_gdb_ms": beyond[label]})
+    ours = beyond["gdb + pystack-dump"]
+    theirs = beyond["gdb + python-gdb.py"]
     print("python-gdb.py / pystack-dump: %.1fx wall, %.1fx beyond gdb's start-up; "
           "goal <= 15 ms beyond: %s" % (med["gdb + python-gdb.py"] / med["gdb + pystack-dump"],
                                         theirs / ours if ours > 0 else float("inf"),
                                         "met" if ours <= 15 else "NOT met"))
     print("py-bt -n (gdb's unwinding, named and merged by pystack-dump) costs %.1f ms beyond "
           "gdb's own bt of the same stack: %.2fx its wall time"
-          % (med["gdb + py-bt -n"] - med["gdb bt"], med["gdb + py-bt -n"] / med["gdb bt"]))
+          % (paired_ms(walls, "gdb + py-bt -n", "gdb bt"), med["gdb + py-bt -n"] / med["gdb bt"]))
     figures.append({"id": "python-gdb.py / pystack-dump",
                     "wall_ratio": med["gdb + python-gdb.py"] / med["gdb + pystack-dump"],
                     "beyond_gdb_ratio": theirs / ours if ours > 0 else None})
-    figures.append({"id": "py-bt -n / gdb bt", "beyond_bt_ms": med["gdb + py-bt -n"] - med["gdb bt"],
+    figures.append({"id": "py-bt -n / gdb bt",
+                    "beyond_bt_ms": paired_ms(walls, "gdb + py-bt -n", "gdb bt"),
                     "wall_ratio": med["gdb + py-bt -n"] / med["gdb bt"]})
     record("bench_gdb", figures, tool=tool_path(args.build), interpreters=[exe])
     return 0

@@ -17,6 +17,8 @@
  * a few calls, not thousands of reads. */
 #define PREFETCH_MAX_RUNS 16384u
 #define PREFETCH_MAX_BYTES (16u << 20)
+/* Bytes of earlier batches' buffers a read-ahead holds at most. */
+#define PREFETCH_MAX_HELD PREFETCH_MAX_BYTES
 /* Reads a pass remembers for the next, and the largest one worth it. */
 #define PREFETCH_MAX_MISSES 65536u
 #define PREFETCH_MAX_READ (256u << 10)
@@ -240,24 +242,44 @@ static void index_pages(struct pyd_prefetch *p)
 	}
 }
 
+/* Free the buffers of earlier batches. */
+static void drop_held(struct pyd_prefetch *p)
+{
+	for (size_t i = 0; i < p->nheld; i++)
+		free(p->held[i]);
+	p->nheld = 0;
+	p->held_bytes = 0;
+}
+
 /* Room in buf for the bytes of a batch's runs to read, and each run's
  * data set: a kept run's stays where an earlier batch read it, whose
- * buffer is held, not reused, while any run may point into it.  false
- * if out of memory. */
+ * buffer is held, not reused, while any run may point into it.  Past
+ * PREFETCH_MAX_HELD held, the kept runs are read again instead and the
+ * held buffers freed: a read-ahead holds about two batches at most.
+ * false if out of memory. */
 static bool place(struct pyd_prefetch *p)
 {
-	size_t bytes = 0;
+	size_t bytes = 0, all = 0;
 	bool kept = false;
 	for (size_t i = 0; i < p->nruns; i++) {
 		kept |= p->runs[i].kept != NULL;
+		all += p->runs[i].len;
 		if (!p->runs[i].kept)
 			bytes += p->runs[i].len;
+	}
+	if (kept && p->held_bytes + p->buf_cap > PREFETCH_MAX_HELD) {
+		for (size_t i = 0; i < p->nruns; i++)
+			p->runs[i].kept = NULL;
+		kept = false;
+		bytes = all;
+		drop_held(p);
 	}
 	if (kept) {
 		if (!pyd_grow((void **)&p->held, &p->held_cap, p->nheld + 1,
 			      sizeof *p->held))
 			return false;
 		p->held[p->nheld++] = p->buf;
+		p->held_bytes += p->buf_cap;
 		p->buf = NULL;
 		p->buf_cap = 0;
 	}
@@ -335,8 +357,7 @@ void pyd_prefetch_free(struct pyd_prefetch *p)
 {
 	free(p->runs);
 	free(p->buf);
-	for (size_t i = 0; i < p->nheld; i++)
-		free(p->held[i]);
+	drop_held(p);
 	free(p->held);
 	free(p->missed);
 	free(p->next);

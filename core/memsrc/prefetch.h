@@ -49,7 +49,7 @@ struct pyd_prefetch {
 	 * (keep): never copied, so a read-ahead's pages are each written
 	 * once, by the read. */
 	uint8_t **held;
-	size_t nheld, held_cap;
+	size_t nheld, held_cap, held_bytes;
 	struct pyd_prefetch_range *missed; /* this pass's, for the next */
 	size_t nmissed, missed_cap;
 	struct pyd_prefetch_range *next; /* the next batch, being built */

@@ -1,8 +1,9 @@
 /*
  * The prefetching source (core/memsrc/prefetch.c) over a fake target of
  * two pages with an unreadable one between: what a pass batches, what a
- * dry run wants, what a read-ahead batch keeps (as it was read, not read
- * again), and that a range the target cannot give is wanted once.  A unit test of the layer, not of
+ * dry run wants (a range once a pass), what a read-ahead batch keeps (as
+ * it was read, not read again, within a bound), and that a range the
+ * target cannot give is wanted once.  A unit test of the layer, not of
  * Python decoding.
  */
 #include <stdint.h>
@@ -15,11 +16,18 @@
 #define HOLE (BASE + 4096) /* [HOLE, HOLE + 4096) cannot be read */
 static uint8_t mem[32 * 4096];
 static int reads; /* calls of the fake target's read */
+/* [ZEROS, ZEROS + 64 MiB) reads as zeros: room for batches of megabytes. */
+#define ZEROS 0x100000000ull
 
 static enum pyd_err fake_read(void *ctx, uint64_t addr, void *buf, size_t len)
 {
 	(void)ctx;
 	reads++;
+	if (addr >= ZEROS && addr - ZEROS <= (64ull << 20) &&
+	    len <= (64ull << 20) - (addr - ZEROS)) {
+		memset(buf, 0, len);
+		return PYD_OK;
+	}
 	if (addr < BASE || addr - BASE > sizeof mem ||
 	    len > sizeof mem - (addr - BASE) ||
 	    (addr < HOLE + 4096 && addr + len > HOLE))
@@ -119,6 +127,61 @@ static void test_dry(void)
 	pyd_prefetch_free(&p);
 }
 
+/* A range two reads of a pass miss is wanted once, both counted as
+ * misses; a dry batch of reads wants every range it misses. */
+static void test_wanted_once(void)
+{
+	struct pyd_prefetch p;
+	enum pyd_err err;
+	pyd_prefetch_init(&p, &fake);
+	p.dry = p.keep = true;
+	word_at(&p.layer.src, BASE + 64, &err);
+	word_at(&p.layer.src, BASE + 64, &err);
+	CHECK_EQ(p.nmissed, 1);
+	CHECK_EQ(p.nfailed, 2);
+	uint64_t a, b;
+	struct pyd_iov v[2] = {{BASE + 8192, &a, 8}, {BASE + 12288, &b, 8}};
+	size_t done = 9;
+	CHECK_EQ(pyd_readv(&p.layer.src, v, 2, &done), PYD_OK);
+	CHECK_EQ(done, 0);
+	CHECK_EQ(p.nmissed, 3);
+	CHECK_EQ(pyd_prefetch_pass(&p), PYD_OK);
+	CHECK_EQ(pyd_readv(&p.layer.src, v, 2, &done), PYD_OK);
+	CHECK_EQ(done, 2);
+	CHECK_EQ(a, mem_word(BASE + 8192));
+	CHECK_EQ(b, mem_word(BASE + 12288));
+	pyd_prefetch_free(&p);
+}
+
+/* Kept runs stay in the buffers of the batches that read them, until
+ * those hold more than a batch's worth: then a batch reads its kept runs
+ * again, and the buffers before are freed. */
+static void test_held_bound(void)
+{
+	struct pyd_prefetch p;
+	enum pyd_err err;
+	const size_t range = 256 << 10, per = 16; /* 4 MiB a batch */
+	pyd_prefetch_init(&p, &fake);
+	p.dry = p.keep = true;
+	size_t wanted = 0, readall = 0;
+	for (int batch = 0; batch < 6; batch++) {
+		for (size_t i = 0; i < per; i++, wanted++)
+			pyd_prefetch_want(&p, ZEROS + wanted * 2 * range, range);
+		reads = 0;
+		CHECK_EQ(pyd_prefetch_pass(&p), PYD_OK);
+		if (reads > (int)per) /* every run read again: the bound */
+			readall++;
+		CHECK_EQ(p.held_bytes <= (16u << 20), true);
+	}
+	CHECK_EQ(readall, 1);
+	p.dry = false;
+	reads = 0;
+	CHECK_EQ(word_at(&p.layer.src, ZEROS + 8, &err), 0);
+	CHECK_EQ(err, PYD_OK);
+	CHECK_EQ(reads, 0);
+	pyd_prefetch_free(&p);
+}
+
 /* Enough runs for the page table (256 and up), batch after batch: a
  * table left from the last batch must not answer for this one. */
 static void test_many_runs(void)
@@ -155,6 +218,8 @@ int main(void)
 	test_passes();
 	test_dry();
 	test_many_runs();
+	test_wanted_once();
+	test_held_bound();
 	printf("%d checks, %d failed\n", check_count, check_failures);
 	return check_failures != 0;
 }

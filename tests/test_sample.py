@@ -12,7 +12,7 @@ import pytest
 
 from harness.cores import remove
 from harness.dumps import base_gt_sanity
-from harness.procs import TARGET_ENV, alive, kill, run, short, spawn
+from harness.procs import TARGET_ENV, alive, finish, kill, run, short, spawn
 from harness.profiles import (ASYNC_AWAIT_MIN, ASYNC_BURN_MIN, ASYNC_MAX_READS,
                               ASYNC_MIN_TICK_SHARE, CPU_BUSY_MIN, GIL_HOLDER_MIN, GIL_IDLE_MAX, GIL_IN_HOLD_MIN, IDLE_MAX,
                               MAX_MIN_RATE, MAX_READS, MAX_TICKS, SAMPLE_ARM_AFTER, SAMPLE_ASYNC_MIN,
@@ -376,13 +376,7 @@ def sample_sigint(interp, tool, tg, gt, name, mode):
             return result(name, ["%s exited %s before the SIGINT; stderr: %s"
                                          % (" ".join(argv), p.returncode, short(err))])
         os.kill(p.pid, signal.SIGINT)
-        try:
-            out, err = p.communicate(timeout=15)
-            rc = p.returncode
-        except subprocess.TimeoutExpired:
-            kill(p)
-            out, err = p.communicate()
-            rc = None
+        rc, out, err = finish(p, 15)
         doc, errs = read_profile(argv, rc, err, 15, path, tg.pid, gt, mode)
         if doc is not None:
             errs += stopped_run_errors(doc, gt)
@@ -413,13 +407,7 @@ def sample_target_exits(interp, tool, tg, gt, name, mode):
     try:
         time.sleep(SAMPLE_ARM_AFTER)
         os.kill(tg.pid, signal.SIGUSR2)
-        try:
-            out, err = p.communicate(timeout=SAMPLE_TIMEOUT)
-            rc = p.returncode
-        except subprocess.TimeoutExpired:
-            kill(p)
-            out, err = p.communicate()
-            rc = None
+        rc, out, err = finish(p, SAMPLE_TIMEOUT)
         took = time.time() - t0
         doc, errs = read_profile(argv, rc, err, took, path, tg.pid, gt, mode)
         try:

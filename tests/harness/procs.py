@@ -109,18 +109,25 @@ def _on_signal(signum, frame):
     raise KeyboardInterrupt
 
 
+def finish(p, timeout):
+    """Wait for p, spawned with pipes (killed on timeout): (rc, out, err);
+    rc is None on timeout."""
+    try:
+        out, err = p.communicate(timeout=timeout)
+        return p.returncode, out, err
+    except subprocess.TimeoutExpired:
+        kill(p)
+        out, err = p.communicate()
+        return None, out, err
+
+
 def run(argv, timeout, env=None, cwd=None):
     """Run to completion (killed on timeout). Returns (rc, out, err, secs);
     rc is None on timeout."""
     t0 = time.time()
     p = spawn(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=cwd)
     try:
-        out, err = p.communicate(timeout=timeout)
-        rc = p.returncode
-    except subprocess.TimeoutExpired:
-        kill(p)
-        out, err = p.communicate()
-        rc = None
+        rc, out, err = finish(p, timeout)
     finally:
         kill(p)
     return rc, out, err, time.time() - t0

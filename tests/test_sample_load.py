@@ -2,8 +2,9 @@
 starts and ends about 1,000 threads a second and keeps 500 alive
 (tests/targets/thread_storm.py).  Thread states are freed and reused
 under every read: no crash, exit 0, complete output with the workers'
-frames, and memory and open files that stay flat (in the last third of
-the run no more than a little above what they were a third in)."""
+frames, memory that stays flat (in the last third of the run no more
+than a little above what it was a third in), and open files that stay
+below twice the living threads'."""
 
 import json
 import os
@@ -23,10 +24,14 @@ SECONDS = 30
 # run: the call tree fills in as new paths appear, a leak grows on.
 RSS_SLACK_KB = 8192
 # ... and of its open files: a thread's /proc stat file is kept open while
-# the thread lives (500 are alive at any time), and those of exited ones
-# until the files have doubled, so the count swings up to twice; one kept
-# for every thread that ever was would triple from 10 s to 30 s.
+# the thread lives, and those of exited ones until the open files have
+# doubled since the last sweep (live.c), so the count swings between the
+# living threads' and twice that, whenever in the run it is looked at.
+# The target keeps ALIVE threads (tests/targets/thread_storm.py); one file
+# kept for every thread that ever was would pass FDS_MAX within seconds.
+ALIVE = 500
 FDS_SLACK = 256
+FDS_MAX = 2 * ALIVE + FDS_SLACK
 # Versions of each thread-list and frame model: frame objects (3.6,
 # 3.10), interpreter frames (3.12), debug offsets (3.15).
 LOAD_VERSIONS = {(3, 6), (3, 10), (3, 12), (3, 15)}
@@ -76,20 +81,24 @@ def test_sample_thread_storm(interp, tool, request):
         finally:
             remove(out)
         fds = [(t, v) for t, _, v in rss if v]
-        early_fds = [v for t, v in fds if SECONDS / 3 <= t < SECONDS / 3 + 2]
-        late_fds = [v for t, v in fds if t >= SECONDS - 3]
-        if early_fds and late_fds and max(late_fds) > 2 * max(early_fds) + FDS_SLACK:
-            errs.append("open files grew from %d (at %d s) to %d: one kept per thread "
-                        "that ever was?" % (max(early_fds), SECONDS // 3, max(late_fds)))
+        if fds and max(v for _, v in fds) > FDS_MAX:
+            t, v = max(fds, key=lambda tv: tv[1])
+            errs.append("%d open files at %d s, more than the %d living threads' "
+                        "twice over: one kept per thread that ever was? %s"
+                        % (v, t, ALIVE, fds))
         kb = [(t, v) for t, v, _ in rss if v]
         early = [v for t, v in kb if SECONDS / 3 <= t < SECONDS / 3 + 2]
         late = [v for t, v in kb if t >= SECONDS - 3]
         if early and late and max(late) > max(early) + RSS_SLACK_KB:
             errs.append("resident size grew from %d kB (at %d s) to %d kB: %s"
                         % (max(early), SECONDS // 3, max(late), kb))
-        if started is not None and started < 500 + 10 * SECONDS:
+        # With fewer, a file kept per thread that ever was might stay
+        # below FDS_MAX.  (The free-threaded build, read by the ASan
+        # sampler on a loaded 2-core machine, started 130 a second.)
+        if started is not None and started < FDS_MAX + ALIVE:
             errs.append("the target started only %d threads" % started)
-        info = "%s threads started; RSS %s -> %s kB" % (
-            started, max(early) if early else "?", max(late) if late else "?")
+        info = "%s threads started; RSS %s -> %s kB; at most %s open files" % (
+            started, max(early) if early else "?", max(late) if late else "?",
+            max(v for _, v in fds) if fds else "?")
     settle(Result("thread-storm", "FAIL" if errs else "PASS", "\n".join(errs), info=info),
            request.node)

@@ -103,6 +103,14 @@ def main():
     figures.append({"id": "py-bt -n / gdb bt",
                     "beyond_bt_ms": paired_ms(walls, "gdb + py-bt -n", "gdb bt"),
                     "wall_ratio": med["gdb + py-bt -n"] / med["gdb bt"]})
+    # gdb reads the command file a byte at a time: its size is the most of
+    # what sourcing it costs (gen_gdb.c), the help file's only on `help`.
+    sizes = {"bytes": os.path.getsize(cmds),
+             "help_bytes": os.path.getsize(os.path.join(os.path.dirname(cmds),
+                                                        "pystack-dump-help.gdb"))}
+    print("command file: %(bytes)d bytes, read on `source`; help file: %(help_bytes)d bytes, "
+          "read on the first `help`" % sizes)
+    figures.append(dict(id="command file", **sizes))
     record("bench_gdb", figures, tool=tool_path(args.build), interpreters=[exe])
     return 0
 

@@ -1,20 +1,23 @@
 /*
  * Writes pystack-dump.gdb, the command file that defines py-bt, py-tasks,
  * py-sample, py-up, py-down, py-frame, py-list, py-locals and py-print in
- * gdb without gdb's Python: gen_gdb READER.so CLI.  A relative path is
- * taken under gdb's $pystack_dump_prefix: gdb cannot tell a command file
- * where it is, so an installed one (which may have moved with its
- * prefix: a wheel's) learns its prefix from the line before `source`.
+ * gdb without gdb's Python: gen_gdb READER.so CLI HELP.gdb; and with
+ * gen_gdb --docs, HELP.gdb, their help texts.  A relative path is taken
+ * under gdb's $pystack_dump_prefix: gdb cannot tell a command file where
+ * it is, so an installed one (which may have moved with its prefix: a
+ * wheel's) learns its prefix from the line before `source`.
  *
  * Generated because gdb's command language has no string operations: a
  * user command passes its words on only through eval, from a list of
  * $argN per count that the command file spells out; and because each
  * command's `help` must be pyd_cmd_help's text, word for word.
  *
- * gdb reads a command file a byte at a time (a read and a select each):
- * its size is most of what sourcing it costs, so it is written without
- * indentation or comments, and the shell text of its steps is not in it
- * but in gdb's environment, where the reader leaves it (shell.h).
+ * gdb reads a command file a byte at a time (a read and a select each,
+ * about 1.5 us a byte): its size is most of what sourcing it costs, so it
+ * is written without indentation or comments, with short variable names;
+ * the shell text of its steps is not in it but in gdb's environment,
+ * where the reader leaves it (shell.h); and the help texts, 40% of it,
+ * are in HELP.gdb, which gdb reads the first time help or apropos runs.
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -27,11 +30,13 @@
 /* The gdb variable that holds the prefix of relative paths. */
 #define PREFIX_VAR "$pystack_dump_prefix"
 
-static void header(const char *reader, const char *cli)
+/* The prefix of the gdb variables of ours. */
+#define VAR "$_pyd_"
+
+static void header(const char *reader, const char *cli, const char *help)
 {
-	printf("# pystack-dump's gdb commands (no gdb Python): see\n"
-	       "# pystack-dump --debugger-setup.  By gdb-plugin/gen_gdb.c.\n");
-	if (reader[0] == '/' && cli[0] == '/')
+	printf("# By pystack-dump's gen_gdb.c: see pystack-dump --debugger-setup\n");
+	if (reader[0] == '/' && cli[0] == '/' && help[0] == '/')
 		return;
 	printf("if $_isvoid(" PREFIX_VAR ")\n"
 	       "echo pystack-dump.gdb: set " PREFIX_VAR " before sourcing "
@@ -64,10 +69,10 @@ static void gather(const char *cli)
 	printf("define pyd-gather\n");
 	path_command("echo @cli", cli, true);
 	printf("echo @args\\n\n"
-	       "set $_pystack_dump_i = 1\n"
-	       "while $_pystack_dump_i < $argc\n"
-	       "eval \"echo $arg%%d\\\\n\", $_pystack_dump_i\n"
-	       "set $_pystack_dump_i = $_pystack_dump_i + 1\n"
+	       "set " VAR "i = 1\n"
+	       "while " VAR "i < $argc\n"
+	       "eval \"echo $arg%%d\\\\n\", " VAR "i\n"
+	       "set " VAR "i = " VAR "i + 1\n"
 	       "end\n"
 	       "echo @target\\n\nmaint print target-stack\n"
 	       "maint info sections " NO_SECTION "\n"
@@ -76,9 +81,6 @@ static void gather(const char *cli)
 	       "echo @threads\\n\ninfo threads\n"
 	       "echo @sysroot\\n\nshow sysroot\n"
 	       "echo " GDB_REQUEST_END "\\n\n"
-	       "end\n"
-	       "document pyd-gather\n"
-	       "Internal to pystack-dump.\n"
 	       "end\n");
 }
 
@@ -118,18 +120,21 @@ static int most_words(void)
 	return (int)most + 1;
 }
 
-/* The variables $_pystack_dump_wN = " $arg0 ... $argN-1" for each count
- * of words pyd-run is given (a name and its words): gdb cannot join
- * strings, so a user command passes its words on by eval, which puts
- * them in (word_eval).  Set in C: a string's syntax is the language's. */
-static void word_lists(void)
+/* Each word of $_pyd_w takes WORD_WIDTH characters, " $argN" padded: the
+ * first N words are its first WORD_WIDTH * N. */
+#define WORD_WIDTH 7
+
+/* The variable $_pyd_w = " $arg0  $arg1 ...", from which a user command
+ * passes on its words, however many: gdb cannot join strings, so it passes
+ * them by eval, which puts in the first $argc of them (word_eval).  Set in
+ * C, a string's syntax being the language's.  One word more than any
+ * command takes, which the command's parser then refuses. */
+static void word_list(void)
 {
-	for (int n = 0; n <= most_words() + 1; n++) {
-		printf("with language c -- set $_pystack_dump_w%d = \"", n);
-		for (int i = 0; i < n; i++)
-			printf(" $arg%d", i);
-		printf("\"\n");
-	}
+	printf("with language c -- set " VAR "w = \"");
+	for (int i = 0; i <= most_words(); i++)
+		printf(" $arg%-*d", WORD_WIDTH - 5, i);
+	printf("\"\n");
 }
 
 /* text as it reads in the string of gdb's eval: a C string and a
@@ -144,19 +149,21 @@ static void format_quoted(struct pyd_buf *out, const char *text)
 }
 
 /* The line that runs `before WORDS after` with the user command's words:
- * eval picks $_pystack_dump_w$argc, and its eval puts that list in, whose
- * $argN gdb then replaces. */
+ * eval writes the length of $argc words into the format of its eval,
+ * which takes that much of $_pyd_w, whose $argN gdb then replaces. */
 static void word_eval(const char *before, const char *after)
 {
-	struct pyd_buf inner = {0}, outer = {0};
-	pyd_buf_str(&inner, "eval \"");
-	format_quoted(&inner, before);
-	pyd_buf_str(&inner, "%s");
-	format_quoted(&inner, after);
-	pyd_buf_str(&inner, "\", $_pystack_dump_w");
-	format_quoted(&outer, inner.data);
-	printf("eval \"%s%%d\", $argc\n", outer.data);
-	pyd_buf_free(&inner);
+	struct pyd_buf head = {0}, tail = {0}, outer = {0};
+	pyd_buf_str(&head, "eval \"");
+	format_quoted(&head, before);
+	format_quoted(&tail, after);
+	pyd_buf_str(&tail, "\", " VAR "w");
+	format_quoted(&outer, head.data);
+	pyd_buf_str(&outer, "%%.%ds");
+	format_quoted(&outer, tail.data);
+	printf("eval \"%s\", %d*$argc\n", outer.data, WORD_WIDTH);
+	pyd_buf_free(&head);
+	pyd_buf_free(&tail);
 	pyd_buf_free(&outer);
 }
 
@@ -175,32 +182,29 @@ static void run(const char *reader)
 	       "if $_thread == 0\n");
 	echo_no_target("$arg0");
 	printf("else\n"
-	       "if $_isvoid($_pystack_dump_reader)\n");
+	       "if $_isvoid(" VAR "reader)\n");
 	path_command("jit-reader-load", reader, false);
-	printf("set $_pystack_dump_reader = 1\n"
+	printf("set " VAR "reader = 1\n"
 	       "end\n");
 	word_eval("pipe pyd-gather", " | " SHELL_CALL("pyd_request"));
-	printf("set $_pystack_dump_s = $_shell_exitcode\n"
-	       "if $_pystack_dump_s == 3\n");
+	printf("set " VAR "s = $_shell_exitcode\n"
+	       "if " VAR "s == 3\n");
 	path_command("jit-reader-load", reader, false);
 	printf("end\n"
-	       "if $_pystack_dump_s == 4\n"
+	       "if " VAR "s == 4\n"
 	       "pipe info proc mappings | " SHELL_CALL("pyd_add maps 1") "\n"
 	       "end\n"
-	       "if $_pystack_dump_s == 5\n"
+	       "if " VAR "s == 5\n"
 	       "pipe info proc mappings | " SHELL_CALL("pyd_add maps") "\n"
-	       "set $_pystack_dump_s = 0\n"
+	       "set " VAR "s = 0\n"
 	       "end\n"
-	       "if $_pystack_dump_s == 0\n"
+	       "if " VAR "s == 0\n"
 	       "pipe bt -past-main on -past-entry on -frame-arguments none "
 	       "-frame-info location-and-address | " SHELL_CALL("pyd_add bt 1") "\n"
 	       "end\n"
 	       "maint flush register-cache\n"
-	       "set $_pystack_dump_pc = $pc\n"
+	       "set " VAR "pc = $pc\n"
 	       "end\n"
-	       "end\n"
-	       "document pyd-run\n"
-	       "Internal to pystack-dump.\n"
 	       "end\n");
 }
 
@@ -217,9 +221,6 @@ static void sample_wait(void)
 	       "shell " SHELL_CALL("pyd_sampled") "\n"
 	       "end\n"
 	       "end\n"
-	       "end\n"
-	       "document pyd-sample-wait\n"
-	       "Internal to pystack-dump.\n"
 	       "end\n");
 }
 
@@ -234,9 +235,21 @@ static void select_native(void)
 	       "select-frame $_shell_exitcode\n"
 	       "end\n"
 	       "end\n"
+	       "end\n");
+}
+
+/* help and apropos load the help texts first, once: sourcing them costs
+ * every command of ours 40% more (the file comment). */
+static void help_hooks(const char *help)
+{
+	printf("define hook-help\n"
+	       "if $_isvoid(" VAR "doc)\n"
+	       "set " VAR "doc = 1\n");
+	path_command("source", help, false);
+	printf("end\n"
 	       "end\n"
-	       "document pyd-select\n"
-	       "Internal to pystack-dump.\n"
+	       "define hook-apropos\n"
+	       "hook-help\n"
 	       "end\n");
 }
 
@@ -253,21 +266,44 @@ static void command(const char *name)
 	else if (pyd_cmd_parse(name, "", &c, err, sizeof err) &&
 	         pyd_cmd_wants_native(&c))
 		printf("pyd-select\n");
-	printf("end\ndocument %s\n%send\n", name, pyd_cmd_help(name));
+	printf("end\n");
+}
+
+/* HELP.gdb: each command's `help`, pyd_cmd_help's text word for word,
+ * and a line for the internal ones. */
+static void docs(void)
+{
+	static const char *const internal[] = {
+		"pyd-gather", "pyd-run", "pyd-sample-wait", "pyd-select",
+		"hook-help", "hook-apropos",
+	};
+	printf("# By pystack-dump's gen_gdb.c: the help of pystack-dump.gdb\n");
+	for (size_t i = 0; i < sizeof internal / sizeof *internal; i++)
+		printf("document %s\nInternal to pystack-dump.\nend\n",
+		       internal[i]);
+	const char *n;
+	for (size_t i = 0; (n = pyd_cmd_nth(i)); i++)
+		printf("document %s\n%send\n", n, pyd_cmd_help(n));
 }
 
 int main(int argc, char **argv)
 {
-	if (argc != 3) {
-		fprintf(stderr, "usage: gen_gdb READER.so PYSTACK-DUMP\n");
+	if (argc == 2 && !strcmp(argv[1], "--docs")) {
+		docs();
+		return 0;
+	}
+	if (argc != 4) {
+		fprintf(stderr, "usage: gen_gdb READER.so PYSTACK-DUMP HELP.gdb\n"
+				"       gen_gdb --docs\n");
 		return 2;
 	}
-	header(argv[1], argv[2]);
-	word_lists();
+	header(argv[1], argv[2], argv[3]);
+	word_list();
 	gather(argv[2]);
 	run(argv[1]);
 	sample_wait();
 	select_native();
+	help_hooks(argv[3]);
 	const char *n;
 	for (size_t i = 0; (n = pyd_cmd_nth(i)); i++)
 		command(n);

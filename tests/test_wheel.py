@@ -191,15 +191,17 @@ def test_debugger_setup_paths(env):
 
 
 def test_gdb_py_bt(env, target):
-    """gdb with --debugger-setup's lines: py-bt, as pystack-dump prints it."""
+    """gdb with --debugger-setup's lines: py-bt, as pystack-dump prints it,
+    and its help, from the help file installed next to the command file."""
     if shutil.which("gdb") is None:
         pytest.skip("no gdb")
     lines, _ = setup_lines(env)
     argv = ["gdb", "-batch", "-nx", "-iex", "set auto-load off", "-p", str(target.pid)]
     for line in lines["gdb"]:
         argv += ["-ex", line]
-    out = check_run(argv + ["-ex", "py-bt"], TOOL_TIMEOUT)
+    out = check_run(argv + ["-ex", "py-bt", "-ex", "help py-bt"], TOOL_TIMEOUT)
     assert "in nap" in out and "Thread %d" % target.pid in out, out
+    assert "py-bt [all]" in out, out
 
 
 def test_lldb_py_bt(env, target):

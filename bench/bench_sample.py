@@ -44,6 +44,7 @@ ANCHOR_LABEL = "sid-3.15"
 
 
 LAST_CPU = [0.0]                        # CPU seconds (user + sys) of the last run()
+LAST_SYS = [0.0]                        # ... of which in the kernel
 FIGURES = []                            # the figures printed, for record(): one dict a row
 
 
@@ -51,7 +52,8 @@ def run(cmd, what):
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     res = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    LAST_CPU[0] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    LAST_SYS[0] = after.ru_stime - before.ru_stime
+    LAST_CPU[0] = (after.ru_utime - before.ru_utime) + LAST_SYS[0]
     if res.returncode != 0:
         sys.exit("%s failed (exit %d): %s\n%s%s" % (what, res.returncode, " ".join(cmd),
                                                    res.stdout.decode(errors="replace"),
@@ -133,13 +135,13 @@ def ours_collapsed(tool, pid, secs):
     try:
         out, err = run([tool, "sample", "--rate", "max", "-d", str(secs), "-f", "collapsed",
                         "-o", path, str(pid)], "pystack-dump sample")
-        cpu = LAST_CPU[0]
+        cpu, sys_cpu = LAST_CPU[0], LAST_SYS[0]
         counts = collapsed_counts(path, our_name)
     finally:
         os.unlink(path)
     total = sum(counts.values())
     return {"counted": total, "counted_rate": total / secs, "dominant": dominant(counts), "cpu": cpu,
-            "summary": summary_figures(err), "stderr": err.strip()}
+            "sys": sys_cpu, "summary": summary_figures(err), "stderr": err.strip()}
 
 
 def summary_figures(err):
@@ -211,10 +213,19 @@ def side_by_side(tool, rounds, secs, workload):
     eff = statistics.median((rows[k + 1][2]["counted"] / max(rows[k + 1][2]["cpu"], 1e-9))
                             / (rows[k][2]["counted"] / max(rows[k][2]["cpu"], 1e-9))
                             for k in range(0, len(rows), 2))
+    # The most a sampler of one read a sample reaches: our samples per
+    # second of kernel time, as if decoding and recording cost nothing.
+    ceiling = statistics.median((rows[k + 1][2]["counted"] / max(rows[k + 1][2]["sys"], 1e-9))
+                                / rows[k][2]["counted_rate"] for k in range(0, len(rows), 2))
+    sys_share = statistics.median(r["sys"] / max(r["cpu"], 1e-9)
+                                  for n, _, r in rows if n == "pystack-dump")
     print()
     print("Median rate from counts: pystack-dump %s/s, Tachyon %s/s: **%.2fx** (goal: >= 5x); "
           "median of the per-round ratios %.2fx; samples per CPU second, median per-round "
           "ratio %.2fx" % (fmt_rate(o), fmt_rate(t), o / t if t else float("nan"), paired, eff))
+    print("Kernel time is %.0f%% of ours (one process_vm_readv a sample): were the rest free, "
+          "the ratio would be %.2fx, the most one read a sample reaches on this machine"
+          % (100 * sys_share, ceiling))
     doms = set((n, r["dominant"]) for n, _, r in rows)
     tdom = [d for n, d in doms if n == "Tachyon"]
     odom = [d for n, d in doms if n == "pystack-dump"]
@@ -224,7 +235,8 @@ def side_by_side(tool, rounds, secs, workload):
              "**same**" if same else "**DIFFERENT**"))
     FIGURES.append({"id": "side by side | " + workload, "pystack_dump_rate": o,
                     "tachyon_rate": t, "ratio": o / t if t else None, "paired_ratio": paired,
-                    "per_cpu_s_ratio": eff, "same_dominant": same})
+                    "per_cpu_s_ratio": eff, "same_dominant": same,
+                    "kernel_pct": 100 * sys_share, "kernel_ceiling_ratio": ceiling})
     print()
     return o, t, same
 

@@ -9,7 +9,7 @@
  *
  * Generated because gdb's command language has no string operations: a
  * user command passes its words on only through eval, from a list of
- * $argN per count that the command file spells out; and because each
+ * $argN that the command file spells out; and because each
  * command's `help` must be pyd_cmd_help's text, word for word.
  *
  * gdb reads a command file a byte at a time (a read and a select each,

@@ -81,11 +81,11 @@ def test_sample_thread_storm(interp, tool, request):
         finally:
             remove(out)
         fds = [(t, v) for t, _, v in rss if v]
-        if fds and max(v for _, v in fds) > FDS_MAX:
-            t, v = max(fds, key=lambda tv: tv[1])
+        peak_t, peak_fds = max(fds, key=lambda tv: tv[1]) if fds else (0, None)
+        if peak_fds is not None and peak_fds > FDS_MAX:
             errs.append("%d open files at %d s, more than the %d living threads' "
                         "twice over: one kept per thread that ever was? %s"
-                        % (v, t, ALIVE, fds))
+                        % (peak_fds, peak_t, ALIVE, fds))
         kb = [(t, v) for t, v, _ in rss if v]
         early = [v for t, v in kb if SECONDS / 3 <= t < SECONDS / 3 + 2]
         late = [v for t, v in kb if t >= SECONDS - 3]
@@ -99,6 +99,6 @@ def test_sample_thread_storm(interp, tool, request):
             errs.append("the target started only %d threads" % started)
         info = "%s threads started; RSS %s -> %s kB; at most %s open files" % (
             started, max(early) if early else "?", max(late) if late else "?",
-            max(v for _, v in fds) if fds else "?")
+            "?" if peak_fds is None else peak_fds)
     settle(Result("thread-storm", "FAIL" if errs else "PASS", "\n".join(errs), info=info),
            request.node)

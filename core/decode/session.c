@@ -184,14 +184,20 @@ static void dry_run(struct pyd_session *s, struct pyd_read_ahead *ra,
 	}
 }
 
-void pyd_read_ahead(struct pyd_session *s, struct pyd_read_ahead *ra,
-		    void (*dry)(void *ctx, size_t i), void *ctx, size_t n,
-		    unsigned max)
+static void read_ahead(struct pyd_session *s, struct pyd_read_ahead *ra,
+		       void (*dry)(void *ctx, size_t i), void *ctx, size_t n,
+		       unsigned max, bool alike)
 {
 	bool *whole = calloc(n ? n : 1, sizeof *whole);
 	ra->own = s->src;
 	pyd_prefetch_init(&ra->pf, s->src);
 	s->src = &ra->pf.layer.src;
+	/* Run for real, each read the batch misses is read now and wanted
+	 * in the first batch. */
+	if (alike && n && whole && max) {
+		dry(ctx, 0);
+		pyd_prefetch_pass(&ra->pf);
+	}
 	ra->pf.dry = true;
 	ra->pf.keep = true;
 	s->dry = true;
@@ -204,6 +210,20 @@ void pyd_read_ahead(struct pyd_session *s, struct pyd_read_ahead *ra,
 	s->dry = false;
 	ra->pf.dry = false;
 	free(whole);
+}
+
+void pyd_read_ahead(struct pyd_session *s, struct pyd_read_ahead *ra,
+		    void (*dry)(void *ctx, size_t i), void *ctx, size_t n,
+		    unsigned max)
+{
+	read_ahead(s, ra, dry, ctx, n, max, false);
+}
+
+void pyd_read_ahead_alike(struct pyd_session *s, struct pyd_read_ahead *ra,
+			  void (*dry)(void *ctx, size_t i), void *ctx,
+			  size_t n, unsigned max)
+{
+	read_ahead(s, ra, dry, ctx, n, max, true);
 }
 
 void pyd_read_ahead_end(struct pyd_session *s, struct pyd_read_ahead *ra)

@@ -287,6 +287,15 @@ struct pyd_read_ahead {
 void pyd_read_ahead(struct pyd_session *s, struct pyd_read_ahead *ra,
 		    void (*dry)(void *ctx, size_t i), void *ctx, size_t n,
 		    unsigned max);
+/* The same for objects of one kind, which share much of what they point
+ * to (their type, its keys, the names of their attributes): the first is
+ * read for real before the dry runs, each read also wanted, so that the
+ * first batch holds what all share and the dry runs of the others take
+ * only the levels of their own (the names of 100 Thread objects: 0.7M
+ * of 6.8M instructions fewer). */
+void pyd_read_ahead_alike(struct pyd_session *s, struct pyd_read_ahead *ra,
+			  void (*dry)(void *ctx, size_t i), void *ctx,
+			  size_t n, unsigned max);
 void pyd_read_ahead_end(struct pyd_session *s, struct pyd_read_ahead *ra);
 
 /* Follow the chain of tstate's frames as pyd_walk_thread would, reading

@@ -24,8 +24,10 @@
 #include "thread_names.h"
 #include "unicode.h"
 
-/* Pages the names of an interpreter's threads are read through: 1 MB. */
-#define NAME_PAGES 256
+/* Batches of the names' read-ahead: a name is 8 levels down from
+ * threading._active on 3.15 (the Thread and its ident, the attributes'
+ * keys and values, the name's head and characters), and some room. */
+#define NAME_PASSES 12
 
 /* threading._active of an interpreter, or 0. */
 static uint64_t active_threads(struct pyd_session *s, uint64_t interp)
@@ -51,13 +53,9 @@ static bool match_key(struct pyd_session *s, const uint64_t *pair,
 
 /* Name every thread not named yet whose ident (or native id) is that of
  * an entry of threading._active, the first such entry in the dict's
- * order: the one registered first on that OS thread.  Level by level,
- * each through the page cache p, filled a level at a time: the Thread
- * objects (their pages read before), then their names' pages in one
- * read, then the names. */
-static void name_by(struct pyd_session *s, struct pyd_paged *p,
-		    const uint64_t *kv, size_t nkv, bool native,
-		    struct pyd_thread *t, bool *named, size_t n)
+ * order: the one registered first on that OS thread. */
+static void name_by(struct pyd_session *s, const uint64_t *kv, size_t nkv,
+		    bool native, struct pyd_thread *t, bool *named, size_t n)
 {
 	uint64_t *name = calloc(n, sizeof *name);
 	if (!name)
@@ -76,8 +74,6 @@ static void name_by(struct pyd_session *s, struct pyd_paged *p,
 				break;
 			}
 	}
-	if (p->on)
-		pyd_pagecache_fill(&p->pc, name, n);
 	for (size_t j = 0; j < n; j++) {
 		char *str = name[j] ? pyd_read_str(s, name[j]) : NULL;
 		if (!str)
@@ -90,6 +86,11 @@ static void name_by(struct pyd_session *s, struct pyd_paged *p,
 	free(name);
 }
 
+struct name_ctx {
+	struct pyd_session *s;
+	const uint64_t *kv; /* threading._active's keys and values */
+};
+
 static bool all_named(const bool *named, size_t n)
 {
 	for (size_t j = 0; j < n; j++)
@@ -98,30 +99,42 @@ static bool all_named(const bool *named, size_t n)
 	return true;
 }
 
+/* A dry run of the reads that name entry i of threading._active (kv) by
+ * its ident: the ident, its Thread's _name, the name's characters (a
+ * program whose threads are greenlets, rare, reads native ids after). */
+static void name_dry(void *ctx, size_t i)
+{
+	struct name_ctx *x = ctx;
+	uint64_t name = 0;
+	int64_t key;
+	match_key(x->s, x->kv + 2 * i, false, &key);
+	if (!pyd_obj_attr(x->s, x->kv[2 * i + 1], "_name", &name) && name)
+		free(pyd_read_str(x->s, name));
+}
+
+/* The names are read ahead (pyd_read_ahead), a level of every Thread a
+ * batch, into one buffer of the bytes they are: a page cache wrote a
+ * page of its own for each page they lie in, each a page fault (100
+ * threads: 64 of a dump's 260). */
 void pyd_thread_names(struct pyd_session *s, uint64_t interp,
 		      struct pyd_thread *t, size_t n)
 {
 	uint64_t active, *kv;
 	size_t nkv;
 	bool *named;
-	struct pyd_paged p;
 	if (!n || !s->layout.objects.valid ||
 	    !(named = calloc(n, sizeof *named)))
 		return;
-	/* A dozen reads of a few bytes a thread (its Thread object, the
-	 * dict of its attributes, the name): each page once, and the pages
-	 * of the keys and Thread objects, then of the names, each level in
-	 * one read (100 threads: 27 reads fewer). */
-	pyd_session_paged(s, &p, NAME_PAGES);
 	if ((active = active_threads(s, interp)) &&
 	    !pyd_dict_items(s, active, PYD_MAX_ITEMS, &kv, &nkv, NULL)) {
-		if (p.on)
-			pyd_pagecache_fill(&p.pc, kv, 2 * nkv);
-		name_by(s, &p, kv, nkv, false, t, named, n);
+		struct name_ctx x = {s, kv};
+		struct pyd_read_ahead ra;
+		pyd_read_ahead_alike(s, &ra, name_dry, &x, nkv, NAME_PASSES);
+		name_by(s, kv, nkv, false, t, named, n);
 		if (!all_named(named, n))
-			name_by(s, &p, kv, nkv, true, t, named, n);
+			name_by(s, kv, nkv, true, t, named, n);
+		pyd_read_ahead_end(s, &ra);
 		free(kv);
 	}
-	pyd_session_unpaged(s, &p);
 	free(named);
 }

@@ -131,33 +131,3 @@ void pyd_pagecache_free(struct pyd_pagecache *c)
 	c->pages = NULL;
 	c->data = NULL;
 }
-
-void pyd_pagecache_fill(struct pyd_pagecache *c, const uint64_t *addrs,
-			size_t n)
-{
-	struct pyd_iov *v = malloc(n * sizeof *v);
-	size_t nv = 0, done;
-	if (!v)
-		return;
-	for (size_t i = 0; i < n; i++) {
-		uint64_t page = addrs[i] & ~(uint64_t)(PYD_PAGE - 1);
-		size_t slot = slot_of(c, page);
-		if (!addrs[i] || c->pages[slot] == page + 1)
-			continue;
-		/* The slot is the page's now: a page it held is dropped, and
-		 * a page met twice is read once. */
-		c->pages[slot] = page + 1;
-		v[nv++] = (struct pyd_iov){page, c->data[slot], PYD_PAGE};
-	}
-	for (size_t k = 0; k < nv; k++)
-		c->pages[slot_of(c, v[k].addr)] = 0;
-	/* A page that cannot be read (a stale pointer's) is left out, and
-	 * the batch goes on after it. */
-	for (size_t k = 0; k < nv; k += done + 1) {
-		if (pyd_readv(c->layer.inner, v + k, nv - k, &done))
-			break;
-		for (size_t d = k; d < k + done; d++)
-			c->pages[slot_of(c, v[d].addr)] = v[d].addr + 1;
-	}
-	free(v);
-}

@@ -33,10 +33,5 @@ struct pyd_pagecache {
 bool pyd_pagecache_init(struct pyd_pagecache *c, const struct pyd_memsrc *inner,
 			size_t nslots);
 void pyd_pagecache_free(struct pyd_pagecache *c);
-/* Read the pages holding addrs[] (0s skipped) that are not held, in one
- * call: objects whose addresses are known before they are read (the
- * items of a dict) cost a call, not a call a page. */
-void pyd_pagecache_fill(struct pyd_pagecache *c, const uint64_t *addrs,
-			size_t n);
 
 #endif

@@ -23,9 +23,14 @@
 #define PREFETCH_MAX_MISSES 65536u
 #define PREFETCH_MAX_READ (256u << 10)
 /* Pages looked up without a search: the bytes one batch holds; once a
- * batch has this many runs (before, a search costs less than the table). */
+ * batch has this many runs (before, a search costs less than the table),
+ * and either many more or passes enough to pay for zeroing the table's
+ * 64 KiB, 16 page faults: a sampler's, not a dump's few (on a machine
+ * whose page faults cost 10 us, a 100-thread dump's read-ahead spent
+ * more on the table than it saved). */
 #define PREFETCH_SLOTS (PREFETCH_MAX_BYTES >> 12) /* a power of 2 */
 #define PREFETCH_SLOT_RUNS 256u
+#define PREFETCH_SLOT_PASSES 32u
 
 /* Whether [addr, addr + len) lies inside run r (overflow-safe), read or
  * not. */
@@ -346,7 +351,9 @@ enum pyd_err pyd_prefetch_pass(struct pyd_prefetch *p)
 	}
 	merge(p, n);
 	enum pyd_err err = fill(p);
-	if (!p->slots && p->nruns >= PREFETCH_SLOT_RUNS)
+	if (!p->slots && p->nruns >= PREFETCH_SLOT_RUNS &&
+	    (p->pass > PREFETCH_SLOT_PASSES ||
+	     p->nruns >= 16 * PREFETCH_SLOT_RUNS))
 		p->slots = calloc(PREFETCH_SLOTS, sizeof *p->slots);
 	if (p->slots)
 		index_pages(p);

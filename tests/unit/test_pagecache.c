@@ -123,46 +123,12 @@ static void test_readv(void)
 	pyd_pagecache_free(&c);
 }
 
-/* A fill: the pages of the addresses not held, each once, in one call;
- * one that cannot be read is skipped and the rest read after it. */
-static void test_fill(void)
-{
-	struct pyd_pagecache c;
-	enum pyd_err err;
-	CHECK_EQ(pyd_pagecache_init(&c, &fake, 64), true);
-	word(&c.layer.src, BASE + 5 * 4096, &err); /* page 5 held */
-	reads = readvs = 0;
-	uint64_t at[] = {BASE + 5 * 4096 + 64, BASE + 7 * 4096 + 8, 0,
-			 BASE + 7 * 4096 + 512, BASE + 9 * 4096};
-	pyd_pagecache_fill(&c, at, 5);
-	CHECK_EQ(readvs, 1);
-	CHECK_EQ(reads, 0);
-	for (size_t i = 0; i < 5; i++)
-		if (at[i])
-			CHECK_EQ(word(&c.layer.src, at[i], &err), mem_word(at[i]));
-	CHECK_EQ(readvs + reads, 1);
-	/* The hole's page: skipped; the page after it read all the same. */
-	reads = readvs = 0;
-	uint64_t past[] = {BASE + 1 * 4096, HOLE + 8, BASE + 11 * 4096};
-	pyd_pagecache_fill(&c, past, 3);
-	CHECK_EQ(readvs, 2);
-	CHECK_EQ(word(&c.layer.src, BASE + 11 * 4096, &err),
-		 mem_word(BASE + 11 * 4096));
-	CHECK_EQ(word(&c.layer.src, BASE + 1 * 4096, &err),
-		 mem_word(BASE + 1 * 4096));
-	CHECK_EQ(readvs + reads, 2);
-	word(&c.layer.src, HOLE + 8, &err);
-	CHECK_EQ(err, PYD_E_READ);
-	pyd_pagecache_free(&c);
-}
-
 int main(void)
 {
 	for (size_t i = 0; i < sizeof mem; i++)
 		mem[i] = (uint8_t)(i * 7);
 	test_around();
 	test_readv();
-	test_fill();
 	printf("%d checks, %d failed\n", check_count, check_failures);
 	return check_failures != 0;
 }

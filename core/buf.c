@@ -159,3 +159,14 @@ void pyd_buf_free(struct pyd_buf *b)
 	free(b->data);
 	memset(b, 0, sizeof *b);
 }
+
+char *pyd_buf_take(struct pyd_buf *b)
+{
+	char *s = b->failed ? NULL : malloc(b->len + 1);
+	if (s) {
+		memcpy(s, b->data ? b->data : "", b->len);
+		s[b->len] = 0;
+	}
+	pyd_buf_free(b);
+	return s;
+}

@@ -35,5 +35,10 @@ void pyd_buf_json_str(struct pyd_buf *b, const char *s);
  * outsz (> 0); false if it cut s. */
 bool pyd_one_line(const char *s, char *out, size_t outsz);
 void pyd_buf_free(struct pyd_buf *b);
+/* The text as a string of its own (malloc'd, as many bytes as it has), b
+ * freed; NULL if an allocation failed.  A string kept in the buffer's
+ * 4 KiB is a page of its own, a page fault each when thousands are kept
+ * (a dump's locals); copied out, the next buffer is the same memory. */
+char *pyd_buf_take(struct pyd_buf *b);
 
 #endif

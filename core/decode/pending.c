@@ -63,10 +63,7 @@ static char *joined(const char *owner, const char *name)
 {
 	struct pyd_buf b = {0};
 	pyd_buf_printf(&b, "%s%s%s", owner, *owner ? "." : "", name);
-	pyd_buf_put(&b, "", 1);
-	if (b.failed)
-		free(b.data);
-	return b.failed ? NULL : b.data;
+	return pyd_buf_take(&b);
 }
 
 /* A built-in function or method: ml_name, after its receiver's type
@@ -180,11 +177,8 @@ static char *render_arg(struct pyd_repr *r, uint64_t ref, const char *name)
 		return value;
 	struct pyd_buf b = {0};
 	pyd_buf_printf(&b, "%s=%s", name, value);
-	pyd_buf_put(&b, "", 1);
 	free(value);
-	if (b.failed)
-		free(b.data);
-	return b.failed ? NULL : b.data;
+	return pyd_buf_take(&b);
 }
 
 static bool is_call_kw(const struct py_layout *L, uint8_t op)

@@ -621,12 +621,7 @@ char *pyd_repr_str(struct pyd_repr *r, uint64_t obj, bool tagged_int)
 		pyd_buf_printf(&b, "%lld", (long long)((int64_t)obj >> 2));
 	else
 		pyd_repr_append(r, obj, &b);
-	pyd_buf_put(&b, "", 1);
-	if (b.failed) {
-		free(b.data);
-		return NULL;
-	}
-	return b.data;
+	return pyd_buf_take(&b);
 }
 
 void pyd_repr_append(struct pyd_repr *r, uint64_t obj, struct pyd_buf *out)

@@ -19,8 +19,8 @@ it is not built.
 Reported: median wall time and peak RSS of each tool per scenario, the
 anchor/ours ratios, and what each option costs over the plain dump; and
 for each of ours the instructions (callgrind, the dynamic loader's
-included) and system calls (strace -c) of one dump, which the machine's
-noise does not move.
+included), system calls (strace -c) and page faults (GNU time) of one
+dump, which the machine's noise does not move.
 Usage: bench/bench_dump.py [--build build] [--static-build build-static] [--runs 20]
 """
 import argparse
@@ -28,7 +28,8 @@ import os
 import statistics
 import sys
 
-from common import (ROOT, SID, count_instructions, count_syscalls, interleaved, peak_rss_kib,
+from common import (ROOT, SID, count_instructions, count_page_faults, count_syscalls,
+                    interleaved, peak_rss_kib,
                     record, run_measured, setup_sid, start_target, stop, tool_path)
 
 # Issue 12's goal: the dump with locals of a 200-frame stack (the locals
@@ -47,8 +48,10 @@ def bench(target, tools, runs):
 
 
 def counts(target, tools):
-    """{label: (instructions, syscalls)} of one dump by each of ours."""
-    return {label: (count_instructions(cmd(target.pid)), count_syscalls(cmd(target.pid)))
+    """{label: (instructions, syscalls, page faults)} of one dump by each
+    of ours."""
+    return {label: (count_instructions(cmd(target.pid)), count_syscalls(cmd(target.pid)),
+                    count_page_faults(cmd(target.pid)))
             for label, cmd in tools if label.startswith("pystack-dump")}
 
 
@@ -61,14 +64,15 @@ def greenlets(ours, runs, n=1000):
         run_measured(cmd)  # warm the page cache
         wall = statistics.median(run_measured(cmd)[0] for _ in range(runs))
         ins, calls = count_instructions(cmd), count_syscalls(cmd)
+        faults = count_page_faults(cmd)
     finally:
         stop(target)
     label = "%d greenlets" % n
-    print("%-22s %-28s %12.2f %12s %14s %9s" % (
+    print("%-22s %-28s %12.2f %12s %14s %9s %7s" % (
         label, "pystack-dump --greenlets", wall * 1e3, "",
-        "-" if ins is None else "{:,}".format(ins), "-" if calls is None else calls))
+        "-" if ins is None else "{:,}".format(ins), "-" if calls is None else calls, faults))
     return {"id": "%s | pystack-dump --greenlets" % label, "median_ms": wall * 1e3,
-            "instructions": ins, "syscalls": calls}
+            "instructions": ins, "syscalls": calls, "page_faults": faults}
 
 
 def main():
@@ -99,8 +103,9 @@ def main():
         print("note: no static binary at %s (tools/build-static.sh): its rows are left out"
               % static)
     print("dump benchmark, target: Debian sid python3.15, %d interleaved runs each" % args.runs)
-    print("%-22s %-28s %12s %12s %14s %9s" % ("scenario", "tool", "median ms", "peak RSS MB",
-                                             "instructions", "syscalls"))
+    print("%-22s %-28s %12s %12s %14s %9s %7s" % ("scenario", "tool", "median ms",
+                                                  "peak RSS MB", "instructions", "syscalls",
+                                                  "faults"))
     figures = []                        # what record() writes: one row per line printed
     for name, kind, n in (("200-frame stack", "deep", 200), ("20 threads", "threads", 20),
                           ("100 threads", "threads", 100), ("200 frames, 6 locals", "locals", 200),
@@ -113,12 +118,13 @@ def main():
             stop(target)
         anchor_wall, anchor_rss = rows[tools[-1][0]]
         for label, (wall, rss) in rows.items():
-            ins, calls = counted.get(label, (None, None))
-            print("%-22s %-28s %12.2f %12.2f %14s %9s" % (
+            ins, calls, faults = counted.get(label, (None, None, None))
+            print("%-22s %-28s %12.2f %12.2f %14s %9s %7s" % (
                 name, label, wall * 1e3, rss / 1024, "-" if ins is None else "{:,}".format(ins),
-                "-" if calls is None else calls))
+                "-" if calls is None else calls, "-" if faults is None else faults))
             figures.append({"id": "%s | %s" % (name, label), "median_ms": wall * 1e3,
-                            "peak_rss_mb": rss / 1024, "instructions": ins, "syscalls": calls})
+                            "peak_rss_mb": rss / 1024, "instructions": ins, "syscalls": calls,
+                            "page_faults": faults})
         wall, rss = rows["pystack-dump"]
         print("%-22s %-28s %11.1fx %11.1fx" % (name, "anchor / pystack-dump", anchor_wall / wall,
                                              anchor_rss / rss))
@@ -136,13 +142,14 @@ def main():
                                                  orss / rss))
             figures.append({"id": "%s | %s / pystack-dump" % (name, opt),
                             "wall_ratio": owall / wall, "rss_ratio": orss / rss})
-        ins, calls = counted["pystack-dump"]
+        ins, calls, faults = counted["pystack-dump"]
         if kind == "threads" and ins is not None and calls is not None:
-            print("%-22s %-28s %12s %12s %14s %9s" % (
+            print("%-22s %-28s %12s %12s %14s %9s %7s" % (
                 name, "pystack-dump, per thread", "", "", "{:,}".format(ins // n),
-                "%.1f" % (calls / n)))
+                "%.1f" % (calls / n), "%.1f" % (faults / n)))
             figures.append({"id": "%s | pystack-dump per thread" % name,
-                            "instructions": ins // n, "syscalls": round(calls / n, 1)})
+                            "instructions": ins // n, "syscalls": round(calls / n, 1),
+                            "page_faults": round(faults / n, 1)})
         if kind == "locals":
             for label in ("pystack-dump --locals", "pystack-dump --locals --json"):
                 ms = rows[label][0] * 1e3

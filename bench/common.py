@@ -95,6 +95,18 @@ def peak_rss_kib(cmd):
     return int(res.stderr.split()[-1])
 
 
+def count_page_faults(cmd):
+    """Page faults one run of a command takes (GNU time's %R, minor ones:
+    memory first touched, or mapped from the page cache), noise-free where
+    wall time is not, and what a run pays most for on a machine whose
+    faults are dear (one measured 10 us each)."""
+    if not os.path.exists("/usr/bin/time"):
+        sys.exit("bench needs GNU time: apt-get install time")
+    res = subprocess.run(["/usr/bin/time", "-f", "%R"] + cmd, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, check=True)
+    return int(res.stderr.split()[-1])
+
+
 def strace_calls(path):
     """{syscall: calls} from an `strace -c` summary."""
     calls = {}

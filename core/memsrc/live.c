@@ -51,6 +51,11 @@ struct pyd_live {
 	} *stat_fds;
 	size_t nstat_fds;
 	size_t sweep_at; /* nstat_fds that calls for sweep_stat_fds */
+	/* A batch's local iovecs, then its remote ones: kept, not on the
+	 * stack, where two arrays of IOV_BATCH were 32 KiB that the calls
+	 * below them pushed into fresh pages, a page fault each. */
+	struct iovec *iov;
+	size_t iov_cap;
 };
 
 static bool proc_alive(int pid)
@@ -122,10 +127,12 @@ static enum pyd_err live_readv(void *ctx, const struct pyd_iov *v, size_t n,
 			       size_t *done)
 {
 	struct pyd_live *l = ctx;
-	struct iovec local[IOV_BATCH], remote[IOV_BATCH];
 	*done = 0;
 	while (l->use_vm && *done < n) {
 		size_t k = n - *done < IOV_BATCH ? n - *done : IOV_BATCH;
+		if (!pyd_grow((void **)&l->iov, &l->iov_cap, 2 * k, sizeof *l->iov))
+			break;
+		struct iovec *local = l->iov, *remote = l->iov + k;
 		for (size_t i = 0; i < k; i++) {
 			const struct pyd_iov *r = &v[*done + i];
 			local[i] = (struct iovec){r->buf, r->len};
@@ -144,8 +151,8 @@ static enum pyd_err live_readv(void *ctx, const struct pyd_iov *v, size_t n,
 		if (whole < k)
 			return PYD_OK;
 	}
-	/* Without process_vm_readv (or before we know it works): one by
-	 * one, which also finds out. */
+	/* Without process_vm_readv (or before we know it works, or without
+	 * memory for a batch's iovecs): one by one, which also finds out. */
 	enum pyd_err err = PYD_OK;
 	for (; *done < n; ++*done)
 		if ((err = live_read(l, v[*done].addr, v[*done].buf, v[*done].len)))
@@ -778,6 +785,7 @@ void pyd_live_close(struct pyd_live *l)
 	pyd_live_resume(l);
 	free_maps(l);
 	free(l->threads);
+	free(l->iov);
 	while (l->nstat_fds)
 		forget_stat_fd(l, l->stat_fds[0].tid);
 	free(l->stat_fds);

@@ -192,8 +192,8 @@ static void read_ahead(struct pyd_session *s, struct pyd_read_ahead *ra,
 	ra->own = s->src;
 	pyd_prefetch_init(&ra->pf, s->src);
 	s->src = &ra->pf.layer.src;
-	/* Run for real, each read the batch misses is read now and wanted
-	 * in the first batch. */
+	/* The first object run for real: each of its reads is read now,
+	 * and wanted in the first batch. */
 	if (alike && n && whole && max) {
 		dry(ctx, 0);
 		pyd_prefetch_pass(&ra->pf);

@@ -112,10 +112,10 @@ static void name_dry(void *ctx, size_t i)
 		free(pyd_read_str(x->s, name));
 }
 
-/* The names are read ahead (pyd_read_ahead), a level of every Thread a
- * batch, into one buffer of the bytes they are: a page cache wrote a
- * page of its own for each page they lie in, each a page fault (100
- * threads: 64 of a dump's 260). */
+/* The names are read ahead (pyd_read_ahead_alike), a level of every
+ * Thread a batch, into one buffer of the bytes they are: a page cache
+ * wrote a page of its own for each page they lie in, each a page fault
+ * (100 threads: 64 of a dump's 257). */
 void pyd_thread_names(struct pyd_session *s, uint64_t interp,
 		      struct pyd_thread *t, size_t n)
 {

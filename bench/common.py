@@ -84,15 +84,20 @@ def interleaved(cmds, runs):
     return walls
 
 
+def gnu_time(cmd, field):
+    """One figure GNU time reports of a run of a command (its -f field)."""
+    if not os.path.exists("/usr/bin/time"):
+        sys.exit("bench needs GNU time: apt-get install time")
+    res = subprocess.run(["/usr/bin/time", "-f", field] + cmd, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, check=True)
+    return int(res.stderr.split()[-1])
+
+
 def peak_rss_kib(cmd):
     """Peak RSS of a command, as GNU time reports it.  (wait4's ru_maxrss of
     a child we fork would include this Python process's pages from before
     the exec.)"""
-    if not os.path.exists("/usr/bin/time"):
-        sys.exit("bench needs GNU time: apt-get install time")
-    res = subprocess.run(["/usr/bin/time", "-f", "%M"] + cmd, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.PIPE, check=True)
-    return int(res.stderr.split()[-1])
+    return gnu_time(cmd, "%M")
 
 
 def count_page_faults(cmd):
@@ -100,11 +105,7 @@ def count_page_faults(cmd):
     memory first touched, or mapped from the page cache), noise-free where
     wall time is not, and what a run pays most for on a machine whose
     faults are dear (one measured 10 us each)."""
-    if not os.path.exists("/usr/bin/time"):
-        sys.exit("bench needs GNU time: apt-get install time")
-    res = subprocess.run(["/usr/bin/time", "-f", "%R"] + cmd, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.PIPE, check=True)
-    return int(res.stderr.split()[-1])
+    return gnu_time(cmd, "%R")
 
 
 def strace_calls(path):

@@ -3,7 +3,9 @@
 
 Both read the same Debian sid Python 3.14 target holding N pending tasks,
 interleaved in one run so machine noise hits both alike.  Reported: median
-wall time of each, the ratio, and the task count each saw (they must agree).
+wall time of each, the ratio, and the task count each saw (they must agree);
+and, noise-free, the instructions (callgrind), system calls (strace -c) and
+page faults (GNU time) of one run of ours, in all and per task.
 Usage: bench/bench_tasks.py [--build build] [--tasks 10000] [--runs 9]
 """
 import argparse
@@ -12,8 +14,9 @@ import os
 import statistics
 import sys
 
-from common import (ROOT, SID, copy_to_sid, interleaved, record, run_measured, setup_sid,
-                    start_ready, stop, tool_path)
+from common import (ROOT, SID, copy_to_sid, count_instructions, count_page_faults,
+                    count_syscalls, interleaved, record, run_measured, setup_sid, start_ready,
+                    stop, tool_path)
 
 
 def main():
@@ -34,6 +37,8 @@ def main():
         walls = interleaved({"ours": ours, "anchor": anchor}, args.runs)
         t_ours, t_anchor = walls["ours"], walls["anchor"]
         seen = len(json.loads(run_measured(ours)[1])["tasks"])
+        ins, calls, faults = (count_instructions(ours), count_syscalls(ours),
+                              count_page_faults(ours))
     finally:
         stop(target)
     mo, ma = statistics.median(t_ours), statistics.median(t_anchor)
@@ -42,9 +47,16 @@ def main():
     print("%-32s %10.1f ms" % ("pystack-dump --tasks --json", mo * 1e3))
     print("%-32s %10.1f ms" % ("python -m asyncio pstree", ma * 1e3))
     print("%-32s %10.1fx" % ("anchor / pystack-dump", ma / mo))
-    record("bench_tasks", [{"id": "%d tasks" % args.tasks, "tasks": args.tasks, "seen": seen,
-                            "runs": args.runs, "pystack_dump_ms": mo * 1e3,
-                            "pstree_ms": ma * 1e3, "ratio": ma / mo}],
+    per = {}
+    for name, v in (("instructions", ins), ("syscalls", calls), ("page_faults", faults)):
+        if v is not None and seen:
+            print("%-32s %10d  (%.2f a task)" % (name.replace("_", " "), v, v / seen))
+            per[name] = v
+            per[name + "_per_task"] = round(v / seen, 2)
+    record("bench_tasks", [dict({"id": "%d tasks" % args.tasks, "tasks": args.tasks,
+                                 "seen": seen, "runs": args.runs,
+                                 "pystack_dump_ms": mo * 1e3, "pstree_ms": ma * 1e3,
+                                 "ratio": ma / mo}, **per)],
            tool=tool_path(args.build), interpreters=["sid python%s (%s in %s)" % (
                args.python, py, SID)])
     return 0 if seen >= args.tasks else 1

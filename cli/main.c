@@ -213,6 +213,11 @@ static int parse_args(int argc, char **argv, struct options *o)
 }
 
 /* Write a finished buffer to f and free it. */
+static void to_file(void *f, const char *s, size_t n)
+{
+	fwrite(s, 1, n, f);
+}
+
 static void emit(struct pyd_buf *b, FILE *f)
 {
 	if (b->data)
@@ -259,13 +264,13 @@ static enum pyd_err dump_one(struct options *opts)
 					 .family = opts->family,
 					 .ppid = opts->ppid,
 					 .cmdline = opts->cmdline};
-	struct pyd_buf out = {0}, msg = {0};
+	struct pyd_buf out = {.sink = to_file, .sink_ctx = stdout}, msg = {0};
 	struct pyd_dump_outcome how;
 	enum pyd_err err = pyd_dump_run(&job, &out, &msg, &how);
 	/* In a family every process has its entry, the PID itself too (a
 	 * shell that is not Python): one that gave no report is listed with
 	 * why, so the text has no empty block and the JSON list no hole. */
-	if (opts->family && !out.len)
+	if (opts->family && !out.len && !out.sunk)
 		print_skipped(opts, err);
 	if (skippable(opts, err, how.decoding)) {
 		pyd_buf_free(&msg);

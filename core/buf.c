@@ -4,32 +4,30 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool reserve(struct pyd_buf *b, size_t more)
+bool pyd_buf_reserve(struct pyd_buf *b, size_t more)
 {
+	b->room = 0;
 	if (b->failed)
 		return false;
-	if (b->len + more + 1 <= b->cap)
-		return true;
-	size_t cap = b->cap ? b->cap : 4096;
-	while (cap < b->len + more + 1)
-		cap *= 2;
-	char *p = realloc(b->data, cap);
-	if (!p) {
-		b->failed = true;
-		return false;
+	if (b->sink && b->len && b->len + more + 1 > PYD_BUF_PIECE) {
+		b->sink(b->sink_ctx, b->data, b->len);
+		b->sunk += b->len;
+		b->len = 0;
 	}
-	b->data = p;
-	b->cap = cap;
+	if (b->len + more + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 4096;
+		while (cap < b->len + more + 1)
+			cap *= 2;
+		char *p = realloc(b->data, cap);
+		if (!p) {
+			b->failed = true;
+			return false;
+		}
+		b->data = p;
+		b->cap = cap;
+	}
+	b->room = b->sink && b->cap > PYD_BUF_PIECE ? PYD_BUF_PIECE : b->cap;
 	return true;
-}
-
-void pyd_buf_put(struct pyd_buf *b, const char *s, size_t n)
-{
-	if (!reserve(b, n))
-		return;
-	memcpy(b->data + b->len, s, n);
-	b->len += n;
-	b->data[b->len] = 0;
 }
 
 void pyd_buf_printf(struct pyd_buf *b, const char *fmt, ...)
@@ -45,7 +43,7 @@ void pyd_buf_printf(struct pyd_buf *b, const char *fmt, ...)
 	if (n < 0)
 		return;
 	if ((size_t)n >= room) {
-		if (!reserve(b, (size_t)n))
+		if (!pyd_buf_reserve(b, (size_t)n))
 			return;
 		va_start(ap, fmt);
 		vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
@@ -63,11 +61,25 @@ void pyd_buf_str(struct pyd_buf *b, const char *s)
 
 void pyd_buf_u64(struct pyd_buf *b, uint64_t v)
 {
+	/* Two digits a division: a task graph's JSON is ids of 15. */
+	static const char pairs[] = "00010203040506070809101112131415161718"
+				    "19202122232425262728293031323334353637"
+				    "38394041424344454647484950515253545556"
+				    "57585960616263646566676869707172737475"
+				    "76777879808182838485868788899091929394"
+				    "9596979899";
 	char d[20];
 	size_t n = 0;
-	do
-		d[sizeof d - ++n] = (char)('0' + v % 10);
-	while ((v /= 10));
+	for (; v >= 100; v /= 100) {
+		n += 2;
+		memcpy(d + sizeof d - n, pairs + 2 * (v % 100), 2);
+	}
+	if (v >= 10) {
+		n += 2;
+		memcpy(d + sizeof d - n, pairs + 2 * v, 2);
+	} else {
+		d[sizeof d - ++n] = (char)('0' + v);
+	}
 	pyd_buf_put(b, d + sizeof d - n, n);
 }
 

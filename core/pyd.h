@@ -288,6 +288,7 @@ struct pyd_task_graph {
 	bool truncated;      /* more than PYD_MAX_TASKS: the rest are left out */
 	unsigned retries;    /* task lists re-read because they changed */
 	struct pyd_task_index *index; /* pyd_task_find's; NULL: none built */
+	struct pyd_arena *arena; /* the tasks' names, frames and edges */
 };
 
 /* The index in g->tasks of the task with this id, or -1. */

@@ -75,10 +75,7 @@ static size_t read_obj(struct tctx *c, uint64_t addr, uint8_t *buf,
 
 /* ---- what objects are ------------------------------------------------ */
 
-/* Where a generator's frame ends: tp_basicsize of generator types, whose
- * frame is the last member (one PyObject * per item after it); 0 where
- * the layout does not tell. */
-static size_t gen_basicsize(const struct py_layout *L)
+size_t tasks_gen_size(const struct py_layout *L)
 {
 	return py_layout_has_tasks(L)
 		       ? (size_t)(L->gen.gi_iframe + L->iframe.localsplus)
@@ -151,7 +148,7 @@ static struct type_entry classify(struct tctx *c, uint64_t type)
 	if (need > sizeof buf || tasks_rd(c, type, buf, need))
 		return t;
 	t.flags = pyd_u64_at(buf, (uint64_t)L->object.tp_flags);
-	size_t shape = gen_basicsize(L);
+	size_t shape = c->gen_size;
 	uint64_t basic = pyd_u64_at(buf, (uint64_t)L->object.tp_name + 8);
 	uint64_t item = pyd_u64_at(buf, (uint64_t)L->object.tp_name + 16);
 	bool gen_shape = !shape || (basic == shape && item == 8);
@@ -368,7 +365,7 @@ static enum pyd_err step_stackpointer(struct tctx *c, uint64_t *coro,
 {
 	const struct py_layout *L = c->L;
 	const uint64_t tag = L->code_tag_mask;
-	const size_t head = gen_basicsize(L);
+	const size_t head = c->gen_size;
 	uint64_t gen = *coro;
 	uint8_t obj[GEN_READ];
 	*coro = 0;

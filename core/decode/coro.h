@@ -7,6 +7,10 @@
 
 #include "taskset.h"
 
+/* Where a generator's frame ends: tp_basicsize of generator types, whose
+ * frame is the last member (one PyObject * per item after it); 0 where
+ * the layout does not tell.  Kept in tctx.gen_size. */
+size_t tasks_gen_size(const struct py_layout *L);
 enum obj_kind tasks_kind(struct tctx *c, uint64_t obj);
 enum obj_kind tasks_kind_of_type(struct tctx *c, uint64_t type);
 /* Outermost first: the task's coroutine and what it awaits, down to the

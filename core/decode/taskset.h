@@ -151,9 +151,11 @@ struct tctx {
 	bool asyncio_known; /* a lister found asyncio loaded when opened */
 	struct pyd_asyncio_offsets ao; /* tasks_native.c's */
 	struct task_fields tf;
-	/* Each pass (a listing, the decoding) through a page cache of its
-	 * own: a one-shot graph's, not the sampler's (tasks.c) */
-	bool paged;
+	size_t gen_size; /* tasks_gen_size(L): asked of every object */
+	struct pyd_frame_buf fb; /* a task's frames, read before kept */
+	/* The page cache a one-shot graph's passes read through (tasks.c);
+	 * paged.on false for the sampler's */
+	struct pyd_paged paged;
 	/* Listing */
 	uint64_t *interps; /* PYD_MAX_INTERPS of them, while listing */
 	struct raw_task *raw;

@@ -15,12 +15,18 @@
 
 struct pyd_pagecache {
 	struct pyd_layer layer; /* read through layer.src */
-	/* Per slot: the address of the page held, +1 (0: empty), zeroed at
-	 * the start; and its bytes, never zeroed (a cache of many pages is
-	 * set up in the time of a few). */
+	/* Per slot, direct-mapped by page number: the address of the page
+	 * held, +1 (0: empty), zeroed at the start; and where in data its
+	 * bytes are.  A slot takes the next page of data the first time it
+	 * is filled, so a pass that reads few pages touches few of ours,
+	 * whatever their addresses. */
 	uint64_t *pages;
-	uint8_t (*data)[PYD_PAGE];
-	size_t nslots; /* a power of two */
+	uint32_t *at;
+	uint8_t (*data)[PYD_PAGE]; /* in map, never zeroed */
+	void *map;
+	size_t mapped; /* bytes of map */
+	size_t nslots;             /* a power of two */
+	size_t used;               /* pages of data handed out */
 	/* Pages a miss reads: the aligned block of them holding the page
 	 * missed, in one call (1 unless set after init; a power of two, at
 	 * most nslots and PYD_PAGECACHE_MAX_AROUND: past it a miss reads its
@@ -33,5 +39,8 @@ struct pyd_pagecache {
 bool pyd_pagecache_init(struct pyd_pagecache *c, const struct pyd_memsrc *inner,
 			size_t nslots);
 void pyd_pagecache_free(struct pyd_pagecache *c);
+/* Forget every page held (a pass that must see the target anew), keeping
+ * the memory. */
+void pyd_pagecache_clear(struct pyd_pagecache *c);
 
 #endif

@@ -1,7 +1,7 @@
 /* pyd_one_line: a command line on one line of text, its control
  * characters and backslashes escaped as Python's repr() escapes them;
  * other characters, printable or not, as they are.  And the buffer's other
- * writers. */
+ * writers, and its sink. */
 #include <stdio.h>
 #include <string.h>
 
@@ -52,6 +52,56 @@ static void check_buf(void)
 	CHECK_EQ(b.data[b.len], 0);
 	CHECK_EQ(!strncmp(b.data, "42xx", 4), 1);
 	pyd_buf_free(&b);
+	/* Two digits at a time: every length, each side of a power of 10. */
+	for (uint64_t p = 1; p <= 1000000000000000000ull; p *= 10)
+		for (uint64_t v = p - 1; v <= p + 1; v++) {
+			char want[24];
+			snprintf(want, sizeof want, "%llu", (unsigned long long)v);
+			pyd_buf_u64(&b, v);
+			CHECK_EQ(buf_is(&b, want), 1);
+		}
+}
+
+/* A sink's buffer hands its text out in pieces, each write whole in one
+ * piece, and the last write still held (pyd_report_json_vars reopens it). */
+static struct pyd_buf sunk_text;
+static size_t pieces;
+
+static void sink(void *ctx, const char *s, size_t n)
+{
+	(void)ctx;
+	CHECK_EQ(n <= PYD_BUF_PIECE, 1);
+	pyd_buf_put(&sunk_text, s, n);
+	pieces++;
+}
+
+static void check_sink(void)
+{
+	struct pyd_buf b = {.sink = sink};
+	char word[100];
+	memset(word, 'y', sizeof word);
+	for (int i = 0; i < 5000; i++) {
+		pyd_buf_put(&b, word, sizeof word);
+		pyd_buf_u64(&b, (uint64_t)i);
+		CHECK_EQ(b.data[b.len - 1], (char)('0' + i % 10));
+	}
+	CHECK_EQ(b.sunk + b.len > 500000, 1);
+	CHECK_EQ(b.cap <= 2 * PYD_BUF_PIECE, 1);
+	CHECK_EQ(pieces > 5, 1);
+	pyd_buf_put(&sunk_text, b.data, b.len);
+	CHECK_EQ(sunk_text.len, b.sunk + b.len);
+	size_t at = 0;
+	for (int i = 0; i < 5000; i++) {
+		CHECK_EQ(memcmp(sunk_text.data + at, word, sizeof word), 0);
+		at += sizeof word;
+		char n[8];
+		size_t k = (size_t)snprintf(n, sizeof n, "%d", i);
+		CHECK_EQ(memcmp(sunk_text.data + at, n, k), 0);
+		at += k;
+	}
+	CHECK_EQ(at, sunk_text.len);
+	pyd_buf_free(&b);
+	pyd_buf_free(&sunk_text);
 }
 
 int main(void)
@@ -73,5 +123,6 @@ int main(void)
 	CHECK_EQ(line_is("abc", 4, "abc", true), 1);
 	CHECK_EQ(line_is("", 1, "", true), 1);
 	check_buf();
+	check_sink();
 	return check_done("test_one_line");
 }

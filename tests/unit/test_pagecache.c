@@ -3,9 +3,9 @@
  * 32 pages, the fourth unreadable: a miss reads one page, or with around
  * the aligned block holding it in one call (a block the target cannot
  * give whole falls back to the page alone); a batch of reads takes what
- * the cache holds from it and reads the rest in one call; a fill reads
- * the pages of many addresses in one call.  A unit test of the layer,
- * not of Python decoding.
+ * the cache holds from it and reads the rest in one call; the cache's
+ * own pages are taken in the order first used, and a clear forgets what
+ * they hold.  A unit test of the layer, not of Python decoding.
  */
 #include <stdint.h>
 #include <string.h>
@@ -123,11 +123,35 @@ static void test_readv(void)
 	pyd_pagecache_free(&c);
 }
 
+/* Slots take pages of data in the order they are first filled, so few
+ * pages read touch few of ours; a clear forgets them and keeps them. */
+static void test_compact(void)
+{
+	struct pyd_pagecache c;
+	enum pyd_err err;
+	CHECK_EQ(pyd_pagecache_init(&c, &fake, 1024), true);
+	uint64_t far = BASE + 30 * 4096, near = BASE + 1 * 4096;
+	CHECK_EQ(word(&c.layer.src, far, &err), mem_word(far));
+	CHECK_EQ(word(&c.layer.src, near, &err), mem_word(near));
+	CHECK_EQ(c.used, 2);
+	CHECK_EQ(c.at[(far / 4096) & 1023], 1);
+	CHECK_EQ(c.at[(near / 4096) & 1023], 2);
+	pyd_pagecache_clear(&c);
+	reads = readvs = 0;
+	mem[30 * 4096] ^= 0xff; /* the target changed: seen after a clear */
+	CHECK_EQ(word(&c.layer.src, far, &err), mem_word(far));
+	CHECK_EQ(reads, 1);
+	CHECK_EQ(c.used, 2);
+	mem[30 * 4096] ^= 0xff;
+	pyd_pagecache_free(&c);
+}
+
 int main(void)
 {
 	for (size_t i = 0; i < sizeof mem; i++)
 		mem[i] = (uint8_t)(i * 7);
 	test_around();
+	test_compact();
 	test_readv();
 	printf("%d checks, %d failed\n", check_count, check_failures);
 	return check_failures != 0;

@@ -127,14 +127,14 @@ static enum pyd_err cached_readv(void *ctx, const struct pyd_iov *v, size_t n,
 	return err;
 }
 
-/* Map nslots pages for the data: past SMALL_BYTES on huge pages, if it
- * is over a megabyte. */
-static bool map_data(struct pyd_pagecache *c)
+/* The data: past SMALL_BYTES on huge pages if it is over a megabyte;
+ * else from malloc, as a mapping of its own costs two system calls. */
+static bool alloc_data(struct pyd_pagecache *c)
 {
 	size_t len = c->nslots * PYD_PAGE;
-	c->data = pyd_huge_map(len, len > ((size_t)1 << 20) ? SMALL_BYTES : len,
-			       &c->map, &c->mapped);
-	return c->data;
+	if (len <= ((size_t)1 << 20))
+		return (c->data = malloc(len));
+	return (c->data = pyd_huge_map(len, SMALL_BYTES, &c->map, &c->mapped));
 }
 
 bool pyd_pagecache_init(struct pyd_pagecache *c, const struct pyd_memsrc *inner,
@@ -148,7 +148,7 @@ bool pyd_pagecache_init(struct pyd_pagecache *c, const struct pyd_memsrc *inner,
 	c->data = NULL;
 	c->pages = calloc(nslots, sizeof *c->pages);
 	c->at = calloc(nslots, sizeof *c->at);
-	if (!c->pages || !c->at || !map_data(c)) {
+	if (!c->pages || !c->at || !alloc_data(c)) {
 		pyd_pagecache_free(c);
 		c->layer.src = *inner;
 		return false;
@@ -165,7 +165,10 @@ void pyd_pagecache_free(struct pyd_pagecache *c)
 {
 	free(c->pages);
 	free(c->at);
-	pyd_huge_unmap(c->map, c->mapped);
+	if (c->map)
+		pyd_huge_unmap(c->map, c->mapped);
+	else
+		free(c->data);
 	c->pages = NULL;
 	c->at = NULL;
 	c->map = NULL;

@@ -23,7 +23,7 @@ struct pyd_pagecache {
 	uint64_t *pages;
 	uint32_t *at;
 	uint8_t (*data)[PYD_PAGE]; /* in map, never zeroed */
-	void *map;
+	void *map;     /* a huge mapping's; NULL: data is malloc'd */
 	size_t mapped; /* bytes of map */
 	size_t nslots;             /* a power of two */
 	size_t used;               /* pages of data handed out */

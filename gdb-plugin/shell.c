@@ -65,10 +65,12 @@ static void native_pattern(struct pyd_buf *out)
 }
 
 /*
- * One shell per command, and in it one program, cat: each program gdb's
- * shell starts costs about as much as the dump itself (bench_gdb.py).
- * So the shell reads the request's first lines (up to @cmd) itself to
- * tell whether the native frames are wanted, and what the target is; a
+ * One shell per command, and in it no program: each program gdb's shell
+ * starts costs about as much as the dump itself (bench_gdb.py; a `cat`
+ * was 2-3 ms of a 1,000-frame py-bt's 16 on a VM).  The lines after @cmd
+ * (gdb's inferiors and threads, a line each) are copied by the shell's
+ * own read and printf.  It reads the request's first lines (up to @cmd)
+ * to tell whether the native frames are wanted, and what the target is; a
  * request that wants nothing more is written straight to BASE.req: the
  * reader takes it only once its last line (GDB_REQUEST_END) is in.  One
  * that does is written to BASE.tmp, and renamed once the rest is added
@@ -93,7 +95,9 @@ static void request(struct pyd_buf *out)
 	    "pystack-dump's JIT reader did not take the last request "
 	    "(was it unloaded?): loading it again\"; fi; "
 	    "f=\"$b.req\"; [ -z \"$n$m\" ] || f=\"$b.tmp\"; "
-	    "{ printf '%%s\\n' \"$@\"; cat; } >\"$f\" || exit 2; "
+	    "{ printf '%%s\\n' \"$@\"; while IFS= read -r l || "
+	    "[ -n \"$l\" ]; do printf '%%s\\n' \"$l\"; done; } "
+	    ">\"$f\" || exit 2; "
 	    "[ -z \"$m\" ] || exit $((4 + ${n:-0})); "
 	    "[ -z \"$n\" ] || exit 0; exit $s; }\n",
 	    sh_dir, native.data);

@@ -93,6 +93,18 @@ void pyd_buf_i64(struct pyd_buf *b, int64_t v)
 	}
 }
 
+void pyd_buf_hex(struct pyd_buf *b, uint64_t v)
+{
+	char d[18];
+	size_t n = 0;
+	do
+		d[sizeof d - ++n] = "0123456789abcdef"[v & 15];
+	while ((v >>= 4));
+	d[sizeof d - ++n] = 'x';
+	d[sizeof d - ++n] = '0';
+	pyd_buf_put(b, d + sizeof d - n, n);
+}
+
 void pyd_buf_json_str(struct pyd_buf *b, const char *s)
 {
 	if (!s) {

@@ -53,6 +53,8 @@ void pyd_buf_str(struct pyd_buf *b, const char *s);
  * reports. */
 void pyd_buf_u64(struct pyd_buf *b, uint64_t v);
 void pyd_buf_i64(struct pyd_buf *b, int64_t v);
+/* v as 0x and lowercase hex digits, as printf's 0x%llx: addresses. */
+void pyd_buf_hex(struct pyd_buf *b, uint64_t v);
 /* s as a JSON string literal (quotes included), or null if s is NULL. */
 void pyd_buf_json_str(struct pyd_buf *b, const char *s);
 /* s for one line of text (a command line), into out: each control

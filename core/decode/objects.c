@@ -236,15 +236,14 @@ bool pyd_interp_static_type(struct pyd_session *s, uint64_t type,
 	return !named;
 }
 
-void pyd_type_name(struct pyd_session *s, uint64_t type, char *out,
-		   size_t outsz)
+/* The cache's slot of type, its name read; NULL if that cannot be read. */
+static struct pyd_type_slot *type_slot(struct pyd_session *s, uint64_t type)
 {
 	uint64_t name;
-	out[0] = 0;
-	if (!type || outsz < 2 ||
+	if (!type ||
 	    pyd_read_ptr(s, type + (uint64_t)s->layout.object.tp_name, &name) ||
 	    !name)
-		return;
+		return NULL;
 	struct pyd_type_slot *e =
 		&s->types[(type * 0x9E3779B97F4A7C15ULL) >> 56];
 	if (e->type != type || e->tp_name != name) {
@@ -252,21 +251,45 @@ void pyd_type_name(struct pyd_session *s, uint64_t type, char *out,
 		/* A name that could not be read is not kept as "". */
 		e->type = e->name[0] ? type : 0;
 		e->tp_name = name;
+		e->builtin = -1;
 	}
-	snprintf(out, outsz, "%s", e->name);
+	return e->name[0] ? e : NULL;
+}
+
+void pyd_type_name(struct pyd_session *s, uint64_t type, char *out,
+		   size_t outsz)
+{
+	const struct pyd_type_slot *e = type_slot(s, type);
+	if (!outsz)
+		return;
+	size_t n = e ? strnlen(e->name, outsz - 1) : 0;
+	if (n)
+		memcpy(out, e->name, n);
+	out[n] = 0;
+}
+
+const char *pyd_builtin_type_name(struct pyd_session *s, uint64_t type)
+{
+	struct pyd_type_slot *e = type_slot(s, type);
+	uint64_t flags;
+	if (!e)
+		return NULL;
+	if (e->builtin < 0) {
+		/* Not kept where the flags could not be read (a dry run's
+		 * miss): asked again. */
+		if (pyd_read_ptr(s, type + (uint64_t)s->layout.object.tp_flags,
+				 &flags))
+			return NULL;
+		e->builtin = pyd_interp_static_type(s, type, flags);
+	}
+	return e->builtin ? e->name : NULL;
 }
 
 bool pyd_builtin_type_is(struct pyd_session *s, uint64_t type,
 			 const char *name)
 {
-	uint64_t flags;
-	char have[64];
-	if (pyd_read_ptr(s, type + (uint64_t)s->layout.object.tp_flags,
-			 &flags) ||
-	    !pyd_interp_static_type(s, type, flags))
-		return false;
-	pyd_type_name(s, type, have, sizeof have);
-	return !strcmp(have, name);
+	const char *have = pyd_builtin_type_name(s, type);
+	return have && !strcmp(have, name);
 }
 
 void pyd_read_cstr(struct pyd_session *s, uint64_t name, char *out,

@@ -86,6 +86,9 @@ void pyd_read_cstr(struct pyd_session *s, uint64_t addr, char *out,
  * "module", ...)? */
 bool pyd_builtin_type_is(struct pyd_session *s, uint64_t type,
 			 const char *name);
+/* The name of type if it is one of the interpreter's own static types,
+ * else NULL; kept by the session's type cache until the next lookup. */
+const char *pyd_builtin_type_name(struct pyd_session *s, uint64_t type);
 
 /* The type's tp_name into out ("" on failure). */
 void pyd_type_name(struct pyd_session *s, uint64_t type, char *out,

@@ -62,7 +62,10 @@ static void short_type_name(struct pyd_session *s, uint64_t type, char *out,
 static char *joined(const char *owner, const char *name)
 {
 	struct pyd_buf b = {0};
-	pyd_buf_printf(&b, "%s%s%s", owner, *owner ? "." : "", name);
+	pyd_buf_str(&b, owner);
+	if (*owner)
+		pyd_buf_put(&b, ".", 1);
+	pyd_buf_str(&b, name);
 	return pyd_buf_take(&b);
 }
 
@@ -143,19 +146,22 @@ static char *callable_qualname(struct pyd_session *s, uint64_t fn,
 	uint64_t type, inner, name;
 	if (!fn || pyd_obj_type(s, fn, &type))
 		return NULL;
-	if (pyd_builtin_type_is(s, type, "function"))
+	const char *kind = pyd_builtin_type_name(s, type);
+	if (!kind)
+		kind = "";
+	if (!strcmp(kind, "function"))
 		return pyd_read_ptr(s, fn + (uint64_t)L->objects.func_qualname,
 				    &name)
 			       ? NULL
 			       : pyd_read_str(s, name);
-	if (pyd_builtin_type_is(s, type, "method"))
+	if (!strcmp(kind, "method"))
 		return depth || pyd_read_ptr(s, fn + (uint64_t)L->objects.meth_func,
 					     &inner)
 			       ? NULL
 			       : callable_qualname(s, inner, depth + 1);
-	if (pyd_builtin_type_is(s, type, "builtin_function_or_method"))
+	if (!strcmp(kind, "builtin_function_or_method"))
 		return cfunction_name(s, fn);
-	if (pyd_builtin_type_is(s, type, "method_descriptor"))
+	if (!strcmp(kind, "method_descriptor"))
 		return descriptor_name(s, fn);
 	return cyfunction_name(s, fn, type);
 }

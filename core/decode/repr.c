@@ -87,7 +87,9 @@ bool pyd_repr_kind(struct pyd_repr *r, uint64_t obj, enum pyd_kind *kind,
 
 static void unreadable(struct pyd_buf *out, uint64_t obj)
 {
-	pyd_buf_printf(out, "<unreadable at 0x%llx>", (unsigned long long)obj);
+	pyd_buf_put(out, "<unreadable at ", 15);
+	pyd_buf_hex(out, obj);
+	pyd_buf_put(out, ">", 1);
 }
 
 /* ---- str and bytes -------------------------------------------------- */
@@ -289,7 +291,7 @@ static void repr_float_obj(struct pyd_repr *r, uint64_t obj,
 		return;
 	}
 	pyd_repr_float(d, s, sizeof s);
-	pyd_buf_printf(out, "%s", s);
+	pyd_buf_str(out, s);
 }
 
 /* Base 10^9 limbs (least significant first) of the 30-bit digits d[0..n). */
@@ -554,8 +556,10 @@ static void repr_other(struct pyd_repr *r, uint64_t obj, const char *name,
 	uint64_t owner, *kv = NULL;
 	size_t n = 0;
 	struct pyd_repr_path here = {obj, r->path};
-	pyd_buf_printf(out, "<%s object at 0x%llx", name,
-		       (unsigned long long)obj);
+	pyd_buf_put(out, "<", 1);
+	pyd_buf_str(out, name);
+	pyd_buf_put(out, " object at ", 11);
+	pyd_buf_hex(out, obj);
 	if (r->lim.attrs && level < r->lim.depth && !on_path(r, obj) &&
 	    plain_instance(r, obj) &&
 	    !pyd_obj_attrs(r->s, obj, r->lim.items, &owner, &kv, &n) && n) {

@@ -79,6 +79,9 @@ struct pyd_key_slot {
 struct pyd_type_slot {
 	uint64_t type, tp_name;
 	char name[64];
+	/* pyd_interp_static_type of it: 1 or 0, -1 not asked yet (the
+	 * callable of every suspended call is asked four names) */
+	int8_t builtin;
 };
 
 struct pyd_session {

@@ -24,13 +24,14 @@
 #define PREFETCH_MAX_READ (256u << 10)
 /* Pages looked up without a search: the bytes one batch holds; once a
  * batch has this many runs (before, a search costs less than the table),
- * and either many more or passes enough to pay for zeroing the table's
- * 64 KiB, 16 page faults: a sampler's, not a dump's few (on a machine
- * whose page faults cost 10 us, a 100-thread dump's read-ahead spent
- * more on the table than it saved). */
+ * and either many more or searches enough to pay for zeroing the table's
+ * 64 KiB, 16 page faults, 160 us where a fault costs 10 us: a search
+ * costs some 100 instructions more than a slot (a sampler's rounds, a
+ * read-ahead of 1,000 greenlets' 190,000 reads; not a 100-thread dump's
+ * few thousand). */
 #define PREFETCH_SLOTS (PREFETCH_MAX_BYTES >> 12) /* a power of 2 */
 #define PREFETCH_SLOT_RUNS 256u
-#define PREFETCH_SLOT_PASSES 32u
+#define PREFETCH_SLOT_SEARCHES 16384u
 
 /* Whether [addr, addr + len) lies inside run r (overflow-safe), read or
  * not. */
@@ -56,6 +57,7 @@ static struct pyd_prefetch_run *search(struct pyd_prefetch *p, uint64_t addr,
 		return NULL;
 	}
 	size_t lo = 0, hi = p->nruns; /* the first run past addr */
+	p->searches++;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 		if (p->runs[mid].addr <= addr)
@@ -352,7 +354,7 @@ enum pyd_err pyd_prefetch_pass(struct pyd_prefetch *p)
 	merge(p, n);
 	enum pyd_err err = fill(p);
 	if (!p->slots && p->nruns >= PREFETCH_SLOT_RUNS &&
-	    (p->pass > PREFETCH_SLOT_PASSES ||
+	    (p->searches >= PREFETCH_SLOT_SEARCHES ||
 	     p->nruns >= 16 * PREFETCH_SLOT_RUNS))
 		p->slots = calloc(PREFETCH_SLOTS, sizeof *p->slots);
 	if (p->slots)

@@ -83,6 +83,7 @@ struct pyd_prefetch {
 	uint32_t *iov_run; /* the run of each iov of a batch */
 	size_t iov_run_cap;
 	size_t last; /* the run the last read found */
+	size_t searches; /* reads that searched the runs, all passes */
 };
 
 void pyd_prefetch_init(struct pyd_prefetch *p, const struct pyd_memsrc *inner);

@@ -18,10 +18,17 @@ const char *pyd_greenlet_state_name(enum pyd_greenlet_state st)
 /* "Waiting in Event.wait(<Event object at 0x...>)" */
 static void waiting_text(struct pyd_buf *b, const struct pyd_call *c)
 {
-	pyd_buf_printf(b, "  Waiting in %s(", c->function);
-	for (size_t i = 0; i < c->nargs; i++)
-		pyd_buf_printf(b, "%s%s", i ? ", " : "", c->args[i]);
-	pyd_buf_printf(b, "%s)\n", c->more ? ", ..." : "");
+	PUT(b, "  Waiting in ");
+	pyd_buf_str(b, c->function);
+	PUT(b, "(");
+	for (size_t i = 0; i < c->nargs; i++) {
+		if (i)
+			PUT(b, ", ");
+		pyd_buf_str(b, c->args[i]);
+	}
+	if (c->more)
+		PUT(b, ", ...");
+	PUT(b, ")\n");
 }
 
 static void waiting_json(struct pyd_buf *b, const struct pyd_call *c)
@@ -45,16 +52,23 @@ static void waiting_json(struct pyd_buf *b, const struct pyd_call *c)
 static void greenlet_text(struct pyd_buf *b, const struct pyd_greenlet *g,
 			  const struct pyd_report_opts *o)
 {
-	pyd_buf_printf(b, "\nGreenlet 0x%llx%s%s", (unsigned long long)g->id,
-		       g->main ? " (main, " : " (",
-		       pyd_greenlet_state_name(g->state));
-	if (g->thread)
-		pyd_buf_printf(b, ", thread %lld", (long long)g->thread);
-	if (g->parent)
-		pyd_buf_printf(b, ", parent 0x%llx",
-			       (unsigned long long)g->parent);
-	if (g->spawned)
-		pyd_buf_printf(b, ", runs %s", g->spawned);
+	/* Put, not printf: a thousand greenlets are some 8,000 pieces. */
+	PUT(b, "\nGreenlet ");
+	pyd_buf_hex(b, g->id);
+	pyd_buf_str(b, g->main ? " (main, " : " (");
+	pyd_buf_str(b, pyd_greenlet_state_name(g->state));
+	if (g->thread) {
+		PUT(b, ", thread ");
+		pyd_buf_i64(b, g->thread);
+	}
+	if (g->parent) {
+		PUT(b, ", parent ");
+		pyd_buf_hex(b, g->parent);
+	}
+	if (g->spawned) {
+		PUT(b, ", runs ");
+		pyd_buf_str(b, g->spawned);
+	}
 	PUT(b, ")\n");
 	if (g->state == PYD_GREENLET_RUNNING)
 		PUT(b, "  (its stack is its thread's, above)\n");

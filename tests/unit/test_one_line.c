@@ -38,6 +38,12 @@ static void check_buf(void)
 	pyd_buf_put(&b, " ", 1);
 	pyd_buf_i64(&b, -1);
 	CHECK_EQ(buf_is(&b, "0 18446744073709551615 -9223372036854775808 -1"), 1);
+	pyd_buf_hex(&b, 0);
+	pyd_buf_put(&b, " ", 1);
+	pyd_buf_hex(&b, 0x7f1234abcdefULL);
+	pyd_buf_put(&b, " ", 1);
+	pyd_buf_hex(&b, UINT64_MAX);
+	CHECK_EQ(buf_is(&b, "0x0 0x7f1234abcdef 0xffffffffffffffff"), 1);
 	pyd_buf_json_str(&b, "a\"b\\c\n\x01" "d\xc3\xa9");
 	CHECK_EQ(buf_is(&b, "\"a\\\"b\\\\c\\u000a\\u0001d\xc3\xa9\""), 1);
 	pyd_buf_json_str(&b, NULL);

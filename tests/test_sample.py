@@ -22,9 +22,10 @@ from harness.profiles import (ASYNC_AWAIT_MIN, ASYNC_BURN_MIN, ASYNC_MAX_READS,
                               chain_matches, collapsed_errors, collapsed_run, explain, flabel,
                               is_fn, label_errors, overlap, profile_info, profile_stacks,
                               read_profile, result, sample_out, sample_profile,
-                              sample_rate_errors, samples_in, shares_info, stopped_run_errors, task_label, threads_profile)
+                              sample_rate_errors, sampled_window, samples_in, shares_info, split_truth,
+                              stopped_run_errors, target_report, task_label, threads_profile)
 from harness.results import Result, settle
-from harness.target import Target, TargetError, tool_run
+from harness.target import Target, tool_run
 from harness.tasks import TASKS_DOCUMENTED_MIN, TASKS_UNSUPPORTED
 
 
@@ -102,43 +103,6 @@ def async_refused(interp, tool, name):
                         "--tasks does on %s); stderr: %s" % (" ".join(argv), rc,
                                                             interp.minor_str, short(err)))
         return result(name, errs, info="refused" if not errs else "")
-
-
-def target_report(tg, suffix):
-    """SIGUSR1 makes a sample_* target write GT.SUFFIX (its own measures):
-    that document."""
-    path = tg.gt_host + suffix
-    remove(path)
-    os.kill(tg.pid, signal.SIGUSR1)
-    deadline = time.time() + 10
-    while not os.path.exists(path):
-        if time.time() > deadline or tg.proc.poll() is not None:
-            raise TargetError("no %s after SIGUSR1:\n%s" % (path, tg.log_tail()))
-        time.sleep(0.02)
-    with open(path) as f:
-        return json.load(f)
-
-
-def sampled_window(doc, t0, t1):
-    """The window the tool says it sampled (start_unix_us, duration_s), in
-    time.monotonic() seconds; [t0, t1] (around the whole run) if it does
-    not say.  Under load the run's start-up and exit take a good part of a
-    second, and the target's split drifts with the load."""
-    if not isinstance(doc.get("start_unix_us"), int):
-        return t0, t1
-    start = doc["start_unix_us"] / 1e6 + (time.monotonic() - time.time())
-    return start, start + doc["duration_s"]
-
-
-def split_truth(tg, t0, t1):
-    """The target's own hot share (percent) over [t0, t1] (time.monotonic()
-    seconds), from the rounds it writes on SIGUSR1."""
-    rounds = target_report(tg, ".split")["rounds"]
-    inside = [r for r in rounds if t0 <= r[0] <= t1]
-    if len(inside) < 10:
-        raise TargetError("only %d rounds of the target inside the sampled window" % len(inside))
-    hot, cold = inside[-1][1] - inside[0][1], inside[-1][2] - inside[0][2]
-    return 100.0 * hot / (hot + cold)
 
 
 def sample_split(interp, tool, tg, gt, name):

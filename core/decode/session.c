@@ -75,19 +75,26 @@ static enum pyd_err layout_builtin(struct pyd_session *s, bool ft,
 				   char *detail, size_t detailsz)
 {
 	uint32_t hex = 0;
-	bool read_hex = s->rt.py_version_addr &&
-			pyd_read(s->src, s->rt.py_version_addr, &hex,
-				 sizeof hex) == PYD_OK &&
-			(hex >> 24) == 3;
+	enum pyd_err rerr = s->rt.py_version_addr
+				    ? pyd_read(s->src, s->rt.py_version_addr,
+					       &hex, sizeof hex)
+				    : PYD_OK;
+	bool read_hex = s->rt.py_version_addr && !rerr && (hex >> 24) == 3;
 	if (read_hex)
 		format_hex_version(hex, s->version, sizeof s->version);
 	else
 		snprintf(s->version, sizeof s->version, "%s", s->rt.version);
 	int major, minor;
 	if (!pyd_parse_version(s->version, &major, &minor)) {
-		snprintf(detail, detailsz, "cannot tell which Python %s is",
+		/* A version that could not be read is not an unknown one: a
+		 * process caught in execve has its file's first mappings and
+		 * not yet the rest, and a launcher tries again on a read
+		 * error. */
+		snprintf(detail, detailsz,
+			 rerr ? "cannot read the version of %s"
+			      : "cannot tell which Python %s is",
 			 s->rt.binary);
-		return PYD_E_UNSUPPORTED;
+		return rerr ? rerr : PYD_E_UNSUPPORTED;
 	}
 	if (!read_hex)
 		hex = version_hex(s->version);

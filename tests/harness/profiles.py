@@ -1,8 +1,10 @@
 """Checks of a profile (pystack-dump sample -f json, docs/profile-formats.md)
 against what the sample_* targets know they do."""
 
+import json
 import os
 import re
+import signal
 import time
 import uuid
 
@@ -10,7 +12,7 @@ from .cores import remove
 from .dumps import _is_int, thread_name_ok
 from .procs import comm, host_tmp, short
 from .results import Result
-from .target import parse_json_out, tool_run
+from .target import TargetError, parse_json_out, tool_run
 
 
 SAMPLE_SECS = 2                         # -d of each accuracy run
@@ -420,3 +422,40 @@ def stopped_run_errors(doc, gt, need_all=True):
     want = [gt["hot"], gt["cold"]] if "hot" in gt else [gt["burner"]["function"]]
     missing = ["no samples in %s()" % f["function"] for f in want if not samples_in(stacks, f)]
     return missing if need_all or len(missing) == len(want) else []
+
+
+def target_report(tg, suffix):
+    """SIGUSR1 makes a sample_* target write GT.SUFFIX (its own measures):
+    that document."""
+    path = tg.gt_host + suffix
+    remove(path)
+    os.kill(tg.pid, signal.SIGUSR1)
+    deadline = time.time() + 10
+    while not os.path.exists(path):
+        if time.time() > deadline or tg.proc.poll() is not None:
+            raise TargetError("no %s after SIGUSR1:\n%s" % (path, tg.log_tail()))
+        time.sleep(0.02)
+    with open(path) as f:
+        return json.load(f)
+
+
+def sampled_window(doc, t0, t1):
+    """The window the tool says it sampled (start_unix_us, duration_s), in
+    time.monotonic() seconds; [t0, t1] (around the whole run) if it does
+    not say.  Under load the run's start-up and exit take a good part of a
+    second, and the target's split drifts with the load."""
+    if not isinstance(doc.get("start_unix_us"), int):
+        return t0, t1
+    start = doc["start_unix_us"] / 1e6 + (time.monotonic() - time.time())
+    return start, start + doc["duration_s"]
+
+
+def split_truth(tg, t0, t1):
+    """The target's own hot share (percent) over [t0, t1] (time.monotonic()
+    seconds), from the rounds it writes on SIGUSR1."""
+    rounds = target_report(tg, ".split")["rounds"]
+    inside = [r for r in rounds if t0 <= r[0] <= t1]
+    if len(inside) < 10:
+        raise TargetError("only %d rounds of the target inside the sampled window" % len(inside))
+    hot, cold = inside[-1][1] - inside[0][1], inside[-1][2] - inside[0][2]
+    return 100.0 * hot / (hot + cold)

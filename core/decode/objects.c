@@ -367,11 +367,13 @@ static enum pyd_err keys_view(struct pyd_session *s, uint64_t keys,
 /*
  * The first max live (key, value) pairs of a keys table, values from the
  * entries or (split) from the values array at `values`.  Deleted and
- * empty entries (NULL key or value) are skipped.
+ * empty entries (NULL key or value) are skipped.  Numbered (values 0), the
+ * pairs are each key and its entry's number, and only NULL keys are
+ * skipped.
  */
 static enum pyd_err keys_items(struct pyd_session *s, uint64_t keys,
-			       uint64_t values, size_t max, uint64_t **kv,
-			       size_t *n)
+			       uint64_t values, size_t max, bool numbered,
+			       uint64_t **kv, size_t *n)
 {
 	struct keys_view v;
 	*kv = NULL;
@@ -401,9 +403,10 @@ static enum pyd_err keys_items(struct pyd_session *s, uint64_t keys,
 		for (size_t i = 0; i < k && *n < want; i++) {
 			const uint8_t *e = ents + i * v.entry_size;
 			uint64_t key = pyd_u64_at(e, (int32_t)v.key_off);
-			uint64_t val = values ? vals[i]
-					      : pyd_u64_at(e, (int32_t)v.key_off + 8);
-			if (!key || !val)
+			uint64_t val = numbered ? at + i
+				       : values ? vals[i]
+						: pyd_u64_at(e, (int32_t)v.key_off + 8);
+			if (!key || (!val && !numbered))
 				continue;
 			out[2 * *n] = key;
 			out[2 * *n + 1] = val;
@@ -442,7 +445,7 @@ enum pyd_err pyd_dict_items(struct pyd_session *s, uint64_t dict, size_t max,
 	uint64_t values = pyd_u64_at(hdr, o->ma_values);
 	if (used)
 		*used = (size_t)pyd_u64_at(hdr, o->ma_used);
-	return keys_items(s, keys, values_array(s, values), max, kv, n);
+	return keys_items(s, keys, values_array(s, values), max, false, kv, n);
 }
 
 /* Keys read in one batch, and the bytes of one: a compact ASCII str's
@@ -504,30 +507,81 @@ static size_t find_key(struct pyd_session *s, const uint64_t *kv, size_t n,
  * (the table holds a reference, so it is still that string), the answer
  * needs no reads.  A sampler asks for the same few keys every round.
  */
+static struct pyd_key_slot *key_slot(struct pyd_session *s, uint64_t owner,
+				     const char *key)
+{
+	uint64_t h = owner * 0x9E3779B97F4A7C15ULL;
+	for (const char *c = key; *c; c++)
+		h = (h ^ (unsigned char)*c) * 0x100000001b3ULL;
+	return &s->keys[h % PYD_KEY_CACHE];
+}
+
+/* Remember key's place in owner's table (index, and entry if set), if its
+ * name fits the slot. */
+static void key_found(struct pyd_key_slot *e, uint64_t owner,
+		      const char *key, uint64_t found, size_t index,
+		      uint64_t entry)
+{
+	size_t len = strlen(key);
+	if (len >= sizeof e->name)
+		return;
+	*e = (struct pyd_key_slot){owner, found, index, entry, ""};
+	memcpy(e->name, key, len + 1);
+}
+
 enum pyd_err pyd_kv_find(struct pyd_session *s, uint64_t owner,
 			 const uint64_t *kv, size_t n, const char *key,
 			 uint64_t *val)
 {
-	size_t len = strlen(key);
-	uint64_t h = owner * 0x9E3779B97F4A7C15ULL;
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ (unsigned char)key[i]) * 0x100000001b3ULL;
-	struct pyd_key_slot *e = &s->keys[h % PYD_KEY_CACHE];
+	struct pyd_key_slot *e = key_slot(s, owner, key);
 	*val = 0;
-	if (e->owner == owner && !strcmp(e->name, key) && e->index < n &&
-	    kv[2 * e->index] == e->key) {
+	if (e->owner == owner && !e->entry && !strcmp(e->name, key) &&
+	    e->index < n && kv[2 * e->index] == e->key) {
 		*val = kv[2 * e->index + 1];
 		return PYD_OK;
 	}
 	size_t i = find_key(s, kv, n, key);
 	if (i < n) {
 		*val = kv[2 * i + 1];
-		if (len < sizeof e->name) {
-			*e = (struct pyd_key_slot){owner, kv[2 * i], i, ""};
-			memcpy(e->name, key, len + 1);
-		}
+		key_found(e, owner, key, kv[2 * i], i, 0);
 	}
 	return PYD_OK;
+}
+
+/*
+ * An attribute of split values (values[i] is the value of entry i of the
+ * type's cached keys).  Every instance of a class shares those keys, and
+ * a shared table only grows: a key keeps its entry while the table lives.
+ * So where a key was found is kept, and while that entry still holds the
+ * same key object, an instance's attribute costs two words' reads, not
+ * the table's (a Thread's _name, for each of a hundred threads, every
+ * pass of their read-ahead).
+ */
+static enum pyd_err split_get(struct pyd_session *s, uint64_t keys,
+			      uint64_t values, const char *key, uint64_t *val)
+{
+	struct pyd_key_slot *e = key_slot(s, keys, key);
+	uint64_t now;
+	*val = 0;
+	if (e->owner == keys && e->entry && !strcmp(e->name, key)) {
+		enum pyd_err err = pyd_read_ptr(s, e->entry, &now);
+		if (err || now == e->key)
+			return err ? err
+				   : pyd_read_ptr(s, values + 8 * e->index, val);
+	}
+	uint64_t *kv;
+	size_t n;
+	struct keys_view v;
+	enum pyd_err err = keys_items(s, keys, 0, PYD_MAX_ITEMS, true, &kv, &n);
+	size_t i = err ? n : find_key(s, kv, n, key);
+	if (i < n && !(err = keys_view(s, keys, &v))) {
+		size_t at = (size_t)kv[2 * i + 1];
+		key_found(e, keys, key, kv[2 * i], at,
+			  v.entries + at * v.entry_size + v.key_off);
+		err = pyd_read_ptr(s, values + 8 * at, val);
+	}
+	free(kv);
+	return err;
 }
 
 enum pyd_err pyd_dict_get(struct pyd_session *s, uint64_t dict,
@@ -606,35 +660,44 @@ static enum pyd_err attr_home(struct pyd_session *s, uint64_t obj,
 	return pyd_read_ptr(s, obj + (uint64_t)off, dict);
 }
 
+/* Where an instance's attributes are: its dict, or its split values and
+ * the keys table of its type they go with (all 0: it has none). */
+static enum pyd_err attr_tables(struct pyd_session *s, uint64_t obj,
+				uint64_t *dict, uint64_t *keys,
+				uint64_t *values)
+{
+	uint64_t type;
+	*keys = 0;
+	enum pyd_err err = attr_home(s, obj, &type, dict, values);
+	if (err || *dict || !*values)
+		return err;
+	return pyd_read_ptr(s, type + (uint64_t)OT(s)->ht_cached_keys, keys);
+}
+
 enum pyd_err pyd_obj_attrs(struct pyd_session *s, uint64_t obj, size_t max,
 			   uint64_t *owner, uint64_t **kv, size_t *n)
 {
-	uint64_t type, dict, values;
+	uint64_t dict, keys, values;
 	*owner = 0;
 	*kv = NULL;
 	*n = 0;
-	enum pyd_err err = attr_home(s, obj, &type, &dict, &values);
+	enum pyd_err err = attr_tables(s, obj, &dict, &keys, &values);
 	if (err || dict)
 		return err ? err : pyd_dict_items(s, *owner = dict, max, kv, n, NULL);
-	if (!values)
+	if (!keys)
 		return PYD_OK;
-	if ((err = pyd_read_ptr(s, type + (uint64_t)OT(s)->ht_cached_keys,
-				owner)) || !*owner)
-		return err;
-	return keys_items(s, *owner, values, max, kv, n);
+	return keys_items(s, *owner = keys, values, max, false, kv, n);
 }
 
 enum pyd_err pyd_obj_attr(struct pyd_session *s, uint64_t obj,
 			  const char *key, uint64_t *val)
 {
-	uint64_t owner, *kv;
-	size_t n;
+	uint64_t dict, keys, values;
 	*val = 0;
-	enum pyd_err err = pyd_obj_attrs(s, obj, PYD_MAX_ITEMS, &owner, &kv, &n);
-	if (!err)
-		err = pyd_kv_find(s, owner, kv, n, key, val);
-	free(kv);
-	return err;
+	enum pyd_err err = attr_tables(s, obj, &dict, &keys, &values);
+	if (err || dict)
+		return err ? err : pyd_dict_get(s, dict, key, val);
+	return keys ? split_get(s, keys, values, key, val) : PYD_OK;
 }
 
 /* ---- sets, sequences, ints, weakrefs --------------------------------- */

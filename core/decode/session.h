@@ -69,7 +69,11 @@ struct pyd_line_slot {
 struct pyd_key_slot {
 	uint64_t owner; /* the dict, or the split keys table */
 	uint64_t key;   /* the key object found */
-	size_t index;   /* its place among the table's live entries */
+	/* Its place among the table's live entries; or, where entry is set
+	 * (a split table's own lookup), its entry's number, whose key field
+	 * is at entry. */
+	size_t index;
+	uint64_t entry;
 	char name[40];
 };
 

@@ -249,20 +249,11 @@ static void index_pages(struct pyd_prefetch *p)
 	}
 }
 
-/* Free the buffers of earlier batches. */
-static void drop_held(struct pyd_prefetch *p)
-{
-	for (size_t i = 0; i < p->nheld; i++)
-		free(p->held[i]);
-	p->nheld = 0;
-	p->held_bytes = 0;
-}
-
-/* Room in buf for the bytes of a batch's runs to read, and each run's
- * data set: a kept run's stays where an earlier batch read it, whose
- * buffer is held, not reused, while any run may point into it.  Past
- * PREFETCH_MAX_HELD held, the kept runs are read again instead and the
- * held buffers freed: a read-ahead holds about two batches at most.
+/* Room for the bytes of a batch's runs to read, and each run's data set:
+ * a kept run's stays where an earlier batch read it.  A read-ahead (keep)
+ * reads each batch into its arena, freed once earlier batches hold more
+ * than PREFETCH_MAX_HELD: then the kept runs are read again instead (it
+ * holds about two batches at most).  Nothing else points into the arena: a read copies.  Otherwise (a sampler's rounds) every batch reuses buf.
  * false if out of memory. */
 static bool place(struct pyd_prefetch *p)
 {
@@ -274,29 +265,26 @@ static bool place(struct pyd_prefetch *p)
 		if (!p->runs[i].kept)
 			bytes += p->runs[i].len;
 	}
-	if (kept && p->held_bytes + p->buf_cap > PREFETCH_MAX_HELD) {
+	if (p->keep && p->held_bytes > PREFETCH_MAX_HELD) {
 		for (size_t i = 0; i < p->nruns; i++)
 			p->runs[i].kept = NULL;
-		kept = false;
 		bytes = all;
-		drop_held(p);
+		pyd_arena_free(&p->held);
+		p->held_bytes = 0;
 	}
-	if (kept) {
-		if (!pyd_grow((void **)&p->held, &p->held_cap, p->nheld + 1,
-			      sizeof *p->held))
-			return false;
-		p->held[p->nheld++] = p->buf;
-		p->held_bytes += p->buf_cap;
-		p->buf = NULL;
-		p->buf_cap = 0;
-	}
-	if (!pyd_grow((void **)&p->buf, &p->buf_cap, bytes ? bytes : 1, 1))
+	p->held_bytes += p->keep ? bytes : 0;
+	uint8_t *to = p->keep ? pyd_arena_alloc(&p->held, bytes ? bytes : 1)
+		      : pyd_grow((void **)&p->buf, &p->buf_cap,
+				 bytes ? bytes : 1, 1)
+			  ? p->buf
+			  : NULL;
+	if (!to)
 		return false;
 	bytes = 0;
 	for (size_t i = 0; i < p->nruns; i++) {
 		struct pyd_prefetch_run *r = &p->runs[i];
 		r->ok = r->kept != NULL;
-		r->data = r->kept ? r->kept : p->buf + bytes;
+		r->data = r->kept ? r->kept : to + bytes;
 		if (!r->kept)
 			bytes += r->len;
 	}
@@ -366,8 +354,7 @@ void pyd_prefetch_free(struct pyd_prefetch *p)
 {
 	free(p->runs);
 	free(p->buf);
-	drop_held(p);
-	free(p->held);
+	pyd_arena_free(&p->held);
 	free(p->missed);
 	free(p->next);
 	free(p->iov);

@@ -13,6 +13,7 @@
 #ifndef PYD_MEMSRC_PREFETCH_H
 #define PYD_MEMSRC_PREFETCH_H
 
+#include "../arena.h"
 #include "layer.h"
 
 struct pyd_prefetch_run {
@@ -43,13 +44,13 @@ struct pyd_prefetch {
 	struct pyd_layer layer; /* read through layer.src */
 	struct pyd_prefetch_run *runs; /* sorted, disjoint */
 	size_t nruns, runs_cap;
-	uint8_t *buf; /* what this batch read */
+	uint8_t *buf; /* what this batch read (not keep) */
 	size_t buf_cap;
-	/* The buffers of earlier batches, which kept runs point into
-	 * (keep): never copied, so a read-ahead's pages are each written
-	 * once, by the read. */
-	uint8_t **held;
-	size_t nheld, held_cap, held_bytes;
+	/* What every batch read (keep), which kept runs point into: never
+	 * copied, so a read-ahead's pages are each written once, by the
+	 * read, and past the arena's first chunks on huge pages. */
+	struct pyd_arena held;
+	size_t held_bytes; /* the batches' bytes in it */
 	struct pyd_prefetch_range *missed; /* this pass's, for the next */
 	size_t nmissed, missed_cap;
 	struct pyd_prefetch_range *next; /* the next batch, being built */

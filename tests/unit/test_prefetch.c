@@ -153,27 +153,38 @@ static void test_wanted_once(void)
 	pyd_prefetch_free(&p);
 }
 
-/* Kept runs stay in the buffers of the batches that read them, until
- * those hold more than a batch's worth: then a batch reads its kept runs
- * again, and the buffers before are freed. */
+/* Kept runs stay where the batches that read them put them, until those
+ * hold more than a batch's worth: then a batch reads its kept runs again,
+ * and what the batches before read is freed.  Each batch's runs come
+ * before the last's, so the batch's bound (16 MiB) leaves earlier runs
+ * out, and what they were read into is held for nothing. */
 static void test_held_bound(void)
 {
 	struct pyd_prefetch p;
 	enum pyd_err err;
 	const size_t range = 256 << 10, per = 16; /* 4 MiB a batch */
+	const int batches = 8;
 	pyd_prefetch_init(&p, &fake);
 	p.dry = p.keep = true;
-	size_t wanted = 0, readall = 0;
-	for (int batch = 0; batch < 6; batch++) {
+	size_t wanted = 0, readall = 0, last = 0;
+	for (int batch = 0; batch < batches; batch++) {
 		for (size_t i = 0; i < per; i++, wanted++)
-			pyd_prefetch_want(&p, ZEROS + wanted * 2 * range, range);
+			pyd_prefetch_want(&p, ZEROS + (per * batches - 1 - wanted) *
+						      2 * range,
+					  range);
 		reads = 0;
 		CHECK_EQ(pyd_prefetch_pass(&p), PYD_OK);
-		if (reads > (int)per) /* every run read again: the bound */
+		if (reads > (int)per) { /* every run read again: the bound */
 			readall++;
-		CHECK_EQ(p.held_bytes <= (16u << 20), true);
+			CHECK_EQ(batch - (int)last >= 2, true);
+			last = (size_t)batch;
+		}
+		CHECK_EQ(p.held_bytes <= (20u << 20), true);
+		/* Mapped, not all touched: an arena's chunk is as large as
+		 * all before it. */
+		CHECK_EQ(p.held.total <= (48u << 20), true);
 	}
-	CHECK_EQ(readall, 1);
+	CHECK_EQ(readall, 2);
 	p.dry = false;
 	reads = 0;
 	CHECK_EQ(word_at(&p.layer.src, ZEROS + 8, &err), 0);

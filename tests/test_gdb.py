@@ -20,7 +20,10 @@ from harness.target import Target, TargetError
 
 
 GDB_TIMEOUT = 120
-SAMPLES, RATE, SLACK = 1000, 1000.0, 1.5
+# py-sample's budget: SAMPLES at RATE, plus SLACK for gdb's attach and a
+# loaded machine (1.16-1.24 s alone; 2.52 s once with a second test run
+# on the same two cores).  Its speed is bench/bench_gdb.py's to measure.
+SAMPLES, RATE, SLACK = 1000, 1000.0, 3.0
 
 
 @pytest.fixture(scope="session")
@@ -256,7 +259,7 @@ def locals_job(interp, tool, plugin):
 
 def sample_job(interp, plugin):
     """busy.py: py-sample 1000 returns within its budget (1 s at 1000 Hz,
-    plus 1.5 s), leaves the inferior stopped with all its threads (info
+    plus SLACK), leaves the inferior stopped with all its threads (info
     threads), and SIGINT never reaches it (running after gdb detaches)."""
     res = []
     with Target(interp, "busy") as t:

@@ -5,7 +5,6 @@ interval, memory flat).  docs/recording-format.md is the format."""
 
 import json
 import os
-import signal
 import subprocess
 import time
 
@@ -14,8 +13,9 @@ import pytest
 from harness.cores import remove
 from harness.dumps import base_gt_sanity
 from harness.procs import rss_env, rss_kb, short
-from harness.profiles import (SAMPLE_TIMEOUT, is_fn, parse_collapsed, profile_stacks,
-                              sample_out, samples_in)
+from harness.profiles import (SAMPLE_TIMEOUT, SPLIT_TOLERANCE, parse_collapsed,
+                              profile_stacks, sample_out, sampled_window, samples_in,
+                              split_truth)
 from harness.results import Result, settle
 from harness.target import Target, tool_run
 
@@ -25,7 +25,6 @@ only_rec = pytest.mark.interps(lambda i: i.label in REC_LABELS)
 
 REC_SECS = 3
 REC_RATE = 500
-HOT_SHARE = (60.0, 90.0)    # spend_hot's % of spend_hot+spend_cold (75 by design)
 EXIT_PROFILE = 16           # PYD_E_PROFILE: bad or unsupported profile or recording
 EVERY_INTERVALS = 10        # the RSS run: intervals of 1 s
 RSS_GROWTH_KB = 1024        # at most this much more after the 3rd interval
@@ -56,8 +55,9 @@ def record(tool, tg, path, secs=REC_SECS, fmt="raw"):
         ["%s exited %s: %s" % (" ".join(argv), rc, short(err))]
 
 
-def split_errors(doc, gt):
-    """The samples of sample_split: spend_hot about 75% of the two."""
+def split_errors(doc, gt, want):
+    """The samples of sample_split: spend_hot about 75% of the two, within
+    SPLIT_TOLERANCE points of want, the share the target measured."""
     stacks = profile_stacks(doc)
     hot, cold = samples_in(stacks, gt["hot"]), samples_in(stacks, gt["cold"])
     share = 100.0 * hot / max(1, hot + cold)
@@ -65,8 +65,9 @@ def split_errors(doc, gt):
     if hot + cold < 0.9 * doc["samples"]:
         errs.append("only %d of %d samples in spend_hot or spend_cold" % (hot + cold,
                                                                            doc["samples"]))
-    if not HOT_SHARE[0] <= share <= HOT_SHARE[1]:
-        errs.append("spend_hot has %.1f%% of the samples, not within %s" % (share, HOT_SHARE))
+    if abs(share - want) > SPLIT_TOLERANCE:
+        errs.append("spend_hot has %.1f%% of the samples, the target measured %.1f%% "
+                    "(tolerance %g points)" % (share, want, SPLIT_TOLERANCE))
     return errs, share
 
 
@@ -89,13 +90,15 @@ def replay_errors(tool, tg, gt):
     a slice has fewer; jsonl lines all parse and name the functions."""
     path = sample_out("rec", ".pydrec")
     try:
+        t0 = time.monotonic()
         errs = record(tool, tg, path)
+        t1 = time.monotonic()
         if errs:
             return errs, ""
         doc, errs, err = report_json(tool, path)
         if doc is None:
             return errs, ""
-        errs, share = split_errors(doc, gt)
+        errs, share = split_errors(doc, gt, split_truth(tg, *sampled_window(doc, t0, t1)))
         size = os.path.getsize(path)
         n = doc["samples"]
         if "ends mid-record" in err.decode():
@@ -273,9 +276,11 @@ def test_report_foreign(tool, content):
 def every_errors(tool, tg, gt):
     """--every 1 -d 3: three json files, each a profile with the split."""
     pattern = sample_out("every", "-%H%M%S.json")
+    t0 = time.monotonic()
     argv, rc, out, err, _ = tool_run(tool, ["sample", "-q", "-r", str(REC_RATE), "--every", "1",
                                             "-d", "3", "-o", pattern, str(tg.pid)],
                                      timeout=SAMPLE_TIMEOUT)
+    t1 = time.monotonic()
     d, base = os.path.split(pattern)
     prefix = base.split("-%")[0]
     files = sorted(os.path.join(d, f) for f in os.listdir(d) if f.startswith(prefix + "-"))
@@ -283,8 +288,9 @@ def every_errors(tool, tg, gt):
         errs = ["%s exited %s: %s" % (" ".join(argv), rc, short(err))] if rc else []
         if len(files) != 3:
             errs.append("%d files for 3 intervals: %s" % (len(files), files))
-        # The split is checked over the three intervals together: one
-        # second of a loaded machine (CI's sanitizer run) saw 57% once.
+        # The split is checked over the three intervals together, against
+        # the target's own measure over the run: one second of a loaded
+        # machine (CI's sanitizer run) saw 57% once.
         hot = cold = 0
         for path in files:
             with open(path) as f:
@@ -298,9 +304,10 @@ def every_errors(tool, tg, gt):
             if not 0.8 <= doc["duration_s"] <= 1.2:
                 errs.append("%s: %.2f s long" % (path, doc["duration_s"]))
         share = 100.0 * hot / max(1, hot + cold)
-        if files and not HOT_SHARE[0] <= share <= HOT_SHARE[1]:
-            errs.append("spend_hot has %.1f%% of the intervals' samples, not within %s"
-                        % (share, HOT_SHARE))
+        want = split_truth(tg, t0, t1) if files else share
+        if abs(share - want) > SPLIT_TOLERANCE:
+            errs.append("spend_hot has %.1f%% of the intervals' samples, the target "
+                        "measured %.1f%% (tolerance %g points)" % (share, want, SPLIT_TOLERANCE))
         return errs
     finally:
         for path in files:

@@ -365,47 +365,45 @@ static enum pyd_err keys_view(struct pyd_session *s, uint64_t keys,
 #define CHUNK_MIN 64
 
 /*
- * The first max live (key, value) pairs of a keys table, values from the
- * entries or (split) from the values array at `values`.  Deleted and
+ * The first max live (key, value) pairs of the keys table v views, values
+ * from the entries or (split) from the values array at `values`.  Deleted and
  * empty entries (NULL key or value) are skipped.  Numbered (values 0), the
  * pairs are each key and its entry's number, and only NULL keys are
  * skipped.
  */
-static enum pyd_err keys_items(struct pyd_session *s, uint64_t keys,
-			       uint64_t values, size_t max, bool numbered,
-			       uint64_t **kv, size_t *n)
+static enum pyd_err view_items(struct pyd_session *s,
+			       const struct keys_view *v, uint64_t values,
+			       size_t max, bool numbered, uint64_t **kv,
+			       size_t *n)
 {
-	struct keys_view v;
+	enum pyd_err err = PYD_OK;
 	*kv = NULL;
 	*n = 0;
-	enum pyd_err err = keys_view(s, keys, &v);
-	if (err)
-		return err;
-	size_t want = v.nentries < max ? v.nentries : max;
+	size_t want = v->nentries < max ? v->nentries : max;
 	size_t chunk = want * 2 > CHUNK_MIN ? want * 2 : CHUNK_MIN;
-	if (chunk > v.nentries)
-		chunk = v.nentries;
+	if (chunk > v->nentries)
+		chunk = v->nentries;
 	if (!want)
 		return PYD_OK;
-	uint8_t *ents = malloc(chunk * v.entry_size);
+	uint8_t *ents = malloc(chunk * v->entry_size);
 	uint64_t *vals = values ? malloc(chunk * 8) : NULL;
 	uint64_t *out = malloc(want * 16);
 	if (!ents || !out || (values && !vals)) {
 		err = PYD_E_NOMEM;
 		goto done;
 	}
-	for (size_t at = 0; at < v.nentries && *n < want; at += chunk) {
-		size_t k = v.nentries - at < chunk ? v.nentries - at : chunk;
-		if ((err = rd(s, v.entries + at * v.entry_size, ents,
-			      k * v.entry_size)) ||
+	for (size_t at = 0; at < v->nentries && *n < want; at += chunk) {
+		size_t k = v->nentries - at < chunk ? v->nentries - at : chunk;
+		if ((err = rd(s, v->entries + at * v->entry_size, ents,
+			      k * v->entry_size)) ||
 		    (values && (err = rd(s, values + at * 8, vals, k * 8))))
 			goto done;
 		for (size_t i = 0; i < k && *n < want; i++) {
-			const uint8_t *e = ents + i * v.entry_size;
-			uint64_t key = pyd_u64_at(e, (int32_t)v.key_off);
+			const uint8_t *e = ents + i * v->entry_size;
+			uint64_t key = pyd_u64_at(e, (int32_t)v->key_off);
 			uint64_t val = numbered ? at + i
 				       : values ? vals[i]
-						: pyd_u64_at(e, (int32_t)v.key_off + 8);
+						: pyd_u64_at(e, (int32_t)v->key_off + 8);
 			if (!key || (!val && !numbered))
 				continue;
 			out[2 * *n] = key;
@@ -420,6 +418,18 @@ done:
 	free(vals);
 	free(out);
 	return err;
+}
+
+/* view_items of the table at keys. */
+static enum pyd_err keys_items(struct pyd_session *s, uint64_t keys,
+			       uint64_t values, size_t max, uint64_t **kv,
+			       size_t *n)
+{
+	struct keys_view v;
+	*kv = NULL;
+	*n = 0;
+	enum pyd_err err = keys_view(s, keys, &v);
+	return err ? err : view_items(s, &v, values, max, false, kv, n);
 }
 
 static uint64_t values_array(struct pyd_session *s, uint64_t values)
@@ -445,7 +455,7 @@ enum pyd_err pyd_dict_items(struct pyd_session *s, uint64_t dict, size_t max,
 	uint64_t values = pyd_u64_at(hdr, o->ma_values);
 	if (used)
 		*used = (size_t)pyd_u64_at(hdr, o->ma_used);
-	return keys_items(s, keys, values_array(s, values), max, false, kv, n);
+	return keys_items(s, keys, values_array(s, values), max, kv, n);
 }
 
 /* Keys read in one batch, and the bytes of one: a compact ASCII str's
@@ -501,12 +511,6 @@ static size_t find_key(struct pyd_session *s, const uint64_t *kv, size_t n,
 	return n;
 }
 
-/*
- * Comparing a key costs a read, so where a key was found is remembered:
- * while the same key object sits at the same place of the same table
- * (the table holds a reference, so it is still that string), the answer
- * needs no reads.  A sampler asks for the same few keys every round.
- */
 static struct pyd_key_slot *key_slot(struct pyd_session *s, uint64_t owner,
 				     const char *key)
 {
@@ -529,6 +533,12 @@ static void key_found(struct pyd_key_slot *e, uint64_t owner,
 	memcpy(e->name, key, len + 1);
 }
 
+/*
+ * Comparing a key costs a read, so where a key was found is remembered:
+ * while the same key object sits at the same place of the same table
+ * (the table holds a reference, so it is still that string), the answer
+ * needs no reads.  A sampler asks for the same few keys every round.
+ */
 enum pyd_err pyd_kv_find(struct pyd_session *s, uint64_t owner,
 			 const uint64_t *kv, size_t n, const char *key,
 			 uint64_t *val)
@@ -569,12 +579,14 @@ static enum pyd_err split_get(struct pyd_session *s, uint64_t keys,
 			return err ? err
 				   : pyd_read_ptr(s, values + 8 * e->index, val);
 	}
-	uint64_t *kv;
-	size_t n;
+	uint64_t *kv = NULL;
+	size_t n = 0;
 	struct keys_view v;
-	enum pyd_err err = keys_items(s, keys, 0, PYD_MAX_ITEMS, true, &kv, &n);
+	enum pyd_err err = keys_view(s, keys, &v);
+	if (!err)
+		err = view_items(s, &v, 0, PYD_MAX_ITEMS, true, &kv, &n);
 	size_t i = err ? n : find_key(s, kv, n, key);
-	if (i < n && !(err = keys_view(s, keys, &v))) {
+	if (i < n) {
 		size_t at = (size_t)kv[2 * i + 1];
 		key_found(e, keys, key, kv[2 * i], at,
 			  v.entries + at * v.entry_size + v.key_off);
@@ -686,7 +698,7 @@ enum pyd_err pyd_obj_attrs(struct pyd_session *s, uint64_t obj, size_t max,
 		return err ? err : pyd_dict_items(s, *owner = dict, max, kv, n, NULL);
 	if (!keys)
 		return PYD_OK;
-	return keys_items(s, *owner = keys, values, max, false, kv, n);
+	return keys_items(s, *owner = keys, values, max, kv, n);
 }
 
 enum pyd_err pyd_obj_attr(struct pyd_session *s, uint64_t obj,

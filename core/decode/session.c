@@ -79,7 +79,7 @@ static enum pyd_err layout_builtin(struct pyd_session *s, bool ft,
 				    ? pyd_read(s->src, s->rt.py_version_addr,
 					       &hex, sizeof hex)
 				    : PYD_OK;
-	bool read_hex = s->rt.py_version_addr && !rerr && (hex >> 24) == 3;
+	bool read_hex = !rerr && (hex >> 24) == 3; /* hex is 0 if unread */
 	if (read_hex)
 		format_hex_version(hex, s->version, sizeof s->version);
 	else

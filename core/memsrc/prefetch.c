@@ -249,18 +249,31 @@ static void index_pages(struct pyd_prefetch *p)
 	}
 }
 
+/* Where a batch's bytes to read go: a read-ahead's (keep) into its
+ * arena, which kept runs point into while later batches run; a sampler's
+ * rounds into buf, reused round after round.  NULL if out of memory. */
+static uint8_t *batch_room(struct pyd_prefetch *p, size_t bytes)
+{
+	if (!bytes)
+		bytes = 1;
+	if (p->keep) {
+		p->held_bytes += bytes;
+		return pyd_arena_alloc(&p->held, bytes);
+	}
+	return pyd_grow((void **)&p->buf, &p->buf_cap, bytes, 1) ? p->buf
+								  : NULL;
+}
+
 /* Room for the bytes of a batch's runs to read, and each run's data set:
- * a kept run's stays where an earlier batch read it.  A read-ahead (keep)
- * reads each batch into its arena, freed once earlier batches hold more
- * than PREFETCH_MAX_HELD: then the kept runs are read again instead (it
- * holds about two batches at most).  Nothing else points into the arena: a read copies.  Otherwise (a sampler's rounds) every batch reuses buf.
- * false if out of memory. */
+ * a kept run's stays where an earlier batch read it.  Once earlier
+ * batches hold more than PREFETCH_MAX_HELD, the kept runs are read again
+ * instead and the arena freed (a read-ahead holds about two batches at
+ * most): nothing else points into it, as a read copies.  false if out of
+ * memory. */
 static bool place(struct pyd_prefetch *p)
 {
 	size_t bytes = 0, all = 0;
-	bool kept = false;
 	for (size_t i = 0; i < p->nruns; i++) {
-		kept |= p->runs[i].kept != NULL;
 		all += p->runs[i].len;
 		if (!p->runs[i].kept)
 			bytes += p->runs[i].len;
@@ -272,12 +285,7 @@ static bool place(struct pyd_prefetch *p)
 		pyd_arena_free(&p->held);
 		p->held_bytes = 0;
 	}
-	p->held_bytes += p->keep ? bytes : 0;
-	uint8_t *to = p->keep ? pyd_arena_alloc(&p->held, bytes ? bytes : 1)
-		      : pyd_grow((void **)&p->buf, &p->buf_cap,
-				 bytes ? bytes : 1, 1)
-			  ? p->buf
-			  : NULL;
+	uint8_t *to = batch_room(p, bytes);
 	if (!to)
 		return false;
 	bytes = 0;
@@ -291,9 +299,9 @@ static bool place(struct pyd_prefetch *p)
 	return true;
 }
 
-/* Read every run not kept into buf, in one batch where all can be read;
- * a run that fails is left out (not ok) and the batch goes on after
- * it. */
+/* Read every run not kept into the batch's room, in one batch where all
+ * can be read; a run that fails is left out (not ok) and the batch goes
+ * on after it. */
 static enum pyd_err fill(struct pyd_prefetch *p)
 {
 	size_t n = 0;

@@ -179,6 +179,7 @@ static void test_held_bound(void)
 			CHECK_EQ(batch - (int)last >= 2, true);
 			last = (size_t)batch;
 		}
+		/* The earlier batches' 16 MiB and this one's 4. */
 		CHECK_EQ(p.held_bytes <= (20u << 20), true);
 		/* Mapped, not all touched: an arena's chunk is as large as
 		 * all before it. */

@@ -3,7 +3,6 @@ return the documents pystack-dump --json prints, errors are its exit
 statuses and messages, the Sampler profiles a busy target, and dump()
 called in a loop keeps its memory flat."""
 
-import glob
 import json
 import os
 import re

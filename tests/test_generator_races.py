@@ -8,8 +8,6 @@ busy thread's stack is whole (its outer frames exact, the frames inside
 its loop its own) or says it is not ("error" set, exit 8; the sampler
 drops it and counts an error).  A stack cut short without a word fails."""
 
-import pytest
-
 from harness.dumps import diff_frames, ffmt, gt_sanity, parse_dump
 from harness.profiles import profile_stacks, sample_profile
 from harness.results import Result, settle

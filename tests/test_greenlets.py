@@ -386,7 +386,7 @@ def test_sample_greenlet(interp, tool):
         if got < SAMPLE_SHARE * rounds:
             errs.append("greenlet 0x%x (%s, thread %s): %d samples of %s in %d rounds"
                         % (g["id"], g["state"], g["thread"], got, " > ".join(want), rounds))
-    assert not errs, "command: %s\n%s" % (" ".join(argv), "\n".join(errs))
+    assert not errs, "sample -m greenlet --threads -n %d:\n%s" % (SAMPLE_TICKS, "\n".join(errs))
 
 
 def test_sample_greenlet_refused(interp, tool):
@@ -481,4 +481,4 @@ def test_sample_greenlet_idle(interp, tool):
         if ran > 0.05 * rounds or waited < SAMPLE_SHARE * rounds:
             errs.append("thread %d (%s): %d samples on CPU, %d waiting, in %d rounds"
                         % (t["tid"], t["name"], ran, waited, rounds))
-    assert not errs, "command: %s\n%s" % (" ".join(argv), "\n".join(errs))
+    assert not errs, "sample -m greenlet --threads -n %d:\n%s" % (SAMPLE_TICKS, "\n".join(errs))

@@ -8,7 +8,6 @@ import http.client
 import json
 import os
 import re
-import select
 import shutil
 import signal
 import socket

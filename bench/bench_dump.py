@@ -29,7 +29,7 @@ import statistics
 import sys
 
 from common import (ROOT, SID, count_instructions, count_page_faults, count_syscalls,
-                    interleaved, peak_rss_kib,
+                    from_disk, interleaved, peak_rss_kib,
                     record, run_measured, setup_sid, start_target, stop, tool_path)
 
 # Issue 12's goal: the dump with locals of a 200-frame stack (the locals
@@ -83,6 +83,7 @@ def main():
     args = ap.parse_args()
     ours = tool_path(args.build)
     static = tool_path(args.static_build)
+    from_disk(ours, static)
     setup_sid()
     tools = [
         ("pystack-dump", lambda pid: [ours, "--no-source", str(pid)]),

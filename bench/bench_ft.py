@@ -55,7 +55,7 @@ FT_MARKER = ".pyd-ft-ready"            # written by tests/setup-ft.sh once a bui
 INTERPS = [("default", "default", "python3.15", False),
            ("free-threaded", "ft", "python3.15t", True)]
 TARGET = os.path.join(HERE, "ft_target.py")
-# "pystack-dump sample: duration reached after 3.00 s. 409335 samples in
+# "pystack-dump sample: duration reached after 3.00 s (from ...). 409335 samples in
 # 81867 rounds (40842 rounds/s), 0 errors (0.00%), 0 missed ticks, 1.74
 # reads per round."  (bench_races.py's SUMMARY, with the samples and the
 # duration in front.)

@@ -14,7 +14,11 @@ and, for py-bt -n, gdb's own bt against ours:
 The order turns each round.  Reported: median wall ms and peak RSS of
 each, the ratio of the two py-bt, and each py-bt's ms beyond gdb's own
 start-up, the median of each round's difference (goal for ours: <= 15 ms,
-issue 31).
+issue 31).  Then, inside one gdb session, what each step of ours costs:
+sourcing the command file, the first py-bt (which loads the reader), a
+second, and a bare `shell true` (each py-bt's pipe is one), timed by
+`shell date` between the steps, less a pair of `shell date` with nothing
+between (the same gdb, so its start-up's swing is not in them).
 Usage: bench/bench_gdb.py [--build build-gdb] [--runs 20] [--python 3.12]
 """
 import argparse
@@ -47,6 +51,32 @@ def paired_ms(walls, label, base):
     return statistics.median(a - b for a, b in zip(walls[label], walls[base])) * 1e3
 
 
+MARK = "PYD-T"
+STEPS = ["source", "first py-bt", "second py-bt", "shell true"]
+
+
+def in_session(cmds, pid, runs):
+    """{step: median ms} of STEPS inside one gdb session each run: the
+    time between the `shell date` before and after the step, less that of
+    two `shell date` with nothing between, whose spawns and waits are in
+    every step's measure too."""
+    date = ["-ex", "shell date +%s%%s%%N" % MARK]
+    cmd = (["gdb", "-batch", "-nx", "-p", str(pid)] + date + date + ["-x", cmds] + date
+           + ["-ex", "py-bt"] + date + ["-ex", "py-bt"] + date + ["-ex", "shell true"] + date)
+    per_step = {step: [] for step in STEPS}
+    for _ in range(runs):
+        out = run_measured(cmd)[1].decode("utf-8", "replace")
+        t = [int(line[len(MARK):]) / 1e6 for line in out.splitlines()
+             if line.startswith(MARK) and line[len(MARK):].isdigit()]
+        if len(t) != len(STEPS) + 2:
+            sys.exit("gdb printed %d of the %d time marks: %s" % (len(t), len(STEPS) + 2,
+                                                                   " ".join(cmd)))
+        empty = t[1] - t[0]
+        for i, step in enumerate(STEPS):
+            per_step[step].append(t[i + 2] - t[i + 1] - empty)
+    return {step: statistics.median(v) for step, v in per_step.items()}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -73,6 +103,7 @@ def main():
         rss = {label: max(peak_rss_kib(cmd(target.pid)) for _ in range(2))
                for label, cmd in tools}
         out = run_measured(tools[1][1](target.pid))[1].decode("utf-8", "replace")
+        steps = in_session(cmds, target.pid, args.runs)
     finally:
         stop(target)
     frames = out.count('  File "')
@@ -103,6 +134,18 @@ def main():
     figures.append({"id": "py-bt -n / gdb bt",
                     "beyond_bt_ms": paired_ms(walls, "gdb + py-bt -n", "gdb bt"),
                     "wall_ratio": med["gdb + py-bt -n"] / med["gdb bt"]})
+    first = steps["source"] + steps["first py-bt"]
+    print("Inside one gdb session, medians of %d runs (a `shell date` pair's own time taken "
+          "out of each step): sourcing the command file %.1f ms, the first py-bt %.1f ms "
+          "(loading the reader), a second py-bt %.1f ms; a bare `shell true` %.1f ms. "
+          "Source and first py-bt: %.1f ms (goal <= 15 ms: %s)"
+          % (args.runs, steps["source"], steps["first py-bt"], steps["second py-bt"],
+             steps["shell true"], first, "met" if first <= 15 else "NOT met"))
+    figures.append({"id": "in session", "source_ms": steps["source"],
+                    "first_py_bt_ms": steps["first py-bt"],
+                    "second_py_bt_ms": steps["second py-bt"],
+                    "shell_true_ms": steps["shell true"],
+                    "source_and_py_bt_ms": first})
     # gdb reads the command file a byte at a time: its size is the most of
     # what sourcing it costs (gen_gdb.c), the help file's only on `help`.
     sizes = {"bytes": os.path.getsize(cmds),

@@ -14,8 +14,8 @@ import subprocess
 import sys
 import tempfile
 
-from common import (ROOT, SID, interleaved, peak_rss_kib, record, setup_sid, start_target, stop,
-                    tool_path)
+from common import (ROOT, SID, from_disk, interleaved, peak_rss_kib, record, setup_sid,
+                    start_target, stop, tool_path)
 
 
 def sizes(path):
@@ -51,6 +51,7 @@ def main():
         d, s = size["dynamic"][i] / 1024, size["static"][i] / 1024
         print("%-26s %14.0f %14.0f %7.2fx" % (what, d, s, s / d))
         figures.append({"id": what, "dynamic": d, "static": s, "ratio": s / d})
+    from_disk(*tools.values())  # after strip read them
     target = start_target("deep", 200)
     try:
         pid = str(target.pid)

@@ -106,12 +106,15 @@ static const char usage_tail[] =
     "  -h, --help          show this help\n"
     "\n"
     "On a terminal a status line shows the rate achieved, samples, errors\n"
-    "and missed ticks; at the end a summary gives the same and the reads\n"
-    "per sample. An error is a round in which a thread's stack could not\n"
-    "be read consistently (the running target changed it, or its thread\n"
-    "list, during the read): the stacks not read are dropped, not\n"
-    "recorded short, so many errors under-represent the threads that\n"
-    "were changing.\n"
+    "and missed ticks; at the end a summary gives the same, when sampling\n"
+    "started (UTC) and the reads per sample. An error is a round in which\n"
+    "a thread's stack could not be read consistently (the running target\n"
+    "changed it, or its thread list, during the read): the stacks not\n"
+    "read are dropped, not recorded short, so many errors under-represent\n"
+    "the threads that were changing. A missed tick is one the machine did\n"
+    "not run the sampler in time for: the rounds taken stand for its time,\n"
+    "so past a tenth of the ticks missed the summary says how far off a\n"
+    "share can be.\n"
     "Exit status 0 whenever sampling ran (even if the target exited or\n"
     "you pressed Ctrl-C); 9 if a file could not be written or, with\n"
     "--push, a profile was not sent (dropped, refused, or unsent at the\n"
@@ -671,20 +674,59 @@ static void errors_summary(const struct pyd_prof_meta *m)
 		      stderr);
 }
 
+/* Past this share of missed ticks (percent) the summary says what they
+ * do to the shares: on a machine under a usual load a few percent are. */
+#define MISSED_SAID_PCT 10.0
+
+/* A missed tick is time no round saw: the rounds taken stand for it
+ * (interval_s spreads the duration over them), so whatever the target
+ * did then moves every share by up to the share missed. */
+static void missed_summary(const struct pyd_prof_meta *m)
+{
+	double all = (double)(m->ticks + m->missed);
+	double pct = all > 0 ? 100.0 * (double)m->missed / all : 0;
+	if (pct <= MISSED_SAID_PCT)
+		return;
+	fprintf(stderr,
+	        "pystack-dump sample: %.0f%% of the ticks were missed: the "
+	        "machine did not run the sampler in time for them (it was "
+	        "loaded, or the rate is more than it keeps up with). The "
+	        "rounds taken stand for that time too, so a share can be off "
+	        "by up to %.0f points; a lower --rate or a less loaded machine "
+	        "misses fewer.\n",
+	        pct, pct);
+}
+
+/* Unix microseconds as ISO 8601 UTC to the millisecond: when a profile
+ * was taken, to line it up with logs (a pstats or collapsed file cannot
+ * say it). */
+static void utc_ms(uint64_t us, char out[32])
+{
+	time_t secs = (time_t)(us / 1000000u);
+	struct tm tm;
+	size_t n = gmtime_r(&secs, &tm)
+	               ? strftime(out, 32, "%Y-%m-%dT%H:%M:%S", &tm)
+	               : 0;
+	snprintf(out + n, 32 - n, ".%03uZ", (unsigned)(us % 1000000u / 1000u));
+}
+
 static void summary(const struct run *r, const struct pyd_prof_meta *m)
 {
 	double rate = m->duration_s > 0 ? (double)m->ticks / m->duration_s : 0;
+	char from[32];
+	utc_ms(m->start_unix_us, from);
 	fprintf(stderr,
-	        "pystack-dump sample: %s after %.2f s. %llu samples in %llu "
-	        "rounds (%.0f rounds/s), %llu errors (%.2f%%), %llu missed "
-	        "ticks, %.2f reads per round.\n",
-	        r->why, m->duration_s, (unsigned long long)m->samples,
+	        "pystack-dump sample: %s after %.2f s (from %s). %llu samples "
+	        "in %llu rounds (%.0f rounds/s), %llu errors (%.2f%%), %llu "
+	        "missed ticks, %.2f reads per round.\n",
+	        r->why, m->duration_s, from, (unsigned long long)m->samples,
 	        (unsigned long long)m->ticks, rate,
 	        (unsigned long long)m->errors,
 	        m->ticks ? 100.0 * (double)m->errors / (double)m->ticks : 0.0,
 	        (unsigned long long)m->missed,
 	        m->ticks ? (double)m->reads / (double)m->ticks : 0.0);
 	errors_summary(m);
+	missed_summary(m);
 	if (m->mode == PYD_SAMPLE_ASYNC)
 		fprintf(stderr,
 		        "pystack-dump sample: task samples on CPU %llu, "
@@ -728,7 +770,7 @@ static void fill_meta(struct run *r)
 	m->python_version = r->prof->processes[0].python_version;
 	m->mode = r->o->opt.mode;
 	m->rate_hz = r->o->opt.rate;
-	m->start_unix_us = unix_us();
+	m->start_unix_us = r->total.start_unix_us = unix_us();
 }
 
 /* The stream's sink: each chunk reaches the file at once, so a run
@@ -793,6 +835,7 @@ static struct pyd_prof_meta whole_run(const struct run *r, double duration)
 	m.missed = t->missed;
 	m.reads = t->reads;
 	m.duration_s = duration;
+	m.start_unix_us = t->start_unix_us;
 	return m;
 }
 

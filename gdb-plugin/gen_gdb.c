@@ -12,12 +12,13 @@
  * $argN that the command file spells out; and because each
  * command's `help` must be pyd_cmd_help's text, word for word.
  *
- * gdb reads a command file a byte at a time (a read and a select each,
- * about 1.5 us a byte): its size is most of what sourcing it costs, so it
- * is written without indentation or comments, with short variable names;
- * the shell text of its steps is not in it but in gdb's environment,
- * where the reader leaves it (shell.h); and the help texts, 40% of it,
- * are in HELP.gdb, which gdb reads the first time help or apropos runs.
+ * gdb reads a command file a byte at a time (a read and a select each:
+ * bench/bench_gdb.py times it): its size is most of what sourcing it
+ * costs, so it is written without indentation or comments, with short
+ * variable names; the shell text of its steps is not in it but in gdb's
+ * environment, where the reader leaves it (shell.h); and the help texts,
+ * 40% of it, are in HELP.gdb, which gdb reads the first time help or
+ * apropos runs.
  */
 #include <stdbool.h>
 #include <stdio.h>

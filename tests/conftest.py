@@ -34,7 +34,8 @@ SKIP_WHY = (("interpreter missing", "interpreter missing"),
             ("not supported yet", "tasks: not supported yet"),
             ("cannot run on", "tasks: target cannot run"),
             ("3.7+", "needs 3.7+"),
-            ("exist from", "needs a newer version"))
+            ("exist from", "needs a newer version"),
+            ("--skip-interps", "left out of this run"))
 
 
 def pytest_addoption(parser):
@@ -46,6 +47,9 @@ def pytest_addoption(parser):
     g.addoption("--arm64-build", default=os.path.join(REPO, "build-arm64"),
                 help="the arm64 build directory test_arm64.py runs under qemu "
                      "(tools/build-arm64.sh; default: %(default)s)")
+    g.addoption("--skip-interps", default="", metavar="LABEL,...",
+                help="report these interpreters' tests skipped, not run (the sanitizer "
+                     "run leaves out builds whose layout and linking another covers)")
     g.addoption("--facts", action="store_true",
                 help="print what each test measured (sizes, rates, counts)")
 
@@ -94,6 +98,8 @@ def usable(interp):
         pytest.skip("interpreter missing: none found")
     if interp.missing:
         pytest.skip("interpreter missing: " + interp.missing)
+    if interp.label in CONFIG.getoption("skip_interps").split(","):
+        pytest.skip("left out of this run (--skip-interps)")
     if interp.chroot:
         err = chroot_ready(interp.chroot)
         if err:

@@ -13,9 +13,9 @@ import pytest
 from harness.cores import remove
 from harness.dumps import base_gt_sanity
 from harness.procs import rss_env, rss_kb, short
-from harness.profiles import (SAMPLE_TIMEOUT, SPLIT_TOLERANCE, parse_collapsed,
+from harness.profiles import (SAMPLE_TIMEOUT, parse_collapsed,
                               profile_stacks, sample_out, sampled_window, samples_in,
-                              split_truth)
+                              split_error, split_truth)
 from harness.results import Result, settle
 from harness.target import Target, tool_run
 
@@ -57,7 +57,7 @@ def record(tool, tg, path, secs=REC_SECS, fmt="raw"):
 
 def split_errors(doc, gt, want):
     """The samples of sample_split: spend_hot about 75% of the two, within
-    SPLIT_TOLERANCE points of want, the share the target measured."""
+    split_tolerance() of want, the share the target measured."""
     stacks = profile_stacks(doc)
     hot, cold = samples_in(stacks, gt["hot"]), samples_in(stacks, gt["cold"])
     share = 100.0 * hot / max(1, hot + cold)
@@ -65,9 +65,9 @@ def split_errors(doc, gt, want):
     if hot + cold < 0.9 * doc["samples"]:
         errs.append("only %d of %d samples in spend_hot or spend_cold" % (hot + cold,
                                                                            doc["samples"]))
-    if abs(share - want) > SPLIT_TOLERANCE:
-        errs.append("spend_hot has %.1f%% of the samples, the target measured %.1f%% "
-                    "(tolerance %g points)" % (share, want, SPLIT_TOLERANCE))
+    e = split_error("spend_hot has %.1f%% of the samples" % share, share, want,
+                    doc["ticks"], doc["missed"])
+    errs += [e] if e else []
     return errs, share
 
 
@@ -291,13 +291,14 @@ def every_errors(tool, tg, gt):
         # The split is checked over the three intervals together, against
         # the target's own measure over the run: one second of a loaded
         # machine (CI's sanitizer run) saw 57% once.
-        hot = cold = 0
+        hot = cold = ticks = missed = 0
         for path in files:
             with open(path) as f:
                 doc = json.load(f)
             stacks = profile_stacks(doc)
             h, c = samples_in(stacks, gt["hot"]), samples_in(stacks, gt["cold"])
             hot, cold = hot + h, cold + c
+            ticks, missed = ticks + doc["ticks"], missed + doc["missed"]
             if h + c < 0.9 * doc["samples"]:
                 errs.append("%s: only %d of %d samples in spend_hot or spend_cold"
                             % (path, h + c, doc["samples"]))
@@ -305,9 +306,9 @@ def every_errors(tool, tg, gt):
                 errs.append("%s: %.2f s long" % (path, doc["duration_s"]))
         share = 100.0 * hot / max(1, hot + cold)
         want = split_truth(tg, t0, t1) if files else share
-        if abs(share - want) > SPLIT_TOLERANCE:
-            errs.append("spend_hot has %.1f%% of the intervals' samples, the target "
-                        "measured %.1f%% (tolerance %g points)" % (share, want, SPLIT_TOLERANCE))
+        e = split_error("spend_hot has %.1f%% of the intervals' samples" % share, share,
+                        want, ticks, missed)
+        errs += [e] if e else []
         return errs
     finally:
         for path in files:

@@ -18,11 +18,12 @@ from harness.profiles import (ASYNC_AWAIT_MIN, ASYNC_BURN_MIN, ASYNC_MAX_READS,
                               MAX_MIN_RATE, MAX_READS, MAX_TICKS, SAMPLE_ARM_AFTER, SAMPLE_ASYNC_MIN,
                               SAMPLE_EXIT_AFTER, SAMPLE_FORMAT_TICKS, SAMPLE_MAX_ERROR_SHARE,
                               SAMPLE_MIN_TICK_SHARE, SAMPLE_NO_ASYNC, SAMPLE_RATE, SAMPLE_SECS,
-                              SAMPLE_STOP_AFTER, SAMPLE_TIMEOUT, SPLIT_TOLERANCE, SUMMARY_WORDS,
+                              SAMPLE_STOP_AFTER, SAMPLE_TIMEOUT, SUMMARY_WORDS,
                               chain_matches, collapsed_errors, collapsed_run, explain, flabel,
                               is_fn, label_errors, overlap, profile_info, profile_stacks,
                               read_profile, result, sample_out, sample_profile,
-                              sample_rate_errors, sampled_window, samples_in, shares_info, split_truth,
+                              sample_rate_errors, sampled_window, samples_in, shares_info, split_error,
+                              split_truth,
                               stopped_run_errors, target_report, task_label, threads_profile)
 from harness.results import Result, settle
 from harness.target import Target, tool_run
@@ -107,7 +108,7 @@ def async_refused(interp, tool, name):
 
 def sample_split(interp, tool, tg, gt, name):
     """Wall mode: spend_hot's share of the samples in the two functions
-    within SPLIT_TOLERANCE points of the share the target measured."""
+    within split_tolerance() of the share the target measured."""
     argv, doc, errs, err, t0, t1 = sample_profile(tool, tg.pid, gt, "wall", [], tag="split")
     if doc is None:
         return result(name, errs)
@@ -119,9 +120,9 @@ def sample_split(interp, tool, tg, gt, name):
         errs.append("only %d of %d samples in %s or %s" % (hot + cold, doc["samples"],
                                                            gt["hot"]["function"],
                                                            gt["cold"]["function"]))
-    if abs(got - want) > SPLIT_TOLERANCE:
-        errs.append("%s: %.1f%% of the samples, the target measured %.1f%% (tolerance %g "
-                    "points)" % (gt["hot"]["function"], got, want, SPLIT_TOLERANCE))
+    e = split_error("%s: %.1f%% of the samples" % (gt["hot"]["function"], got), got, want,
+                    doc["ticks"], doc["missed"])
+    errs += [e] if e else []
     summary = err.decode("utf-8", "replace")
     missing = [w for w in SUMMARY_WORDS if w not in summary]
     if missing:

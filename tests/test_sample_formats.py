@@ -5,7 +5,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -14,8 +13,9 @@ from harness.dumps import base_gt_sanity
 from harness.interps import REPO
 from harness.procs import run, short, vlog
 from harness.profiles import (FLAMEGRAPH_SCREENSHOT, PROFILE_FORMAT, SAMPLE_FORMAT_TICKS,
-                              SAMPLE_RATE, SAMPLE_TIMEOUT, SPLIT_TOLERANCE, collapsed_errors, result,
-                              sample_out, split_truth)
+                              SAMPLE_RATE, SAMPLE_TIMEOUT, collapsed_errors, result,
+                              sample_out, split_error, split_truth, summary_ticks,
+                              summary_window)
 from harness.results import Result, settle
 from harness.target import Target, parse_json_out, tool_run
 
@@ -244,11 +244,12 @@ PSTATS_SECS = 2                # -d of the run
 PSTATS_TT_SHARE = (0.85, 1.05)
 
 
-def _pstats_errors(stats, gt, took, hot_share):
+def _pstats_errors(stats, gt, took, hot_share, ticks):
     """The loop of sample_split: <module> and main() on every sample, then
-    spend_hot (about 75%: within SPLIT_TOLERANCE points of hot_share, the
-    target's own measure over the run), spend_cold; spend_hot called by
-    main.  took: the sampler's whole run, in seconds."""
+    spend_hot (about 75% of the two: within split_tolerance() of
+    hot_share, the target's own measure over the sampled window),
+    spend_cold; spend_hot called by main.  took: the sampler's whole run,
+    in seconds; ticks: (rounds, missed ticks) from its summary."""
     hot, cold = gt["hot"], gt["cold"]
     key = lambda f: [f["file"], f["firstline"], f["qualname"] or f["function"]]
     top, total = stats["top"], stats["total_tt"]
@@ -266,11 +267,13 @@ def _pstats_errors(stats, gt, took, hot_share):
     main = top[names.index("main")]
     if main[6] < 0.95 * total:
         errs.append("main's cumtime %.3fs, not about all of %.3fs" % (main[6], total))
-    got = 100.0 * top[2][6] / max(total, 1e-9)
-    if abs(got - hot_share) > SPLIT_TOLERANCE:
-        errs.append("%s's cumtime %.3fs of %.3fs (%.1f%%), the target measured %.1f%% "
-                    "(tolerance %g points)" % (hot["function"], top[2][6], total, got,
-                                               hot_share, SPLIT_TOLERANCE))
+    # The target measures its share over the two functions alone: time
+    # between its slices, which a loaded machine stretches, is in neither.
+    both = top[2][6] + top[3][6]
+    got = 100.0 * top[2][6] / max(both, 1e-9)
+    e = split_error("%s's cumtime %.3fs of %.3fs in the two (%.1f%%)"
+                    % (hot["function"], top[2][6], both, got), got, hot_share, *ticks)
+    errs += [e] if e else []
     callers = dict((tuple(f), v) for f, v in stats["callers"])
     of_hot = [c for c in callers.get(tuple(key(hot)), []) if c[:3] == main[:3]]
     if not of_hot or of_hot[0][3] != top[2][4]:
@@ -287,12 +290,17 @@ def test_sample_pstats(interp, tool, request):
         gt = tg.wait_ground_truth()
         errs = ["ground truth: " + e for e in base_gt_sanity(gt, interp)]
         name = "profile.prof"
-        t0 = time.monotonic()
         argv, rc, out, err, secs = tool_run(
-            tool, ["sample", "-q", "-r", str(SAMPLE_RATE), "-d", str(PSTATS_SECS),
+            tool, ["sample", "-r", str(SAMPLE_RATE), "-d", str(PSTATS_SECS),
                    "-o", os.path.join(tg.out_host, name), str(tg.pid)], timeout=SAMPLE_TIMEOUT)
         if not errs and rc != 0:
             errs.append("%s exited %s: %s" % (" ".join(argv), rc, short(err)))
+        # A pstats file does not say when it was sampled: the summary does.
+        # Start-up and exit take a fair part of a second under ASan, while
+        # the target's split drifts with the machine's load.
+        window, ticks = summary_window(err), summary_ticks(err)
+        if not errs and (window is None or ticks is None):
+            errs.append("no start time or tick counts in the summary: %s" % short(err))
         if not errs:
             rd = interp.argv(["-c", PSTATS_READ, os.path.join(tg.out_in, name)])
             rrc, rout, rerr, _ = run(rd, 60)
@@ -300,6 +308,7 @@ def test_sample_pstats(interp, tool, request):
                 errs.append("pstats.Stats under %s: exit %s: %s"
                             % (interp.label, rrc, short(rout + rerr, 1500)))
             else:
-                want = split_truth(tg, t0, t0 + secs)
-                errs = _pstats_errors(json.loads(rout.decode()), gt, secs, want)
+                want = split_truth(tg, *window)
+                errs = _pstats_errors(json.loads(rout.decode()), gt, secs, want, ticks)
+                errs += ["the run's summary: " + short(err)] if errs else []
     settle(Result("pstats", "FAIL" if errs else "PASS", "\n".join(errs)), request.node)

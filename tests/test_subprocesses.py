@@ -474,6 +474,12 @@ while time.monotonic() < end:
     subprocess.call([sys.executable, "-c", "import time; time.sleep(0.03)"])
 """
 LAUNCHES = 5
+# Children seen in all the launches together.  A child is caught only by
+# a scan (every 100 ms) that finds it already running Python, before it
+# exits 30 ms later: 1 to 10 a launch (1 seen once in 23 quiet launches,
+# and in one of CI's sanitizer runs), 23-48 in all (19 interpreters, both
+# builds).
+CHILDREN_MIN = 2 * LAUNCHES
 
 
 def twice_errors(argv, doc):
@@ -483,7 +489,7 @@ def twice_errors(argv, doc):
     procs = doc["processes"]
     pids = [p["pid"] for p in procs]
     errs = []
-    if pids.count(doc["pid"]) != 1 or len(pids) < 3:
+    if pids.count(doc["pid"]) != 1:
         errs.append("%s: processes %s, the launched one %d" % (" ".join(argv), pids, doc["pid"]))
     for i, p in enumerate(procs):
         later = [q for q in procs[i + 1:] if q["pid"] == p["pid"]]
@@ -498,9 +504,10 @@ def test_sample_launch_each_pid_once(interp, tool, request):
     """sample --subprocesses -- PROGRAM, PROGRAM starting Python children:
     the launched process in the profile once, with samples (opened as it
     ran exec, it was listed twice: under the command line of before, with
-    no samples, then the real one); several launches, the race being one."""
+    no samples, then the real one); several launches, the race being one,
+    with CHILDREN_MIN children seen in all."""
     usable(interp)
-    errs = []
+    errs, children = [], 0
     out = "/tmp/pyd-launch-once-%d.json" % os.getpid()
     try:
         for _ in range(LAUNCHES):
@@ -514,10 +521,15 @@ def test_sample_launch_each_pid_once(interp, tool, request):
                 errs.append("%s: exit %s, no profile (%s): %s" % (" ".join(argv), rc, e, short(se)))
                 break
             errs += twice_errors(argv, doc)
+            children += sum(p["pid"] != doc["pid"] for p in doc["processes"])
             if not stacks_by_pid(doc).get(doc["pid"]):
                 errs.append("the launched process %d has no samples" % doc["pid"])
     finally:
         if os.path.exists(out):
             os.remove(out)
-    settle(Result("launch each pid once", "FAIL" if errs else "PASS", "\n".join(errs)),
+    if not errs and children < CHILDREN_MIN:
+        errs.append("%d children seen in %d launches (at least %d expected)"
+                    % (children, LAUNCHES, CHILDREN_MIN))
+    settle(Result("launch each pid once", "FAIL" if errs else "PASS", "\n".join(errs),
+                  info="%d children seen in %d launches" % (children, LAUNCHES)),
            request.node)

@@ -22,16 +22,15 @@
 /* Reads a pass remembers for the next, and the largest one worth it. */
 #define PREFETCH_MAX_MISSES 65536u
 #define PREFETCH_MAX_READ (256u << 10)
-/* Pages looked up without a search: the bytes one batch holds; once a
- * batch has this many runs (before, a search costs less than the table),
- * and either many more or searches enough to pay for zeroing the table's
- * 64 KiB, 16 page faults, 160 us where a fault costs 10 us: a search
- * costs some 100 instructions more than a slot (a sampler's rounds, a
- * read-ahead of 1,000 greenlets' 190,000 reads; not a 100-thread dump's
- * few thousand). */
-#define PREFETCH_SLOTS (PREFETCH_MAX_BYTES >> 12) /* a power of 2 */
-#define PREFETCH_SLOT_RUNS 256u
-#define PREFETCH_SLOT_SEARCHES 16384u
+/* Pages whose runs are found without a search: direct-mapped, each
+ * slot set by the search of its page's first read in a batch.  A read
+ * that misses the last run searches them (some 75 instructions over a
+ * thousand runs): a 100-thread dump's reads hop between thread states,
+ * frames, code and names 9,400 times, each on a page read before.  16
+ * KiB, touched only where used: a slot table of every page of a batch
+ * (64 KiB, zeroed) cost 16 page faults, more than the searches it saved
+ * a dump. */
+#define PREFETCH_SLOTS 1024u /* a power of 2 */
 
 /* Whether [addr, addr + len) lies inside run r (overflow-safe), read or
  * not. */
@@ -41,32 +40,48 @@ static bool holds(const struct pyd_prefetch_run *r, uint64_t addr, size_t len)
 	       len <= r->len - (addr - r->addr);
 }
 
-/* The run holding [addr, addr + len), or NULL: a page's slot names the
- * first run in it, and a run that holds addr starts at or after that one
- * (runs are sorted) and at or before addr. */
-static struct pyd_prefetch_run *search(struct pyd_prefetch *p, uint64_t addr,
-				       size_t len)
+/* The first run that ends past page pg's start: runs are sorted and
+ * disjoint, so their ends are sorted too. */
+static size_t first_run(const struct pyd_prefetch *p, uint64_t pg)
 {
-	const struct pyd_prefetch_slot *sl =
-	    p->slots ? &p->slots[(addr >> 12) & (PREFETCH_SLOTS - 1)] : NULL;
-	if (sl && sl->gen == p->gen && sl->page == (addr >> 12) + 1) {
-		for (size_t i = sl->run; i < p->nruns && p->runs[i].addr <= addr;
-		     i++)
-			if (holds(&p->runs[i], addr, len))
-				return &p->runs[i];
-		return NULL;
-	}
-	size_t lo = 0, hi = p->nruns; /* the first run past addr */
-	p->searches++;
+	size_t lo = 0, hi = p->nruns;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (p->runs[mid].addr <= addr)
+		if (p->runs[mid].addr + p->runs[mid].len <= pg << 12)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return lo && holds(&p->runs[lo - 1], addr, len) ? &p->runs[lo - 1]
-						     : NULL;
+	return lo;
+}
+
+/* The run holding [addr, addr + len), or NULL: the runs from the page's
+ * first on, while they start at or before addr.  The page's slot keeps
+ * where they start for the next read in it (no slots if out of memory:
+ * each read searches). */
+static struct pyd_prefetch_run *search(struct pyd_prefetch *p, uint64_t addr,
+				       size_t len)
+{
+	uint64_t pg = addr >> 12;
+	if (!p->nruns)
+		return NULL;
+	if (!p->slots)
+		p->slots = calloc(PREFETCH_SLOTS, sizeof *p->slots);
+	struct pyd_prefetch_slot *sl =
+	    p->slots ? &p->slots[pg & (PREFETCH_SLOTS - 1)] : NULL;
+	size_t i;
+	if (sl && sl->gen == p->gen && sl->page == pg + 1) {
+		i = sl->run;
+	} else {
+		i = first_run(p, pg);
+		if (sl)
+			*sl = (struct pyd_prefetch_slot){pg + 1, (uint32_t)i,
+							 p->gen};
+	}
+	for (; i < p->nruns && p->runs[i].addr <= addr; i++)
+		if (holds(&p->runs[i], addr, len))
+			return &p->runs[i];
+	return NULL;
 }
 
 static struct pyd_prefetch_run *find(struct pyd_prefetch *p, uint64_t addr,
@@ -226,29 +241,6 @@ static void merge(struct pyd_prefetch *p, size_t n)
 	}
 }
 
-/* Each page's first run, where its slot is free.  A slot of an earlier
- * batch's generation is free: the table is cleared only when the
- * generation wraps, not every batch (64 KiB, a dump's few runs would
- * cost less than the clearing). */
-static void index_pages(struct pyd_prefetch *p)
-{
-	if (++p->gen == 0) {
-		memset(p->slots, 0, PREFETCH_SLOTS * sizeof *p->slots);
-		p->gen = 1;
-	}
-	for (size_t i = p->nruns; i-- > 0;) {
-		const struct pyd_prefetch_run *r = &p->runs[i];
-		for (uint64_t pg = r->addr >> 12; pg <= (r->addr + r->len - 1) >> 12;
-		     pg++) {
-			struct pyd_prefetch_slot *sl =
-			    &p->slots[pg & (PREFETCH_SLOTS - 1)];
-			if (sl->gen != p->gen || sl->page == pg + 1)
-				*sl = (struct pyd_prefetch_slot){pg + 1, (uint32_t)i,
-								 p->gen};
-		}
-	}
-}
-
 /* Where a batch's bytes to read go: a read-ahead's (keep) into its
  * arena, which kept runs point into while later batches run; a sampler's
  * rounds into buf, reused round after round.  NULL if out of memory. */
@@ -348,14 +340,14 @@ enum pyd_err pyd_prefetch_pass(struct pyd_prefetch *p)
 		return PYD_OK;
 	}
 	merge(p, n);
-	enum pyd_err err = fill(p);
-	if (!p->slots && p->nruns >= PREFETCH_SLOT_RUNS &&
-	    (p->searches >= PREFETCH_SLOT_SEARCHES ||
-	     p->nruns >= 16 * PREFETCH_SLOT_RUNS))
-		p->slots = calloc(PREFETCH_SLOTS, sizeof *p->slots);
-	if (p->slots)
-		index_pages(p);
-	return err;
+	/* A new batch: every slot is of an earlier one.  The table is
+	 * cleared only when the generation wraps. */
+	if (++p->gen == 0) {
+		if (p->slots)
+			memset(p->slots, 0, PREFETCH_SLOTS * sizeof *p->slots);
+		p->gen = 1;
+	}
+	return fill(p);
 }
 
 void pyd_prefetch_free(struct pyd_prefetch *p)

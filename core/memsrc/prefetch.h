@@ -25,10 +25,11 @@ struct pyd_prefetch_run {
 	bool used;           /* a read of this pass hit it */
 };
 
-/* Where a page's runs start: direct-mapped by page number. */
+/* Where a page's runs start, learnt by a search: direct-mapped by page
+ * number. */
 struct pyd_prefetch_slot {
 	uint64_t page; /* page number + 1 */
-	uint32_t run;  /* the first run in it */
+	uint32_t run;  /* the first run that ends past its start */
 	uint32_t gen;  /* the batch that set it: empty if not this one */
 };
 
@@ -84,7 +85,6 @@ struct pyd_prefetch {
 	uint32_t *iov_run; /* the run of each iov of a batch */
 	size_t iov_run_cap;
 	size_t last; /* the run the last read found */
-	size_t searches; /* reads that searched the runs, all passes */
 };
 
 void pyd_prefetch_init(struct pyd_prefetch *p, const struct pyd_memsrc *inner);

@@ -247,9 +247,8 @@ def rss_env(tool):
     measured: in the sanitizer build, with AddressSanitizer's quarantine
     of freed memory off, which grows the resident size by design (leaks
     are LeakSanitizer's to find, at exit)."""
-    with open(tool.path, "rb") as f:
-        if b"__asan_init" not in f.read():
-            return None
+    if not tool.sanitized:
+        return None
     env = dict(os.environ)
     env["ASAN_OPTIONS"] = ":".join(filter(None, [env.get("ASAN_OPTIONS"),
                                                  "quarantine_size_mb=0"]))

@@ -1,6 +1,7 @@
 """Checks of a profile (pystack-dump sample -f json, docs/profile-formats.md)
 against what the sample_* targets know they do."""
 
+import calendar
 import json
 import os
 import re
@@ -446,8 +447,62 @@ def sampled_window(doc, t0, t1):
     second, and the target's split drifts with the load."""
     if not isinstance(doc.get("start_unix_us"), int):
         return t0, t1
-    start = doc["start_unix_us"] / 1e6 + (time.monotonic() - time.time())
-    return start, start + doc["duration_s"]
+    return monotonic_window(doc["start_unix_us"] / 1e6, doc["duration_s"])
+
+
+def monotonic_window(start, secs):
+    """[start, start + secs] of a start in Unix seconds, in time.monotonic()
+    seconds (the clock of the targets' rounds)."""
+    start += time.monotonic() - time.time()
+    return start, start + secs
+
+
+def summary_window(err):
+    """The window the summary on stderr says was sampled ("after 2.00 s
+    (from 2026-11-29T01:01:18.566Z)"), in time.monotonic() seconds, as
+    sampled_window() for a format that carries no times (pstats); None if
+    it does not say."""
+    m = re.search(r"after ([\d.]+) s \(from (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\.(\d{3})Z\)",
+                  err.decode("utf-8", "replace"))
+    if not m:
+        return None
+    wall = calendar.timegm(time.strptime(m.group(2), "%Y-%m-%dT%H:%M:%S")) + int(m.group(3)) / 1e3
+    return monotonic_window(wall, float(m.group(1)))
+
+
+def split_tolerance(ticks, missed):
+    """Points by which a wall-mode share may differ from the target's own
+    measure over the window: SPLIT_TOLERANCE, plus the share of the
+    window's ticks the sampler missed.  A missed tick is time the machine
+    did not run the sampler; on a loaded machine it is often time the
+    target did not run either, stuck in whichever slice it was in, which
+    its own clock counts and no sample saw (CI once: 477 of 2,000 ticks
+    missed, the samples 68.2% hot, the target 62.6%).  The split of time
+    no sample saw can be anything, so it moves the share by up to its
+    share of the window."""
+    return SPLIT_TOLERANCE + 100.0 * missed / max(1, ticks + missed)
+
+
+def split_error(what, got, want, ticks, missed):
+    """None if got (percent) is within split_tolerance() of want, the
+    target's own share; else why not."""
+    tol = split_tolerance(ticks, missed)
+    if abs(got - want) <= tol:
+        return None
+    return ("%s, the target measured %.1f%% (tolerance %.1f points: %g, plus the %d of %d "
+            "ticks missed)" % (what, want, tol, SPLIT_TOLERANCE, missed, ticks + missed))
+
+
+def summary_ticks(err):
+    """(rounds, missed ticks) the summary on stderr counts ("1523 samples
+    in 1523 rounds ... 477 missed ticks"), for a format that carries no
+    counts of its own (pstats); None if it does not say."""
+    text = err.decode("utf-8", "replace")
+    rounds = re.search(r"in (\d+) rounds", text)
+    missed = re.search(r"(\d+) missed ticks", text)
+    if not rounds or not missed:
+        return None
+    return int(rounds.group(1)), int(missed.group(1))
 
 
 def split_truth(tg, t0, t1):

@@ -163,6 +163,16 @@ class Tool:
     def __init__(self, path, wrap=()):
         self.path = path
         self.cmd = list(wrap) + [path]
+        self._sanitized = None
+
+    @property
+    def sanitized(self):
+        """Built with AddressSanitizer (CI's second run): each run of it
+        is several times slower."""
+        if self._sanitized is None:
+            with open(self.path, "rb") as f:
+                self._sanitized = b"__asan_init" in f.read()
+        return self._sanitized
 
     def dump(self, pid, locked=False, native=False, env_extra=None, timeout=TOOL_TIMEOUT):
         argv = (self.cmd + (["--locked"] if locked else []) + (["--native"] if native else [])

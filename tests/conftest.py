@@ -35,7 +35,7 @@ SKIP_WHY = (("interpreter missing", "interpreter missing"),
             ("cannot run on", "tasks: target cannot run"),
             ("3.7+", "needs 3.7+"),
             ("exist from", "needs a newer version"),
-            ("--skip-interps", "left out of this run"))
+            ("left out of this run", "left out of this run"))
 
 
 def pytest_addoption(parser):
@@ -47,9 +47,10 @@ def pytest_addoption(parser):
     g.addoption("--arm64-build", default=os.path.join(REPO, "build-arm64"),
                 help="the arm64 build directory test_arm64.py runs under qemu "
                      "(tools/build-arm64.sh; default: %(default)s)")
-    g.addoption("--skip-interps", default="", metavar="LABEL,...",
-                help="report these interpreters' tests skipped, not run (the sanitizer "
-                     "run leaves out builds whose layout and linking another covers)")
+    g.addoption("--interps", default="", metavar="LABEL,...",
+                help="run only these interpreters' tests, the others' reported skipped, "
+                     "'left out of this run' (the sanitizer run and tests/run.sh --quick: "
+                     "one interpreter of each layout family, tests/README.md)")
     g.addoption("--facts", action="store_true",
                 help="print what each test measured (sizes, rates, counts)")
 
@@ -98,8 +99,9 @@ def usable(interp):
         pytest.skip("interpreter missing: none found")
     if interp.missing:
         pytest.skip("interpreter missing: " + interp.missing)
-    if interp.label in CONFIG.getoption("skip_interps").split(","):
-        pytest.skip("left out of this run (--skip-interps)")
+    only = CONFIG.getoption("interps")
+    if only and interp.label not in only.split(","):
+        pytest.skip("left out of this run (--interps %s)" % only)
     if interp.chroot:
         err = chroot_ready(interp.chroot)
         if err:

@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from harness.debuggers import gdb_argv
 from harness.locals import (DEBUGGER_CHECKS, FRAME_COMMANDS, UP, core_host_file,
                             frame_expectations, frame_results)
 from harness.procs import free_port, host_tmp, kill, run, spawn, task_states
@@ -44,7 +45,7 @@ def gdb(plugin, args, cmds, timeout=GDB_TIMEOUT, program="gdb"):
     """Run gdb (or program: gdb-multiarch) in batch mode with the command
     file and each of cmds (each preceded by an "@@N" marker); returns
     (rc, {N: output of cmd N}, all)."""
-    argv = [program, "-batch", "-nx", "-iex", "set auto-load off"] + args
+    argv = gdb_argv(program) + args
     argv += ["-x", plugin[0]]
     for i, c in enumerate(cmds):
         argv += ["-ex", "echo @@%d\\n" % i, "-ex", c]

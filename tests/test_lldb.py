@@ -10,6 +10,7 @@ import time
 import pytest
 
 from harness.cores import GCORE_TARGET_ENV
+from harness.debuggers import LLDB, gcore_argv, lldb_argv
 from harness.locals import (DEBUGGER_CHECKS, FRAME_COMMANDS, UP, core_host_file,
                             frame_expectations, frame_results)
 from harness.procs import (TOOL_TIMEOUT, alive, free_port, host_tmp, kill, run, spawn,
@@ -19,7 +20,6 @@ from harness.target import Target, TargetError
 
 
 NO_BINARY_MIN = (3, 13)                 # _Py_DebugOffsets: found with no binary at all
-LLDB = "lldb-16"
 LLDB_TIMEOUT = 60.0
 SAMPLE_BUDGET = 1.0 + 1.0           # py-sample 1000 at 1000/s, plus slack
 STAMP = "platform shell date +%s.%N"
@@ -37,7 +37,7 @@ def lldb_plugin(build):
 def lldb(plugin, commands, target=(), timeout=LLDB_TIMEOUT, program=(LLDB,)):
     """Run lldb (program: its argv, e.g. under qemu) in batch mode;
     (rc, stdout, stderr) as text."""
-    argv = list(program) + ["-b", "-o", "plugin load " + plugin]
+    argv = lldb_argv(program) + ["-o", "plugin load " + plugin]
     for c in commands:
         argv += ["-o", c]
     rc, out, err, _ = run(argv + list(target), timeout)
@@ -113,8 +113,7 @@ def exe_of(interp):
 def gcore(t, name):
     """A core of target t, written by gdb's gcore."""
     core = os.path.join(host_tmp(), "lldb-%s-%s" % (name, t.run_id))
-    r = subprocess.run(["gdb", "-batch", "-nx", "-p", str(t.pid), "-ex", "gcore " + core],
-                       capture_output=True, timeout=120)
+    r = subprocess.run(gcore_argv(t.pid, core), capture_output=True, timeout=120)
     if r.returncode or not os.path.exists(core):
         raise TargetError("gcore failed: " + r.stderr.decode("utf-8", "replace")[-300:])
     return core

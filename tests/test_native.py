@@ -16,6 +16,7 @@ import shutil
 import pytest
 
 from harness.cores import CORE_PATTERN, kernel_core, remove
+from harness.debuggers import LLDB, gcore_argv, gdb_argv, lldb_argv
 from harness.dumps import check_not_stopped, compare, core_doc_checks, gt_sanity
 from harness.interps import TARGETS_DIR, chroot_out
 from harness.procs import TOOL_TIMEOUT, crashed, host_tmp, run, short
@@ -24,7 +25,6 @@ from harness.target import Target, parse_json_out, tool_file_run
 
 EVAL_LOOP = "_PyEval_EvalFrameDefault"
 NO_BINARY_MIN = (3, 13)                 # _Py_DebugOffsets: found with no binary at all
-LLDB = "lldb-16"
 DEBUGGER_TIMEOUT = 180
 
 
@@ -290,13 +290,13 @@ def debugger_native(debugger, build, target, ntasks, flag):
         cmds = os.path.join(build, "gdb-plugin", "pystack-dump.gdb")
         if not shutil.which("gdb") or not os.path.exists(cmds):
             return None, "no gdb or no gdb plugin in the build"
-        argv = (["gdb", "-batch", "-nx", "-iex", "set auto-load off"] + target
+        argv = (gdb_argv() + target
                 + ["-x", cmds, "-ex", "thread apply all py-bt " + flag])
     else:
         so = os.path.join(build, "lldb-plugin", "pystack-dump-lldb.so")
         if not shutil.which(LLDB) or not os.path.exists(so):
             return None, "no %s or no lldb plugin in the build" % LLDB
-        argv = [LLDB, "-b", "-o", "plugin load " + so] + target
+        argv = lldb_argv() + ["-o", "plugin load " + so] + target
         for i in range(1, ntasks + 1):
             argv += ["-o", "thread select %d" % i, "-o", "py-bt " + flag]
     rc, out, err, _ = run(argv, DEBUGGER_TIMEOUT)
@@ -321,7 +321,7 @@ def same_threads(want_text, got_text, debugger):
 
 def gcore(pid, path):
     """A core of pid written by gdb's gcore; None if it could not."""
-    run(["gdb", "-batch", "-nx", "-p", str(pid), "-ex", "gcore " + path], DEBUGGER_TIMEOUT)
+    run(gcore_argv(pid, path), DEBUGGER_TIMEOUT)
     return path if os.path.exists(path) else None
 
 

@@ -21,6 +21,7 @@ import time
 import pytest
 
 from harness.cores import gcore_slot, run_gcore
+from harness.debuggers import gdb_argv
 from harness.dumps import compare, gt_sanity
 from harness.interps import REPO, bullseye_dir, chroot_ready
 from harness.procs import kill, run, session_id, spawn
@@ -195,7 +196,7 @@ def test_gdb_py_bt(env, target):
     if shutil.which("gdb") is None:
         pytest.skip("no gdb")
     lines, _ = setup_lines(env)
-    argv = ["gdb", "-batch", "-nx", "-iex", "set auto-load off", "-p", str(target.pid)]
+    argv = gdb_argv() + ["-p", str(target.pid)]
     for line in lines["gdb"]:
         argv += ["-ex", line]
     out = check_run(argv + ["-ex", "py-bt", "-ex", "help py-bt"], TOOL_TIMEOUT)

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from harness.cores import GCORE_TARGET_ENV
-from harness.debuggers import LLDB, gcore_argv, lldb_argv
+from harness.cores import GCORE_TARGET_ENV, run_gcore
+from harness.debuggers import LLDB, lldb_argv
 from harness.locals import (DEBUGGER_CHECKS, FRAME_COMMANDS, UP, core_host_file,
                             frame_expectations, frame_results)
 from harness.procs import (TOOL_TIMEOUT, alive, free_port, host_tmp, kill, run, spawn,
@@ -112,10 +112,9 @@ def exe_of(interp):
 
 def gcore(t, name):
     """A core of target t, written by gdb's gcore."""
-    core = os.path.join(host_tmp(), "lldb-%s-%s" % (name, t.run_id))
-    r = subprocess.run(gcore_argv(t.pid, core), capture_output=True, timeout=120)
-    if r.returncode or not os.path.exists(core):
-        raise TargetError("gcore failed: " + r.stderr.decode("utf-8", "replace")[-300:])
+    core, _warned, err = run_gcore(t.pid, os.path.join(host_tmp(), "lldb-%s-%s" % (name, t.run_id)))
+    if core is None:
+        raise TargetError(err)
     return core
 
 

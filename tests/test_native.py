@@ -15,8 +15,8 @@ import shutil
 
 import pytest
 
-from harness.cores import CORE_PATTERN, kernel_core, remove
-from harness.debuggers import LLDB, gcore_argv, gdb_argv, lldb_argv
+from harness.cores import CORE_PATTERN, kernel_core, remove, run_gcore
+from harness.debuggers import LLDB, gdb_argv, lldb_argv
 from harness.dumps import check_not_stopped, compare, core_doc_checks, gt_sanity
 from harness.interps import TARGETS_DIR, chroot_out
 from harness.procs import TOOL_TIMEOUT, crashed, host_tmp, run, short
@@ -321,8 +321,7 @@ def same_threads(want_text, got_text, debugger):
 
 def gcore(pid, path):
     """A core of pid written by gdb's gcore; None if it could not."""
-    run(gcore_argv(pid, path), DEBUGGER_TIMEOUT)
-    return path if os.path.exists(path) else None
+    return run_gcore(pid, path)[0]
 
 
 # py-bt's flag for each of pystack-dump's views

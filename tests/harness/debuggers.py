@@ -28,8 +28,3 @@ def lldb_argv(program=(LLDB,)):
                             "-O", "settings set symbols.lldb-index-cache-path " + INDEX_DIR,
                             "-O", "settings set symbols.enable-lldb-index-cache true"]
 
-
-def gcore_argv(pid, path):
-    """gdb writing a core of pid to path, as gcore does: it reads no
-    symbols (--readnever), which writing a core does not need."""
-    return ["gdb", "-batch", "-nx", "--readnever", "-p", str(pid), "-ex", "gcore " + path]

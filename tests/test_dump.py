@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from harness.deep import DUMP as DEEP_DUMP, very_deep_job
 from harness.dumps import check_not_stopped, compare, gt_sanity, oracle_vs, parse_dump, run_oracle
 from harness.procs import kill, short, spawn, task_states, tracer_pid, vlog
 from harness.results import Result, settle
@@ -213,11 +214,8 @@ def test_locked_kill(interp, tool, option, request):
     settle(locked_kill(interp, tool, option), request.node)
 
 
-def test_very_deep(interp, tool, request):
+@pytest.mark.job("very-deep")
+def test_very_deep(interp, tool, jobs, request):
     """A 150,000-frame stack (a raised recursion limit) is dumped whole,
-    exactly, with no "stack kept changing"."""
-    with Target(interp, "very_deep") as tg:
-        gt = tg.settled_truth(gt_sanity)
-        doc, err = parse_dump(*tool.dump(tg.pid))
-        errs = [err] if err else compare(gt, doc, interp, tg.pid)
-    settle(Result("very deep", "FAIL" if errs else "PASS", "\n".join(errs[:20])), request.node)
+    exactly, with no "stack kept changing" (harness/deep.py)."""
+    settle(jobs.result(DEEP_DUMP, very_deep_job, interp, tool), request.node)

@@ -283,24 +283,47 @@ def thread_blocks(text):
     return out
 
 
-def debugger_native(debugger, build, target, ntasks, flag):
-    """(text of py-bt FLAG on every thread, or None, why not); target: the
-    debugger's arguments for a pid or a core."""
+VIEW_MARK = "@@pyd-view %s@@"      # gdb: printed before each view's py-bt
+LLDB_PYBT = re.compile(r"^\(lldb\) py-bt (-\w)$")
+
+
+def debugger_native(debugger, build, target, ntasks, flags):
+    """({flag: text of py-bt FLAG on every thread}, or None; why not), from
+    one session that prints every view of the same stopped target; target:
+    the debugger's arguments for a pid or a core."""
     if debugger == "gdb":
         cmds = os.path.join(build, "gdb-plugin", "pystack-dump.gdb")
         if not shutil.which("gdb") or not os.path.exists(cmds):
             return None, "no gdb or no gdb plugin in the build"
-        argv = (gdb_argv() + target
-                + ["-x", cmds, "-ex", "thread apply all py-bt " + flag])
+        argv = gdb_argv() + target + ["-x", cmds]
+        for flag in flags:
+            argv += ["-ex", "echo %s\\n" % (VIEW_MARK % flag),
+                     "-ex", "thread apply all py-bt " + flag]
     else:
         so = os.path.join(build, "lldb-plugin", "pystack-dump-lldb.so")
         if not shutil.which(LLDB) or not os.path.exists(so):
             return None, "no %s or no lldb plugin in the build" % LLDB
         argv = lldb_argv() + ["-o", "plugin load " + so] + target
-        for i in range(1, ntasks + 1):
-            argv += ["-o", "thread select %d" % i, "-o", "py-bt " + flag]
+        for flag in flags:
+            for i in range(1, ntasks + 1):
+                argv += ["-o", "thread select %d" % i, "-o", "py-bt " + flag]
     rc, out, err, _ = run(argv, DEBUGGER_TIMEOUT)
-    return out.decode("utf-8", "replace"), "exit %s: %s" % (rc, short(err))
+    return split_views(debugger, out.decode("utf-8", "replace"), flags), \
+        "exit %s: %s" % (rc, short(err))
+
+
+def split_views(debugger, text, flags):
+    """{flag: the lines of the session that flag's py-bt printed}: gdb's
+    after each view's mark, lldb's after each echoed `py-bt FLAG`."""
+    views, cur = dict((f, []) for f in flags), None
+    for line in text.splitlines():
+        m = LLDB_PYBT.match(line) if debugger == "lldb" else None
+        mark = [f for f in flags if line == VIEW_MARK % f]
+        if m or mark:
+            cur = m.group(1) if m else mark[0]
+        if cur in views:
+            views[cur].append(line)
+    return dict((f, "\n".join(lines)) for f, lines in views.items())
 
 
 def same_threads(want_text, got_text, debugger):
@@ -333,21 +356,24 @@ def views_differ(debugger, build, tool, target, cli_target, ntasks, where, settl
     pystack-dump --native (--native-all), every thread; None, why if the
     debugger cannot run.  settled() waits for a live target's threads to
     sleep again after pystack-dump paused them."""
-    errs = []
+    # Each reads every thread's state as the OS had it before it stopped
+    # the target: the last one's detach restarted the blocked threads'
+    # system calls.  The debugger prints both views in one session.
+    want = {}
     for flag, view in VIEWS:
-        # Both read each thread's state as the OS had it before they
-        # stopped the target: the last one's detach restarted the
-        # blocked threads' system calls.
         settled()
         rc, out, err, _ = run([tool.path, view] + cli_target, TOOL_TIMEOUT)
-        settled()
-        got, why = debugger_native(debugger, build, target, ntasks, flag)
-        if got is None:
-            return None, why
+        want[flag] = out.decode("utf-8", "replace")
+    settled()
+    got, why = debugger_native(debugger, build, target, ntasks, [f for f, _ in VIEWS])
+    if got is None:
+        return None, why
+    errs = []
+    for flag, view in VIEWS:
         errs += ["%s py-bt %s vs %s: %s" % (where, flag, view, e)
-                 for e in same_threads(out.decode("utf-8", "replace"), got, debugger)]
-        if errs:
-            errs.append("%s said: %s" % (debugger, why))
+                 for e in same_threads(want[flag], got[flag], debugger)]
+    if errs:
+        errs.append("%s said: %s" % (debugger, why))
     return errs, None
 
 

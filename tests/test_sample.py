@@ -11,6 +11,7 @@ import time
 import pytest
 
 from harness.cores import remove
+from harness.deep import SAMPLE as DEEP_SAMPLE, very_deep_job
 from harness.dumps import base_gt_sanity
 from harness.procs import TARGET_ENV, alive, finish, kill, run, short, spawn
 from harness.profiles import (ASYNC_AWAIT_MIN, ASYNC_BURN_MIN, ASYNC_MAX_READS,
@@ -19,7 +20,7 @@ from harness.profiles import (ASYNC_AWAIT_MIN, ASYNC_BURN_MIN, ASYNC_MAX_READS,
                               SAMPLE_EXIT_AFTER, SAMPLE_FORMAT_TICKS, SAMPLE_MAX_ERROR_SHARE,
                               SAMPLE_MIN_TICK_SHARE, SAMPLE_NO_ASYNC, SAMPLE_RATE, SAMPLE_SECS,
                               SAMPLE_STOP_AFTER, SAMPLE_TIMEOUT, SUMMARY_WORDS,
-                              chain_matches, collapsed_errors, collapsed_run, explain, flabel,
+                              chain_matches, collapsed_errors, explain, flabel,
                               is_fn, label_errors, overlap, profile_info, profile_stacks,
                               read_profile, result, sample_out, sample_profile,
                               sample_rate_errors, sampled_window, samples_in, shares_info, split_error,
@@ -437,22 +438,12 @@ def test_sample(interp, kind, check, tool, jobs, request):
     settle(jobs.result(check, sample_job, interp, kind, tool), request.node)
 
 
-def test_sample_very_deep(interp, tool, request):
+@pytest.mark.job("very-deep")
+def test_sample_very_deep(interp, tool, jobs, request):
     """A 150,000-frame stack is sampled whole: its samples are kept, with
-    every frame, not dropped as a stack that kept changing."""
-    with Target(interp, "very_deep") as tg:
-        gt = tg.settled_truth(base_gt_sanity)
-        deep = [t for t in gt["threads"] if t["name"] == "very_deep"][0]
-        stacks, errs = collapsed_run(tool, tg.pid, 1,
-                                     os.path.join(tg.out_host, "deep.collapsed"))
-        if not errs:
-            depths = [len(labels) for labels, n in stacks]
-            # the collapsed stack: the thread's frames, plus a root for the thread
-            want = len(deep["frames"])
-            if not any(d >= want for d in depths):
-                errs.append("no sample has the %d frames of the deep thread; deepest %s"
-                            % (want, max(depths) if depths else None))
-    settle(Result("very deep", "FAIL" if errs else "PASS", "\n".join(errs)), request.node)
+    every frame, not dropped as a stack that kept changing
+    (harness/deep.py)."""
+    settle(jobs.result(DEEP_SAMPLE, very_deep_job, interp, tool), request.node)
 
 
 CUT_DEPTH = 1000050                    # dive() calls, 50 past PYD_MAX_FRAMES

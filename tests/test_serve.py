@@ -101,19 +101,37 @@ class Server:
         self.log.close()
 
 
-def go_pprof(args, timeout=FETCH_TIMEOUT):
-    """`go tool pprof ARGS`: (exit status, its output), in a scratch HOME."""
+def go_pprof(args, timeout=FETCH_TIMEOUT, saved=None):
+    """`go tool pprof ARGS`: (exit status, its output), in a scratch HOME.
+    saved: a list that gets the bytes of each profile pprof fetched (it
+    keeps a copy of each under $PPROF_TMPDIR)."""
     if not shutil.which("go"):
         pytest.skip("go (golang-go) not installed: go tool pprof is the client")
     with tempfile.TemporaryDirectory(prefix="serve-pprof.") as tmp:
-        env = dict(os.environ, HOME=tmp, GOCACHE=os.path.join(tmp, "cache"), PPROF_TMPDIR=tmp)
+        keep = os.path.join(tmp, "profiles")
+        env = dict(os.environ, HOME=tmp, GOCACHE=os.path.join(tmp, "cache"), PPROF_TMPDIR=keep)
         rc, out, err, _ = run(["go", "tool", "pprof"] + args, timeout, env=env)
+        if saved is not None and os.path.isdir(keep):
+            for name in sorted(os.listdir(keep)):
+                with open(os.path.join(keep, name), "rb") as f:
+                    saved.append(f.read())
     return rc, (out + err).decode("utf-8", "replace")
 
 
-def fetch(server, query, kind="-raw"):
+def read_pprof(body, kind):
+    """`go tool pprof KIND` on a profile already fetched."""
+    with tempfile.NamedTemporaryFile(prefix="serve-", suffix=".pb.gz") as f:
+        f.write(body)
+        f.flush()
+        rc, text = go_pprof([kind, f.name])
+    assert rc == 0, "go tool pprof %s on a served profile: exit %s: %s" \
+        % (kind, rc, short(text.encode(), 1500))
+    return text
+
+
+def fetch(server, query, kind="-raw", saved=None):
     url = server.url("/debug/pprof/profile?" + query)
-    rc, text = go_pprof([kind, url])
+    rc, text = go_pprof([kind, url], saved=saved)
     assert rc == 0, "go tool pprof %s %s: exit %s: %s\nserver: %s" \
         % (kind, url, rc, short(text.encode(), 1500), short(server.stderr_bytes()))
     return text
@@ -145,15 +163,17 @@ def start_target(interp, mode):
 
 
 def test_serve_profile(interp, tool):
-    """go tool pprof fetches a profile of one served process: -top names
-    its hot functions, -raw labels every sample with the process, its pid
-    and the thread."""
+    """go tool pprof fetches a profile of one served process: -raw labels
+    every sample with the process, its pid and the thread; -top, on the
+    copy pprof kept of it, names its hot functions."""
     with Target(interp, "sample_split") as tg:
         gt = tg.wait_ground_truth()
         with Server(tool, [tg.pid]) as srv:
-            top = fetch(srv, "seconds=%d" % PROFILE_SECS, "-top")
-            raw = fetch(srv, "seconds=%d" % PROFILE_SECS)
+            saved = []
+            raw = fetch(srv, "seconds=%d" % PROFILE_SECS, saved=saved)
             assert srv.stop() == 0, srv.stderr()
+    assert len(saved) == 1, "go tool pprof kept %d copies of the profile it fetched" % len(saved)
+    top = read_pprof(saved[0], "-top")
     for f in (gt["hot"]["function"], gt["cold"]["function"]):
         assert re.search(r"\s%s$" % re.escape(f), top, re.M), top
     samples, _ = raw_samples(raw)
@@ -180,9 +200,11 @@ def test_serve_modes(interp, tool, mode):
             status, _, body = srv.get("/debug/pprof/profile?seconds=%d&mode=%s"
                                       % (PROFILE_SECS, mode))
             cli = run([tool.path, "sample", "-m", mode, "-n", "5", "-f", "json", str(tg.pid)], 60)
-            if status == 200:
-                text = fetch(srv, "seconds=%d&mode=%s" % (PROFILE_SECS, mode))
             assert srv.stop() == 0, srv.stderr()
+    if status == 200:
+        # go tool pprof reads the profile served above, not a second one
+        # (test_serve_profile has it fetch over HTTP)
+        text = read_pprof(body, "-raw")
     if status == 501:
         assert b"-m %s is not supported" % mode.encode() in body, body
         assert cli[0] == 6, "sample -m %s exits %s where serve refuses: %s" \

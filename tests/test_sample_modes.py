@@ -5,6 +5,8 @@ threads out (--idle keeps them)."""
 
 import os
 
+import pytest
+
 from harness.dumps import base_gt_sanity
 from harness.procs import short
 from harness.results import Result, settle
@@ -49,24 +51,58 @@ def share(stacks, function):
     return sum(n for s, n in stacks if function in s), total
 
 
-def test_exception_mode(interp, tool, request):
+def exception_check(tool, tg, gt):
     """The samples are nearly all in the except block's in_handler(), none
     in outside(), which the same loop runs with no exception."""
+    stacks, err = collapsed(tool, tg, "exception", ["-m", "exception"])
+    errs = [err] if err else []
+    info = ""
+    if stacks is not None:
+        inside, total = share(stacks, gt["handler"]["function"])
+        out, _ = share(stacks, gt["outside"]["function"])
+        info = "%d of %d samples in the handler, %d outside" % (inside, total, out)
+        if not total or inside < EXCEPTION_IN_MIN * total:
+            errs.append("only %s (want %d%%)" % (info, EXCEPTION_IN_MIN * 100))
+        if out > EXCEPTION_OUT_MAX * max(total, 1):
+            errs.append("%s (want at most %d%% outside)" % (info, EXCEPTION_OUT_MAX * 100))
+    return Result("exception", "FAIL" if errs else "PASS", "\n".join(errs), info=info)
+
+
+def idle_check(tool, tg, gt):
+    """The table leaves the idle thread (waiting on an event) out and says
+    so in the summary; --idle keeps it."""
+    idle = gt["idle"]["function"]
+    errs = []
+    for args, want in (([], False), (["--idle"], True)):
+        argv, rc, so, se, secs = tool_run(
+            tool, ["sample", "-d", SECONDS, "-f", "table", "--limit", "0"] + args
+            + [str(tg.pid)], timeout=60)
+        if rc != 0:
+            errs.append("%s exited %s: %s" % (" ".join(argv), rc, short(se)))
+            continue
+        table = so.decode()
+        if (idle in table) != want:
+            errs.append("%s: %s %s the table" % (" ".join(argv), idle,
+                                                 "missing from" if want else "in"))
+        said = b"idle thread" in se
+        if said == want:
+            errs.append("%s: the summary %s the idle thread left out: %s"
+                        % (" ".join(argv), "tells of" if said else "does not tell of",
+                           short(se)))
+    return Result("idle", "FAIL" if errs else "PASS", "\n".join(errs))
+
+
+def exception_job(interp, tool):
+    """One sample_exception target for the exception-mode and idle checks."""
     with Target(interp, "sample_exception") as tg:
         gt = truth(tg, interp)
-        stacks, err = collapsed(tool, tg, "exception", ["-m", "exception"])
-        errs = [err] if err else []
-        info = ""
-        if stacks is not None:
-            inside, total = share(stacks, gt["handler"]["function"])
-            out, _ = share(stacks, gt["outside"]["function"])
-            info = "%d of %d samples in the handler, %d outside" % (inside, total, out)
-            if not total or inside < EXCEPTION_IN_MIN * total:
-                errs.append("only %s (want %d%%)" % (info, EXCEPTION_IN_MIN * 100))
-            if out > EXCEPTION_OUT_MAX * max(total, 1):
-                errs.append("%s (want at most %d%% outside)" % (info, EXCEPTION_OUT_MAX * 100))
-    settle(Result("exception", "FAIL" if errs else "PASS", "\n".join(errs), info=info),
-           request.node)
+        return [exception_check(tool, tg, gt), idle_check(tool, tg, gt)]
+
+
+@pytest.mark.job("sample-exception")
+def test_exception_mode(interp, tool, jobs, request):
+    """-m exception: the handler's samples, not the same loop's outside it."""
+    settle(jobs.result("exception", exception_job, interp, tool), request.node)
 
 
 def test_gc_frames(interp, tool, request):
@@ -99,27 +135,7 @@ def test_gc_frames(interp, tool, request):
     settle(Result("gc", "FAIL" if errs else "PASS", "\n".join(errs)), request.node)
 
 
-def test_idle_threads(interp, tool, request):
-    """The table leaves the idle thread (waiting on an event) out and says
-    so in the summary; --idle keeps it."""
-    with Target(interp, "sample_exception") as tg:
-        gt = truth(tg, interp)
-        idle = gt["idle"]["function"]
-        errs = []
-        for args, want in (([], False), (["--idle"], True)):
-            argv, rc, so, se, secs = tool_run(
-                tool, ["sample", "-d", SECONDS, "-f", "table", "--limit", "0"] + args
-                + [str(tg.pid)], timeout=60)
-            if rc != 0:
-                errs.append("%s exited %s: %s" % (" ".join(argv), rc, short(se)))
-                continue
-            table = so.decode()
-            if (idle in table) != want:
-                errs.append("%s: %s %s the table" % (" ".join(argv), idle,
-                                                     "missing from" if want else "in"))
-            said = b"idle thread" in se
-            if said == want:
-                errs.append("%s: the summary %s the idle thread left out: %s"
-                            % (" ".join(argv), "tells of" if said else "does not tell of",
-                               short(se)))
-    settle(Result("idle", "FAIL" if errs else "PASS", "\n".join(errs)), request.node)
+@pytest.mark.job("sample-exception")
+def test_idle_threads(interp, tool, jobs, request):
+    """The table leaves idle threads out and says so; --idle keeps them."""
+    settle(jobs.result("idle", exception_job, interp, tool), request.node)

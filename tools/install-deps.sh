@@ -9,6 +9,6 @@ apt-get install -y -qq --no-install-recommends \
 	zlib1g-dev libzstd-dev zstd libncurses-dev libmicrohttpd-dev libcurl4-openssl-dev tmux strace valgrind zsh chromium python3-pytest python3-pytest-xdist golang-go golang-github-google-pprof-dev \
 	gdbserver lldb-16 liblldb-16-dev clang libclang-rt-14-dev \
 	python3-mesonpy python3-build python3-venv python3-pip patchelf \
-	make xz-utils libffi-dev libssl-dev libbz2-dev liblzma-dev libsqlite3-dev \
+	make xz-utils libffi-dev libssl-dev libbz2-dev liblzma-dev \
 	>/dev/null
 echo "install-deps: done"

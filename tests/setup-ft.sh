@@ -11,7 +11,7 @@
 # The builds are installed under DIR/ft and DIR/default; each gets a marker
 # (DIR/KIND/.pyd-ft-ready) only once its interpreter runs what the targets
 # import. Idempotent: a ready build is only checked. Both are built in
-# parallel, one core each: 676 s in CI beside its own builds on 2 cores,
+# parallel, one core each: 665 s in CI beside its own builds on 2 cores,
 # the last of its setups to end (tests/README.md, "CI").
 # Without the tarball it says so and exits 0: the free-threaded tests skip.
 set -eu

@@ -3,8 +3,9 @@
 #
 # The sid and bullseye chroots and the arm64 sysroots mostly wait on the
 # network, the two CPython 3.15.0a0 builds (tests/setup-ft.sh) each keep
-# one core busy, and the pprof binary (tests/setup-pprof.sh) is a go build: run one after another they took the sum of their times,
-# together about the longest one's.  Each is idempotent (a ready setup is
+# one core busy, and the pprof binary (tests/setup-pprof.sh) is a go
+# build: run one after another they took the sum of their times, together
+# about the longest one's.  Each is idempotent (a ready setup is
 # only checked) and best effort: what one cannot provide, the tests skip,
 # saying why; this script says which and exits 0.  With $PYD_PHASES set
 # to a file, a line "setup-NAME SECONDS STATUS" is added to it for each

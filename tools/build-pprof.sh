@@ -6,6 +6,10 @@
 set -eu
 out=${1:-/var/cache/pystack-dump/pprof/pprof}
 gopath=/usr/share/gocode
+mkdir -p "$(dirname "$out")"
+# One build at a time: the suite's workers may all ask at once.
+exec 9>"$out.lock"
+flock 9
 if [ -x "$out" ]; then
 	echo "$out"
 	exit 0
@@ -19,14 +23,6 @@ command -v go >/dev/null || {
 	echo "build-pprof: no go; apt-get install golang-go" >&2
 	exit 1
 }
-mkdir -p "$(dirname "$out")"
-# One build at a time: the suite's workers may all ask at once.
-exec 9>"$out.lock"
-flock 9
-if [ -x "$out" ]; then
-	echo "$out"
-	exit 0
-fi
 # GOPATH mode over Debian's source packages: no module proxy, no network.
 # The build cache is thrown away: the binary is what is kept.
 cache=$(mktemp -d)

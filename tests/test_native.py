@@ -351,11 +351,12 @@ def gcore(pid, path):
 VIEWS = (("-n", "--native"), ("-N", "--native-all"))
 
 
-def views_differ(debugger, build, tool, target, cli_target, ntasks, where, settled):
+def views_differ(debugger, build, tool, target, cli_target, where, settled):
     """Errors where py-bt -n (-N) in the debugger differs from
     pystack-dump --native (--native-all), every thread; None, why if the
     debugger cannot run.  settled() waits for a live target's threads to
-    sleep again after pystack-dump paused them."""
+    sleep again after pystack-dump paused them.  The debugger visits as
+    many threads as --native-all lists."""
     # Each reads every thread's state as the OS had it before it stopped
     # the target: the last one's detach restarted the blocked threads'
     # system calls.  The debugger prints both views in one session.
@@ -365,6 +366,7 @@ def views_differ(debugger, build, tool, target, cli_target, ntasks, where, settl
         rc, out, err, _ = run([tool.path, view] + cli_target, TOOL_TIMEOUT)
         want[flag] = out.decode("utf-8", "replace")
     settled()
+    ntasks = len(thread_blocks(want["-N"]))
     got, why = debugger_native(debugger, build, target, ntasks, [f for f, _ in VIEWS])
     if got is None:
         return None, why
@@ -392,10 +394,8 @@ def test_native_debuggers(interp, debugger, tool, build, request):
         return
     with Target(interp, "native", args=[cpp_library(interp)]) as tg:
         tg.settled_truth(gt_sanity)
-        rc, out, err, _ = run([tool.path, "--native-all", str(tg.pid)], TOOL_TIMEOUT)
-        ntasks = len(thread_blocks(out.decode("utf-8", "replace")))
         errs, why = views_differ(debugger, build, tool, ["-p", str(tg.pid)], [str(tg.pid)],
-                                 ntasks, "live", tg.wait_settled)
+                                 "live", tg.wait_settled)
         if errs is None:
             settle(Result(name, "SKIP", why), request.node)
             return
@@ -406,8 +406,8 @@ def test_native_debuggers(interp, debugger, tool, build, request):
         try:
             exe = os.path.realpath(interp.host_path(interp.exe))
             target = ["-c", core, exe] if debugger == "gdb" else [exe, "-c", core]
-            errs += views_differ(debugger, build, tool, target, ["--core", core], ntasks,
-                                 "core", lambda: None)[0] or []
+            errs += views_differ(debugger, build, tool, target, ["--core", core], "core",
+                                 lambda: None)[0] or []
         finally:
             remove(core)
     settle(Result(name, "FAIL" if errs else "PASS", "\n".join(errs)), request.node)

@@ -23,6 +23,7 @@ from harness.target import Target
 
 START_TIMEOUT = 10     # s until the server says where it listens
 PROFILE_SECS = 2       # seconds= of the profiles fetched
+MODE_SECS = 1          # ... of each mode's: 100 samples, to name one busy function
 FETCH_TIMEOUT = 60     # s a client may take (go tool pprof builds nothing)
 MAX_PROFILES = 4       # the server's documented bound
 HANGUP_STOP_S = 1.5    # a hung-up client's profile ends this soon
@@ -198,7 +199,7 @@ def test_serve_modes(interp, tool, mode):
         tg.wait_ground_truth()
         with Server(tool, [tg.pid]) as srv:
             status, _, body = srv.get("/debug/pprof/profile?seconds=%d&mode=%s"
-                                      % (PROFILE_SECS, mode))
+                                      % (MODE_SECS, mode))
             cli = run([tool.path, "sample", "-m", mode, "-n", "5", "-f", "json", str(tg.pid)], 60)
             assert srv.stop() == 0, srv.stderr()
     if status == 200:

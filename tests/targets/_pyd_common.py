@@ -51,6 +51,8 @@ _registry_lock = threading.Lock()
 _expected = {}           # name -> threading.Event
 _tids = {}               # thread ident -> native tid
 _busy = {}               # thread ident -> (code object, allowed names)
+_HERE = os.path.basename(__file__)
+RECORD_GAP_S = 0.05      # checkpoint(): the main thread's sleep before each recording
 _errors = []
 
 
@@ -212,6 +214,9 @@ def _record(caller):
             "frames": _stack(frame),
         }
         busy = _busy.get(ident)
+        if busy is None and ident != main_ident:
+            if _in_ready(entry):
+                return None, "worker %r still in ready()" % names.get(ident)
         if busy is not None:
             code, allowed = busy
             chain = [f for f, _ in traceback.walk_stack(frame)]
@@ -239,30 +244,40 @@ def _comparable(threads):
     return out
 
 
+def _in_ready(entry):
+    """Is the worker still inside ready() (not yet at its blocking call)?"""
+    frames = entry["frames"]
+    return bool(frames) and frames[0]["function"] == "ready" and \
+        os.path.basename(frames[0]["file"]) == _HERE
+
+
 def checkpoint(timeout=60.0):
-    """Wait for all workers, record ground truth, write it, return."""
+    """Wait for all workers, record ground truth, write it, return.
+
+    The ground truth is two equal recordings with every worker past
+    ready(), a moment apart (the main thread sleeps before each: a worker
+    that wanted the GIL gets it and moves on to its blocking call).  No
+    /proc state check: each read releases the GIL, and with a busy thread
+    taking it each time, forty threads' reads took 0.6 s."""
     path = _out_path()
     wait_workers(timeout)
     caller = sys._getframe(1)
-    time.sleep(0.2)
 
     threads = None
     why = "never recorded"
-    for attempt in range(40):
+    for attempt in range(200):
+        time.sleep(RECORD_GAP_S)
         first, why = _record(caller)
         if first is None:
-            time.sleep(0.1)
             continue
-        time.sleep(0.1)
+        time.sleep(RECORD_GAP_S)
         second, why = _record(caller)
         if second is None:
-            time.sleep(0.1)
             continue
         if _comparable(first) == _comparable(second):
             threads = second
             break
         why = "two recordings differ (a worker is not blocked yet?)"
-        time.sleep(0.1)
     if threads is None:
         fail("could not record a stable ground truth: %s" % why)
     if len(threads) != len(_expected) + 1:
@@ -324,12 +339,12 @@ def write_text(path, text):
 
 
 def write_json(path, doc):
-    """Write doc as JSON to path atomically (tmp + rename)."""
+    """Write doc as JSON to path atomically (tmp + rename: the harness
+    reads it whole or not at all).  No fsync: a ground truth need not
+    outlive a crash of the machine, only reach the harness."""
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
         json.dump(doc, f, ensure_ascii=True, indent=1, sort_keys=True)
-        f.flush()
-        os.fsync(f.fileno())
     os.replace(tmp, path)
 
 

@@ -96,7 +96,6 @@ A failure writes argv[1] + ".error" and exits 1.
 """
 import asyncio
 import gc
-import json
 import os
 import sys
 import threading
@@ -105,7 +104,8 @@ import traceback
 import types
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _pyd_common import _out_path, fail, free_threaded, native_tid, version_string  # noqa: E402
+from _pyd_common import (_out_path, fail, free_threaded, native_tid, version_string,  # noqa: E402
+                         write_json)
 
 OPTIONS = sys.argv[2:]
 CYCLE = "cycle" in OPTIONS
@@ -594,12 +594,7 @@ def write_truth(tasks, checked):
         "tasks": tasks,
         "cycles": find_cycles(tasks),
     }
-    path = _out_path()
-    with open(path + ".tmp", "w") as f:
-        json.dump(doc, f, ensure_ascii=True, indent=1, sort_keys=True)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(path + ".tmp", path)
+    write_json(_out_path(), doc)
 
 
 class Recorder:

@@ -4,7 +4,8 @@ GIL for ~0.3 s at a time (sum() over a range: a C loop that never lets the
 GIL go), two pure-Python busy threads "contender_a" / "contender_b" that
 want it (they get it only in the short gaps between the holder's sums),
 a thread "sleeper" asleep in time.sleep (no GIL), and the main thread
-asleep too.
+asleep too.  The holder and the contenders start their loops once the
+ground truth is written.
 
 Ground truth: base fields, "threads" {name: native tid}, "holder",
 "contenders", "idle" (names), "functions" {name: code_info}, "hold_n"
@@ -21,6 +22,7 @@ usage: sample_gil.py GROUND_TRUTH.json
 import os
 import signal
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -31,6 +33,9 @@ HOLD_S = 0.3
 GAP_S = 0.002
 SPANS = {"contender_a": [], "contender_b": []}   # closed runs [start, end]
 OPEN = {}                                        # name -> the run going on
+# Set once the ground truth is written: a main thread that wrote it while
+# the holder held the GIL 0.3 s at a time waited seconds for each step.
+GO = threading.Event()
 
 
 def hold_gil(n):
@@ -50,6 +55,7 @@ def calibrate():
 
 def holder_loop(n):
     ready("holder")
+    GO.wait()
     while True:
         hold_gil(n)
 
@@ -63,6 +69,7 @@ def contend(n):
 
 def contender_loop(name):
     ready(name)
+    GO.wait()
     spans = SPANS[name]
     start = last = time.time()
     while True:
@@ -101,6 +108,7 @@ def main():
                                   for f in (hold_gil, holder_loop, contend, contender_loop,
                                             sleep_forever))})
     write_json(sys.argv[1], doc)
+    GO.set()
     time.sleep(1e6)
 
 

@@ -148,7 +148,9 @@ def idle_errors(tool, tg, gt, extra):
     says its idle threads were left out, with their samples, and how to
     see them; with --idle the table has them and says nothing left out."""
     errs = []
-    base = ["sample", "-d", "1", "-q", "-f", "table"] + extra
+    # 100 rounds (a tenth of a second): every thread blocks throughout, so
+    # the header's count and its idle threads are the same in any number.
+    base = ["sample", "-n", "100", "-q", "-f", "table"] + extra
     argv, rc, so, se, _ = tool_run(tool, base + [str(tg.pid)], timeout=60)
     head = header(so.decode("utf-8", "replace"))
     want = "Left out: %d idle threads (never seen on a CPU), " % len(gt["threads"])

@@ -341,10 +341,12 @@ def write_text(path, text):
 def write_json(path, doc):
     """Write doc as JSON to path atomically (tmp + rename: the harness
     reads it whole or not at all).  No fsync: a ground truth need not
-    outlive a crash of the machine, only reach the harness."""
+    outlive a crash of the machine, only reach the harness.  One line, no
+    indent: json.dumps encodes in C only then (150,000 frames: 8.5 s on a
+    debug build indented, in Python)."""
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
-        json.dump(doc, f, ensure_ascii=True, indent=1, sort_keys=True)
+        f.write(json.dumps(doc, ensure_ascii=True, sort_keys=True))
     os.replace(tmp, path)
 
 

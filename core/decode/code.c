@@ -103,8 +103,8 @@ static struct pyd_code *code_read(struct pyd_session *s, uint64_t addr)
 	c->name_ptr = pyd_u64_at(buf, L->code.name);
 	c->file_ptr = pyd_u64_at(buf, L->code.filename);
 	c->linetable_ptr = pyd_u64_at(buf, L->code.linetable);
-	c->name = pyd_read_str(s, c->name_ptr);
-	c->file = pyd_read_str(s, c->file_ptr);
+	c->name = pyd_read_str_mark(s, c->name_ptr, &c->name_mark);
+	c->file = pyd_read_str_mark(s, c->file_ptr, &c->file_mark);
 	if (L->code.qualname != PYD_NO_FIELD) {
 		c->qualname_ptr = pyd_u64_at(buf, L->code.qualname);
 		c->qualname = pyd_read_str(s, c->qualname_ptr);
@@ -323,7 +323,8 @@ int pyd_code_line_cached(struct pyd_session *s, const struct pyd_code *c,
 	return e->line;
 }
 
-size_t pyd_code_id_len(const struct py_layout *L)
+/* The header's bytes a check compares: up to its last pointer's end. */
+static size_t header_len(const struct py_layout *L)
 {
 	const int32_t offs[] = {L->object.ob_type, L->code.name,
 				L->code.qualname,  L->code.filename,
@@ -335,20 +336,43 @@ size_t pyd_code_id_len(const struct py_layout *L)
 	return (size_t)end;
 }
 
-/* Does hdr, the header now at c->addr, still hold what we decoded? */
-static bool same_code(const struct pyd_session *s, const struct pyd_code *c,
-		      const uint8_t *hdr)
+size_t pyd_code_check_size(const struct py_layout *L)
+{
+	return header_len(L) + 2 * pyd_str_mark_span(L);
+}
+
+void pyd_code_check_reads(const struct pyd_session *s,
+			  const struct pyd_code *c,
+			  struct pyd_code_read r[PYD_CODE_CHECK_READS])
 {
 	const struct py_layout *L = &s->layout;
+	size_t hdr = header_len(L), span = pyd_str_mark_span(L);
+	uint64_t len = (uint64_t)L->unicode.length;
+	r[0] = (struct pyd_code_read){c->addr, 0, hdr};
+	r[1] = (struct pyd_code_read){c->name_ptr + len, hdr,
+				      c->name_mark.span};
+	r[2] = (struct pyd_code_read){c->file_ptr + len, hdr + span,
+				      c->file_mark.span};
+}
+
+/* Does buf, what pyd_code_check_reads() read now, still hold what we
+ * decoded at c->addr? */
+static bool same_code(const struct pyd_session *s, const struct pyd_code *c,
+		      const uint8_t *buf)
+{
+	const struct py_layout *L = &s->layout;
+	size_t hdr = header_len(L), span = pyd_str_mark_span(L);
 	int32_t first;
-	memcpy(&first, hdr + L->code.firstlineno, sizeof first);
-	return pyd_u64_at(hdr, L->object.ob_type) == s->code_type &&
-	       pyd_u64_at(hdr, L->code.name) == c->name_ptr &&
+	memcpy(&first, buf + L->code.firstlineno, sizeof first);
+	return pyd_u64_at(buf, L->object.ob_type) == s->code_type &&
+	       pyd_u64_at(buf, L->code.name) == c->name_ptr &&
 	       (L->code.qualname == PYD_NO_FIELD ||
-		pyd_u64_at(hdr, L->code.qualname) == c->qualname_ptr) &&
-	       pyd_u64_at(hdr, L->code.filename) == c->file_ptr &&
-	       pyd_u64_at(hdr, L->code.linetable) == c->linetable_ptr &&
-	       first == c->firstlineno;
+		pyd_u64_at(buf, L->code.qualname) == c->qualname_ptr) &&
+	       pyd_u64_at(buf, L->code.filename) == c->file_ptr &&
+	       pyd_u64_at(buf, L->code.linetable) == c->linetable_ptr &&
+	       first == c->firstlineno &&
+	       pyd_str_mark_holds(&c->name_mark, buf + hdr) &&
+	       pyd_str_mark_holds(&c->file_mark, buf + hdr + span);
 }
 
 size_t pyd_code_take_used(struct pyd_session *s, struct pyd_code ***v,
@@ -385,7 +409,7 @@ static void code_remove(struct pyd_session *s, const struct pyd_code *c)
 size_t pyd_code_recheck(struct pyd_session *s, struct pyd_code *const *v,
 			size_t n, const uint8_t *hdrs)
 {
-	size_t len = pyd_code_id_len(&s->layout), changed = 0;
+	size_t len = pyd_code_check_size(&s->layout), changed = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (same_code(s, v[i], hdrs + i * len))
 			continue;

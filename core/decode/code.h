@@ -67,17 +67,28 @@ int pyd_code_line_cached(struct pyd_session *s, const struct pyd_code *c,
 /*
  * Checking the cache.  CPython frees code objects (an exec'd string, a
  * reloaded module, the imports of a program starting up) and another may
- * take the address, so a sampler re-reads, now and then, the headers of
- * the code objects its stacks used: pyd_code_take_used() swaps the ones
- * looked up since its last call into *v (the array given in *v becomes
- * the session's), and pyd_code_recheck() drops those whose first
- * pyd_code_id_len() bytes, read now into hdrs[i * len], no longer match,
- * so that their address is decoded afresh.  It frees them: frames pushed
- * from them must be gone, and anything that knew them by their strings'
- * addresses must forget them (pyd_profile_forget_strings).  Returns how
- * many it dropped.
+ * take the address -- and the addresses of its name, file and line table,
+ * freed with it -- so a sampler re-reads, now and then, the headers of
+ * the code objects its stacks used and the starts of their name and
+ * file: pyd_code_take_used() swaps the ones looked up since its last call
+ * into *v (the array given in *v becomes the session's);
+ * pyd_code_check_reads() says what to read for each, at which offset of
+ * its pyd_code_check_size() bytes in hdrs; pyd_code_recheck() drops those
+ * of the first n whose bytes read now into hdrs[i * size] no longer
+ * match, so that their address is decoded afresh.  It frees them: frames
+ * pushed from them must be gone, and anything that knew them by their
+ * strings' addresses must forget them (pyd_profile_forget_strings).
+ * Returns how many it dropped.
  */
-size_t pyd_code_id_len(const struct py_layout *L);
+#define PYD_CODE_CHECK_READS 3
+struct pyd_code_read {
+	uint64_t addr;
+	size_t off, len;
+};
+size_t pyd_code_check_size(const struct py_layout *L);
+void pyd_code_check_reads(const struct pyd_session *s,
+			  const struct pyd_code *c,
+			  struct pyd_code_read r[PYD_CODE_CHECK_READS]);
 size_t pyd_code_take_used(struct pyd_session *s, struct pyd_code ***v,
 			  size_t *cap);
 size_t pyd_code_recheck(struct pyd_session *s, struct pyd_code *const *v,

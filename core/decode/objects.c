@@ -50,9 +50,10 @@ enum pyd_err pyd_read_i32(struct pyd_session *s, uint64_t addr, int32_t *out)
 }
 
 /* Where the str at addr keeps its characters: at *data, kind bytes each,
- * *len of them. */
+ * *len of them; m (if not NULL) gets its length and where its data is. */
 static enum pyd_err str_data(struct pyd_session *s, uint64_t addr,
-			     uint64_t *data, unsigned *kind, size_t *len)
+			     uint64_t *data, unsigned *kind, size_t *len,
+			     struct pyd_str_mark *m)
 {
 	const struct py_layout *L = &s->layout;
 	uint8_t head[128];
@@ -69,22 +70,43 @@ static enum pyd_err str_data(struct pyd_session *s, uint64_t addr,
 	if (n < 0 || n > PYD_MAX_STR_LEN ||
 	    (st.kind != 1 && st.kind != 2 && st.kind != 4))
 		return PYD_E_READ;
+	int32_t at = st.compact ? (st.ascii ? L->unicode.ascii_size
+					    : L->unicode.compact_size)
+				: L->unicode.legacy_data;
 	if (st.compact)
-		*data = addr + (uint64_t)(st.ascii ? L->unicode.ascii_size
-						   : L->unicode.compact_size);
+		*data = addr + (uint64_t)at;
 	else
 		*data = pyd_u64_at(head, L->unicode.legacy_data);
 	*kind = st.kind;
 	*len = (size_t)n;
+	if (m) {
+		size_t bytes = (size_t)n * st.kind;
+		m->length = (uint64_t)n;
+		m->at = (uint8_t)(at - L->unicode.length);
+		m->n = st.compact ? (uint8_t)(bytes < PYD_STR_MARK_DATA
+						      ? bytes
+						      : PYD_STR_MARK_DATA)
+				  : 8;
+		m->span = (uint8_t)(m->at + m->n);
+		if (!st.compact)
+			memcpy(m->data, head + at, 8);
+	}
 	return PYD_OK;
 }
 
-char *pyd_read_str(struct pyd_session *s, uint64_t addr)
+size_t pyd_str_mark_span(const struct py_layout *L)
+{
+	return (size_t)(L->unicode.compact_size - L->unicode.length) +
+	       PYD_STR_MARK_DATA;
+}
+
+char *pyd_read_str_mark(struct pyd_session *s, uint64_t addr,
+			struct pyd_str_mark *m)
 {
 	uint64_t data;
 	unsigned kind;
 	size_t len;
-	if (str_data(s, addr, &data, &kind, &len))
+	if (str_data(s, addr, &data, &kind, &len, m))
 		return NULL;
 	size_t n = len > PYD_MAX_STR_CHARS ? PYD_MAX_STR_CHARS : len;
 	uint8_t *raw = malloc(n * kind + 1);
@@ -95,10 +117,24 @@ char *pyd_read_str(struct pyd_session *s, uint64_t addr)
 		free(out);
 		return NULL;
 	}
+	/* A compact str's data is its own, at raw (n * kind >= m->n) */
+	if (m && data == addr + s->layout.unicode.length + m->at)
+		memcpy(m->data, raw, m->n);
 	free(raw);
 	if (len > n)
 		strcat(out, "...");
 	return out;
+}
+
+char *pyd_read_str(struct pyd_session *s, uint64_t addr)
+{
+	return pyd_read_str_mark(s, addr, NULL);
+}
+
+bool pyd_str_mark_holds(const struct pyd_str_mark *m, const uint8_t *span)
+{
+	return pyd_u64_at(span, 0) == m->length &&
+	       !memcmp(span + m->at, m->data, m->n);
 }
 
 enum pyd_err pyd_read_codepoints(struct pyd_session *s, uint64_t addr,
@@ -109,7 +145,7 @@ enum pyd_err pyd_read_codepoints(struct pyd_session *s, uint64_t addr,
 	unsigned kind;
 	*cp = NULL;
 	*n = 0;
-	enum pyd_err err = str_data(s, addr, &data, &kind, len);
+	enum pyd_err err = str_data(s, addr, &data, &kind, len, NULL);
 	if (err)
 		return err;
 	size_t want = *len < max ? *len : max;

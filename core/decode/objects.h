@@ -42,6 +42,15 @@ enum pyd_err pyd_read_i32(struct pyd_session *s, uint64_t addr, int32_t *out);
  * a bad read or not a str. */
 char *pyd_read_str(struct pyd_session *s, uint64_t addr);
 
+/* A str's mark (unicode.h). */
+/* The most a mark's span can be under layout L. */
+size_t pyd_str_mark_span(const struct py_layout *L);
+/* pyd_read_str, also filling *m. */
+char *pyd_read_str_mark(struct pyd_session *s, uint64_t addr,
+			struct pyd_str_mark *m);
+/* Do the span bytes read now hold what m kept? */
+bool pyd_str_mark_holds(const struct pyd_str_mark *m, const uint8_t *span);
+
 /* The first max code points of a str (malloc'd, *n of them) and its
  * length in *len. */
 enum pyd_err pyd_read_codepoints(struct pyd_session *s, uint64_t addr,

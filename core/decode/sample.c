@@ -504,11 +504,11 @@ static enum pyd_err plan_batch(struct pyd_sampler *sp)
 	return PYD_OK;
 }
 
-/* Take the code objects used since the last check, and lay out the read
- * of their headers in iov from sp->niov on. */
+/* Take the code objects used since the last check, and lay out the reads
+ * that check them in iov from sp->niov on. */
 static bool plan_code_check(struct pyd_sampler *sp)
 {
-	size_t len = pyd_code_id_len(&sp->s->layout);
+	size_t len = pyd_code_check_size(&sp->s->layout);
 	sp->ncodes = pyd_code_take_used(sp->s, &sp->codes, &sp->codes_cap);
 	if (!pyd_grow((void **)&sp->code_hdrs, &sp->code_hdrs_cap,
 	              sp->ncodes * len, 1)) {
@@ -516,18 +516,23 @@ static bool plan_code_check(struct pyd_sampler *sp)
 		return false;
 	}
 	bool ok = true;
-	for (size_t i = 0; i < sp->ncodes; i++)
-		ok &= push_iov(sp, sp->codes[i]->addr, sp->code_hdrs + i * len,
-		               len);
+	for (size_t i = 0; i < sp->ncodes; i++) {
+		struct pyd_code_read r[PYD_CODE_CHECK_READS];
+		pyd_code_check_reads(sp->s, sp->codes[i], r);
+		for (size_t j = 0; j < PYD_CODE_CHECK_READS; j++)
+			ok &= push_iov(sp, r[j].addr,
+			               sp->code_hdrs + i * len + r[j].off,
+			               r[j].len);
+	}
 	return ok;
 }
 
-/* Drop those of the checked code objects whose headers, of which the
- * first nread were read, changed. */
+/* Drop those of the checked code objects whose bytes, of which the first
+ * nread reads were made, changed. */
 static void finish_code_check(struct pyd_sampler *sp, size_t nread)
 {
-	if (pyd_code_recheck(sp->s, sp->codes,
-	                     nread < sp->ncodes ? nread : sp->ncodes,
+	size_t n = nread / PYD_CODE_CHECK_READS;
+	if (pyd_code_recheck(sp->s, sp->codes, n < sp->ncodes ? n : sp->ncodes,
 	                     sp->code_hdrs))
 		pyd_profile_forget_strings(sp->prof);
 	sp->ncodes = 0;

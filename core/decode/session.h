@@ -11,6 +11,7 @@
 #include "../memsrc/pagecache.h"
 #include "../memsrc/prefetch.h"
 #include "../pyd.h"
+#include "unicode.h"
 
 /* What we keep of a code object; immutable in CPython, so cacheable. */
 struct pyd_code {
@@ -32,9 +33,10 @@ struct pyd_code {
 	size_t ntlbc;
 	uint8_t *linetable;
 	size_t linetable_len;
-	/* Its header's pointers as read: pyd_code_recheck() compares them
-	 * to tell a reused address. */
+	/* Its header's pointers as read, and what its name and file
+	 * said: pyd_code_recheck() compares them to tell a reused address. */
 	uint64_t name_ptr, qualname_ptr, file_ptr, linetable_ptr;
+	struct pyd_str_mark name_mark, file_mark;
 	uint32_t window; /* the check window it was last looked up in */
 	/* Its variables (locals.c), read the first time they are asked
 	 * for: vars_state 0 not yet, 1 read, -1 unreadable. */

@@ -23,6 +23,23 @@ struct pyd_str_state {
 struct pyd_str_state pyd_str_state_decode(uint32_t state, unsigned kind_bit);
 
 /*
+ * What tells a str from another put at its address later: its length and
+ * the first bytes of its characters (of a non-compact str, the pointer to
+ * them), kept from the reads that decoded it.  Rereading span bytes from
+ * the str's length field on, pyd_str_mark_holds() (objects.h) compares
+ * those parts only: the hash and state between them may be filled in
+ * later.
+ */
+#define PYD_STR_MARK_DATA 16
+struct pyd_str_mark {
+	uint64_t length;
+	uint8_t span; /* bytes from the length field to the data's end */
+	uint8_t at;   /* where in them the data starts */
+	uint8_t n;    /* how many of its bytes are kept */
+	uint8_t data[PYD_STR_MARK_DATA];
+};
+
+/*
  * Encode n code points of the given kind as UTF-8 into out (NUL-terminated,
  * at most outsz bytes).  Invalid code points (surrogates, > U+10FFFF)
  * become U+FFFD.  Returns bytes written, or -1 for a bad kind.

@@ -43,6 +43,7 @@
 
 #include "../pyd_profile.h"
 #include "../grow.h"
+#include "../memsrc/pagecache.h"
 #include "../memsrc/prefetch.h"
 #include "code.h"
 #include "objects.h"
@@ -67,6 +68,16 @@
  * the outermost Python call, and should they change, the copy is stale
  * for at most that long.
  */
+/* A round that misses more nodes than COLD_DIRECT (a stack first seen, or
+ * one that changed far down) reads the rest through a page cache, a miss
+ * COLD_AROUND pages at once: 3.11+ frames lie side by side in the data
+ * stack, so a million-frame stack costs some 1,600 reads of 64 KiB, not
+ * a million of one frame (and, before 3.11, frame objects made one after
+ * another lie close too).  A few misses stay exact reads: a block costs
+ * more than a node when a round needs only a few. */
+#define COLD_DIRECT 64
+#define COLD_PAGES  64
+#define COLD_AROUND 16
 #define TAIL_MAX   4
 #define TAIL_BYTES 128
 /* A greenlet's boundary frame: "<greenlet NAME>". */
@@ -183,6 +194,12 @@ struct pyd_sampler {
 	 * every round. */
 	uint8_t tail[TAIL_MAX][TAIL_BYTES];
 	uint8_t scratch[NODE_MAX];
+	/* The round's misses (COLD_DIRECT), and its page cache: cleared
+	 * every round that uses it, as a round's bytes are its own. */
+	uint64_t cold_round;
+	size_t cold_misses;
+	struct pyd_pagecache cold;
+	int cold_state; /* 0 not made, 1 made, -1 out of memory */
 	struct pyd_frame_buf fb; /* the stacks of tasks and greenlets */
 	char cut[48]; /* the function of the frame ending a cut stack */
 	char gc[8];   /* "<GC>": a frame's function outlives the round */
@@ -652,6 +669,30 @@ static void predict(struct pyd_sampler *sp, struct sthread *t, size_t index,
 	    .addr = addr, .len = (uint32_t)len, .range = UINT32_MAX};
 }
 
+/* Read a node the batch did not hold (see COLD_DIRECT). */
+static enum pyd_err cold_read(struct pyd_sampler *sp, uint64_t addr,
+                              void *buf, size_t len)
+{
+	if (sp->cold_round != sp->round) {
+		sp->cold_round = sp->round;
+		sp->cold_misses = 0;
+		if (sp->cold_state > 0)
+			pyd_pagecache_clear(&sp->cold);
+	}
+	if (sp->cold_misses++ < COLD_DIRECT)
+		return pyd_read(sp->s->src, addr, buf, len);
+	if (!sp->cold_state) {
+		sp->cold_state = pyd_pagecache_init(&sp->cold, sp->s->src,
+		                                    COLD_PAGES) ? 1 : -1;
+		sp->cold.around = COLD_AROUND;
+	}
+	/* Through the cache only while it lies over the session's source
+	 * (a pass may have laid another over it for a while). */
+	bool cached = sp->cold_state > 0 && sp->cold.layer.inner == sp->s->src;
+	return pyd_read(cached ? &sp->cold.layer.src : sp->s->src, addr, buf,
+	                len);
+}
+
 static const uint8_t *batch_get(void *ctx, size_t index, uint64_t addr,
                                 size_t len, enum pyd_err *err)
 {
@@ -667,8 +708,7 @@ static const uint8_t *batch_get(void *ctx, size_t index, uint64_t addr,
 		d = r->sp->buf + p->off;
 	} else if (len > NODE_MAX) {
 		*err = PYD_E_READ;
-	} else if (!(*err = pyd_read(r->sp->s->src, addr, r->sp->scratch,
-	                             len))) {
+	} else if (!(*err = cold_read(r->sp, addr, r->sp->scratch, len))) {
 		predict(r->sp, t, index, addr, len);
 		d = r->sp->scratch;
 	}
@@ -1435,6 +1475,8 @@ void pyd_sampler_close(struct pyd_sampler *sp)
 	free(sp->prev);
 	free(sp->fb.v);
 	pyd_prefetch_free(&sp->pf);
+	if (sp->cold_state > 0)
+		pyd_pagecache_free(&sp->cold);
 	free(sp->names);
 	free(sp->order);
 	free(sp->codes);

@@ -26,6 +26,18 @@ void cli_say(const struct pyd_explain *e, enum pyd_say say, enum pyd_err err);
  * NULL), with detail. */
 void cli_say_about(const char *prog, enum pyd_say say, enum pyd_err err,
 		   const char *file, const char *detail);
+/* An output file path (NULL: stdout, always fine) could not be written,
+ * errno err: said for prog (what names a NULL path), PYD_E_WRITE
+ * returned; a reader that went away (EPIPE) is no error: 0. */
+int cli_cannot_write(const char *prog, const char *path, const char *what,
+		     int err);
+/* Can path be written?  Asked before a run that takes long, so that it
+ * fails at once, not at its end; 0, or cli_cannot_write's status. */
+int cli_output_check(const char *prog, const char *path);
+/* len bytes of data as the whole of path (NULL: stdout); 0, or
+ * cli_cannot_write's status. */
+int cli_write_file(const char *prog, const char *path, const char *what,
+		   const void *data, size_t len);
 /* --debugger-setup: print the lines that load the plugins installed
  * with this executable; the exit status. */
 int cli_debugger_setup(void);

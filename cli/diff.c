@@ -41,7 +41,7 @@ static const char usage_text[] =
     "\n"
     "Exit status: 0 on success, 2 on bad usage, 16 if BASE or NEW cannot\n"
     "be read as a profile or recording (the message says which and why),\n"
-    "10 out of memory.\n"
+    "17 if -o cannot be written, 10 out of memory.\n"
     "\n"
     "Examples:\n"
     "  pystack-dump sample -d 10 -o before.json PID\n"
@@ -94,18 +94,9 @@ static enum pyd_err load(const char *path, struct pyd_profile **p)
 
 static enum pyd_err write_out(const struct pyd_opts *o, struct pyd_buf *b)
 {
-	FILE *f = o->output ? fopen(o->output, "wb") : stdout;
-	bool ok = f && (!b->len || fwrite(b->data, 1, b->len, f) == b->len);
-	if (f && f != stdout)
-		ok &= fclose(f) == 0;
-	else if (f)
-		ok &= fflush(f) == 0;
-	if (ok)
-		return PYD_OK;
-	cli_say_about("pystack-dump diff", PYD_SAY_CANNOT_WRITE, PYD_E_READ,
-	              o->output ? o->output : "the comparison",
-	              strerror(errno));
-	return PYD_E_READ;
+	return (enum pyd_err)cli_write_file("pystack-dump diff", o->output,
+	                                    "the comparison", b->data,
+	                                    b->len);
 }
 
 /* -f, else a page for an -o name ending .html, else the table. */

@@ -1,10 +1,16 @@
 /*
  * What went wrong, for every pystack-dump command: bad usage here, and
  * each error of reading a target from the front end's one table of
- * messages (frontend/explain.c).
+ * messages (frontend/explain.c); and output files, checked before a run
+ * and written whole, with the one exit status for those that cannot be.
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -56,4 +62,48 @@ int cli_report_error(enum pyd_err err, const struct target_spec *spec,
 struct pyd_explain cli_about(const struct target_spec *spec)
 {
 	return target_words(spec, "pystack-dump", "");
+}
+
+/* ---- output files ---- */
+
+int cli_cannot_write(const char *prog, const char *path, const char *what,
+		     int err)
+{
+	if (err == EPIPE)
+		return 0;
+	cli_say_about(prog, PYD_SAY_CANNOT_WRITE, PYD_E_WRITE,
+		      path ? path : what, strerror(err));
+	return PYD_E_WRITE;
+}
+
+int cli_output_check(const char *prog, const char *path)
+{
+	if (!path)
+		return 0;
+	/* Opened as the write will open it, but not truncated: a file the
+	 * check made is removed again, one that was there is left as is. */
+	int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+	bool made = false;
+	if (fd < 0 && errno == ENOENT) {
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+		made = fd >= 0;
+	}
+	if (fd < 0)
+		return cli_cannot_write(prog, path, NULL, errno);
+	close(fd);
+	if (made)
+		unlink(path);
+	return 0;
+}
+
+int cli_write_file(const char *prog, const char *path, const char *what,
+		   const void *data, size_t len)
+{
+	FILE *f = path ? fopen(path, "wb") : stdout;
+	bool ok = f && (!len || fwrite(data, 1, len, f) == len);
+	if (f && f != stdout)
+		ok &= fclose(f) == 0;
+	else if (f)
+		ok &= fflush(f) == 0;
+	return ok ? 0 : cli_cannot_write(prog, path, what, errno);
 }

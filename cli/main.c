@@ -159,7 +159,9 @@ static const char usage_text[] =
 	"  7 process exited during the read  14 bad or unsupported snapshot file\n"
 	"                       15 --exe does not match the core\n"
 	"                       16 bad or unsupported profile or recording\n"
-	"                          file (diff, report)\n";
+	"                          file (diff, report)\n"
+	"                       17 an output file (-o, --save-snapshot)\n"
+	"                          cannot be written\n";
 
 struct options {
 	struct target_spec spec; /* from opt's core, exe, ... and the PID */
@@ -258,6 +260,11 @@ static void print_skipped(const struct options *o, enum pyd_err why)
 /* One process (or core, or snapshot): read it, print it. */
 static enum pyd_err dump_one(struct options *opts)
 {
+	/* A snapshot's file is made sure of before the target is read (and
+	 * stopped, with --locked), not found unwritable at the end. */
+	int rc = cli_output_check("pystack-dump", opts->opt.save);
+	if (rc)
+		return (enum pyd_err)rc;
 	const struct pyd_dump_job job = {.prog = "pystack-dump",
 					 .spec = opts->spec,
 					 .opt = opts->opt,

@@ -141,18 +141,10 @@ static bool write_out(void *ctx, const void *data, size_t n)
  * away (a pipe to head) is none. */
 static int said(const struct pyd_opts *o, int rc, int err)
 {
-	if (rc == PYD_E_READ && err == EPIPE)
-		return 0;
-	if (rc == PYD_E_READ) {
-		struct pyd_explain e = {.prog = PROG,
-		                        .shell = PYD_SHELL_CLI,
-		                        .file = o->output ? o->output
-		                                          : "the samples",
-		                        .detail = strerror(err)};
-		cli_say(&e, PYD_SAY_CANNOT_WRITE, PYD_E_READ);
-	} else if (rc == PYD_E_NOMEM) {
+	if (rc == PYD_E_WRITE)
+		return cli_cannot_write(PROG, o->output, "the samples", err);
+	if (rc == PYD_E_NOMEM)
 		fprintf(stderr, PROG ": out of memory\n");
-	}
 	return rc;
 }
 
@@ -167,17 +159,17 @@ static int replay_streamed(const struct pyd_opts *o, const char *data,
 	int rc = 0;
 	if (!out.f) {
 		out.err = errno;
-		rc = PYD_E_READ;
+		rc = PYD_E_WRITE;
 	} else if (pyd_stream_open(p, o->format, write_out, &out, &s)) {
 		rc = PYD_E_NOMEM;
 	} else {
 		*err = pyd_replay(data, len, p, r, detail, detailsz);
 		if (!pyd_stream_close(s))
-			rc = out.err ? PYD_E_READ : PYD_E_NOMEM;
+			rc = out.err ? PYD_E_WRITE : PYD_E_NOMEM;
 	}
 	if (out.f && out.f != stdout && fclose(out.f) && !rc) {
 		out.err = errno;
-		rc = PYD_E_READ;
+		rc = PYD_E_WRITE;
 	}
 	return said(o, rc, out.err);
 }

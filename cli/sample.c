@@ -454,7 +454,7 @@ static void on_round(void *ctx, const struct pyd_prof_meta *m)
 	if (r->tty)
 		status_line(r, m, now);
 	if (r->stream && !pyd_stream_tick(r->stream))
-		r->failed = PYD_E_READ;
+		r->failed = PYD_E_WRITE;
 	if (r->interval_end && now >= r->interval_end)
 		cut_interval(r, now);
 }
@@ -499,22 +499,9 @@ int cli_write_profile(const char *prog, struct pyd_profile *prof,
 		fprintf(stderr, "%s: out of memory\n", prog);
 		return PYD_E_NOMEM;
 	}
-	FILE *f = path ? fopen(path, "wb") : stdout;
-	bool ok = f && (!b.len || fwrite(b.data, 1, b.len, f) == b.len);
-	if (f && f != stdout)
-		ok &= fclose(f) == 0;
-	else if (f)
-		ok &= fflush(f) == 0;
+	int rc = cli_write_file(prog, path, "the profile", b.data, b.len);
 	pyd_buf_free(&b);
-	if (!ok && errno != EPIPE) {
-		struct pyd_explain e = {.prog = prog,
-		                        .shell = PYD_SHELL_CLI,
-		                        .file = path ? path : "the profile",
-		                        .detail = strerror(errno)};
-		cli_say(&e, PYD_SAY_CANNOT_WRITE, PYD_E_READ);
-		return PYD_E_READ;
-	}
-	return 0;
+	return rc;
 }
 
 /* The finished profile prof into path (NULL: stdout). */
@@ -596,9 +583,9 @@ static int write_interval(struct run *r, struct pyd_profile *prof, int64_t now,
 	if (!strftime(r->last_file, sizeof r->last_file, r->o->opt.output,
 	              localtime_r(&wall, &tm))) {
 		cli_say_about("pystack-dump sample", PYD_SAY_CANNOT_WRITE,
-		              PYD_E_READ, r->o->opt.output,
+		              PYD_E_WRITE, r->o->opt.output,
 		              "the name is empty or too long after strftime");
-		return PYD_E_READ;
+		return PYD_E_WRITE;
 	}
 	unique_name(r);
 	rc = output(r, prof, r->last_file);
@@ -710,7 +697,8 @@ static void utc_ms(uint64_t us, char out[32])
 	snprintf(out + n, 32 - n, ".%03uZ", (unsigned)(us % 1000000u / 1000u));
 }
 
-static void summary(const struct run *r, const struct pyd_prof_meta *m)
+static void summary(const struct run *r, const struct pyd_prof_meta *m,
+                    bool wrote)
 {
 	double rate = m->duration_s > 0 ? (double)m->ticks / m->duration_s : 0;
 	char from[32];
@@ -758,7 +746,7 @@ static void summary(const struct run *r, const struct pyd_prof_meta *m)
 		fprintf(stderr, "pystack-dump sample: wrote %zu profiles (%s), "
 		        "the last %s.\n", r->written, r->o->opt.format->name,
 		        r->written ? r->last_file : "none");
-	else if (r->o->opt.output)
+	else if (r->o->opt.output && wrote)
 		fprintf(stderr, "pystack-dump sample: wrote %s (%s).\n",
 		        r->o->opt.output, r->o->opt.format->name);
 }
@@ -788,11 +776,9 @@ static int open_stream(struct run *r)
 {
 	const char *path = r->o->opt.output;
 	r->out = path ? fopen(path, "wb") : stdout;
-	if (!r->out) {
-		cli_say_about("pystack-dump sample", PYD_SAY_CANNOT_WRITE,
-		              PYD_E_READ, path, strerror(errno));
-		return PYD_E_READ;
-	}
+	if (!r->out)
+		return cli_cannot_write("pystack-dump sample", path, NULL,
+		                        errno);
 	if (!pyd_stream_open(r->prof, r->o->opt.format, write_out, r,
 	                     &r->stream))
 		return 0;
@@ -812,16 +798,14 @@ static int close_stream(struct run *r)
 		ok = false;
 		r->out_errno = errno;
 	}
-	if (ok || r->out_errno == EPIPE)
+	if (ok)
 		return 0;
 	if (!r->out_errno) {
 		fprintf(stderr, "pystack-dump sample: out of memory\n");
 		return PYD_E_NOMEM;
 	}
-	const char *path = r->o->opt.output;
-	cli_say_about("pystack-dump sample", PYD_SAY_CANNOT_WRITE, PYD_E_READ,
-	              path ? path : "the samples", strerror(r->out_errno));
-	return PYD_E_READ;
+	return cli_cannot_write("pystack-dump sample", r->o->opt.output,
+	                        "the samples", r->out_errno);
 }
 
 /* --every: the summary's counts are the whole run's. */
@@ -864,12 +848,26 @@ static int close_push(struct run *r)
 	return c.dropped || c.rejected || c.unsent ? PYD_E_READ : 0;
 }
 
+/* Can the output be written?  Asked before sampling, not found out at
+ * the end of the run; with --every, of the first interval's name. */
+static int check_output(const struct pyd_opts *o)
+{
+	char first[4096];
+	const char *path = o->output;
+	time_t now = time(NULL);
+	struct tm tm;
+	if (o->every && path &&
+	    strftime(first, sizeof first, path, localtime_r(&now, &tm)))
+		path = first;
+	return cli_output_check("pystack-dump sample", path);
+}
+
 /* Sample, then write what is left to write. */
 static int run(struct run *r)
 {
 	fill_meta(r);
 	const struct pyd_opts *o = &r->o->opt;
-	int rc = o->format->stream ? open_stream(r) : 0;
+	int rc = o->format->stream ? open_stream(r) : check_output(o);
 	if (!rc && r->o->push)
 		rc = push_start(r->o->push, r->prof->processes[0].cmdline);
 	if (rc)
@@ -889,9 +887,9 @@ static int run(struct run *r)
 	}
 	if (!o->quiet && o->every) {
 		struct pyd_prof_meta m = whole_run(r, whole);
-		summary(r, &m);
+		summary(r, &m, !rc);
 	} else if (!o->quiet) {
-		summary(r, &r->prof->meta);
+		summary(r, &r->prof->meta, !rc);
 	}
 	int pushed = r->o->push ? close_push(r) : 0;
 	rc = rc ? rc : o->every ? r->failed : 0;

@@ -35,6 +35,8 @@ const char *pyd_strerror(enum pyd_err err)
 		return "executable does not match the core";
 	case PYD_E_PROFILE:
 		return "bad or unsupported profile or recording";
+	case PYD_E_WRITE:
+		return "output file cannot be written";
 	}
 	return "unknown error";
 }

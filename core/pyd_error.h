@@ -23,6 +23,8 @@ enum pyd_err {
 	PYD_E_EXEMISMATCH = 15, /* --exe is not the core's executable */
 	PYD_E_PROFILE = 16,     /* bad or unsupported profile or recording
 	                         * file (diff, report) */
+	PYD_E_WRITE = 17,       /* an output file (-o, --save-snapshot)
+	                         * cannot be written */
 };
 
 /* A short human name for an error ("no such process", ...). */

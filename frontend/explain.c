@@ -151,7 +151,8 @@ static const struct row rows[] = {
 	{PYD_SAY_SNAPSHOT_SAVE, ANY_ERR, ANYWHERE, false,
 	 "{prog}: cannot save the snapshot {file}: {detail|{error}}\n"},
 	{PYD_SAY_CANNOT_WRITE, ANY_ERR, ANYWHERE, false,
-	 "{prog}: cannot write {file}{: detail}\n"},
+	 "{prog}: cannot write {file}{: detail}; name a file in a directory "
+	 "that exists, that you may write to and that has room\n"},
 	/* A debugger with nothing to read yet. */
 	{PYD_SAY_NO_TARGET, ANY_ERR, DEBUGGER, false,
 	 "{prog}: no process or core; run, attach or load a core first\n"},

@@ -239,3 +239,47 @@ def test_options_after_pid(tool):
         expect(tool, ["--", str(sleeper.pid), "--json"], 2)    # "--json" is a 2nd PID
     finally:
         kill(sleeper)
+
+
+def test_unwritable_output(tool, tmp_path):
+    """An output that cannot be written exits 17 naming the file and why,
+    before any sampling (not after the whole run), and never says it
+    wrote; the check leaves no file behind where the run fails."""
+    p = spawn([sys.executable, "-c", "import time; time.sleep(1000)"], stdout=subprocess.DEVNULL)
+    sleeper = spawn(["sleep", "1000"], stdout=subprocess.DEVNULL)
+    try:
+        time.sleep(0.3)
+        pid = str(p.pid)
+        rec, prof = str(tmp_path / "r.pydrec"), str(tmp_path / "a.json")
+        for out in (rec, prof):
+            rc, _, err, _ = run([tool.path, "sample", "-d", "0.3", "-o", out, pid], TOOL_TIMEOUT)
+            assert rc == 0, "sample -o %s: exit %s: %s" % (out, rc, short(err, 300))
+        missing = "/nonexistent/dir/"
+        cases = [
+            ["sample", "-d", "5", "-o", missing + "x.html", pid],
+            ["sample", "-d", "5", "-o", str(tmp_path), pid],            # a directory
+            ["sample", "-d", "5", "-f", "jsonl", "-o", missing + "x.jsonl", pid],
+            ["sample", "-d", "5", "--every", "1", "-o", missing + "%S.json", pid],
+            ["--save-snapshot", missing + "x.snap", pid],
+            ["report", "-o", missing + "r.html", rec],
+            ["diff", "-o", missing + "d.html", prof, prof],
+        ]
+        for args in cases:
+            argv = [tool.path] + args
+            rc, out, err, secs = run(argv, TOOL_TIMEOUT)
+            err = err.decode("utf-8", "replace")
+            what = " ".join(argv)
+            assert rc == 17, "%s: expected exit 17, got %s: %s" % (what, rc, short(err, 300))
+            assert "cannot write" in err and ("/nonexistent/" in err or str(tmp_path) in err), \
+                "%s: the message names neither the file nor why: %s" % (what, err)
+            assert "wrote" not in err, "%s: says it wrote: %s" % (what, err)
+            assert secs < 3, "%s: took %.1f s: the output was not checked first" % (what, secs)
+            assert not out.strip(), "%s: printed a dump before failing: %s" % (what, short(out))
+        fresh = str(tmp_path / "never.json")
+        rc, _, err, _ = run([tool.path, "sample", "-d", "1", "-o", fresh, str(sleeper.pid)],
+                            TOOL_TIMEOUT)
+        assert rc == 5 and not os.path.exists(fresh), \
+            "not Python (exit %s): the output check left %s behind" % (rc, fresh)
+    finally:
+        kill(p)
+        kill(sleeper)

@@ -565,7 +565,7 @@ static enum pyd_err create_tmp(const char *path, char **tmp, FILE **f,
 		close(fd);
 		unlink(*tmp);
 	}
-	return fail(detail, detailsz, PYD_E_SNAPSHOT,
+	return fail(detail, detailsz, PYD_E_WRITE,
 		    "cannot create snapshot %s: %s", path, strerror(e));
 }
 
@@ -594,7 +594,7 @@ enum pyd_err pyd_snapshot_write(struct pyd_recorder *r,
 		unlink(tmp);
 	free(tmp);
 	if (err)
-		return fail(detail, detailsz, PYD_E_SNAPSHOT,
+		return fail(detail, detailsz, PYD_E_WRITE,
 			    "cannot write snapshot %s: %s", path,
 			    strerror(err));
 	return PYD_OK;

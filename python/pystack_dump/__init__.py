@@ -45,7 +45,7 @@ __all__ = ["dump", "tasks", "Sampler", "Error", "UsageError", "ProcessNotFound",
            "PermissionDenied", "NotPython", "UnsupportedVersion", "ProcessExited",
            "StacksChanging", "MemoryUnreadable", "OutOfMemory", "BadFile", "NotACore",
            "ForeignCore", "CoreTruncated", "BadSnapshot", "ExeMismatch", "BadProfile",
-           "IncompleteWarning"]
+           "OutputUnwritable", "IncompleteWarning"]
 
 
 class Error(Exception):
@@ -124,6 +124,10 @@ class BadProfile(Error):
     """A bad or unsupported profile or recording file (16)."""
 
 
+class OutputUnwritable(Error):
+    """An output file (``-o``, ``--save-snapshot``) cannot be written (17)."""
+
+
 class IncompleteWarning(UserWarning):
     """A document returned with what is missing from it (``code``: the exit
     status ``pystack-dump`` has for it, ``message``: its message)."""
@@ -142,13 +146,15 @@ ERRORS = {2: "bad usage", 3: "no such process", 4: "permission denied",
           9: "memory could not be read", 10: "out of memory", 11: "not an ELF core file",
           12: "core file of another architecture", 13: "core file truncated",
           14: "bad or unsupported snapshot file", 15: "executable does not match the core",
-          16: "bad or unsupported profile or recording"}
+          16: "bad or unsupported profile or recording",
+          17: "output file cannot be written"}
 
 # The one map from exit status to class.
 _CLASSES = {2: UsageError, 3: ProcessNotFound, 4: PermissionDenied, 5: NotPython,
             6: UnsupportedVersion, 7: ProcessExited, 8: StacksChanging,
             9: MemoryUnreadable, 10: OutOfMemory, 11: NotACore, 12: ForeignCore,
-            13: CoreTruncated, 14: BadSnapshot, 15: ExeMismatch, 16: BadProfile}
+            13: CoreTruncated, 14: BadSnapshot, 15: ExeMismatch, 16: BadProfile,
+            17: OutputUnwritable}
 
 
 def _error(code, message):

@@ -283,3 +283,33 @@ def test_unwritable_output(tool, tmp_path):
     finally:
         kill(p)
         kill(sleeper)
+
+
+@pytest.mark.parametrize("opt", ["--locked", "--native"])
+def test_traced_already(tool, opt):
+    """A target another tracer holds (strace here): even as root --locked
+    and --native cannot attach, and the message says who traces it and
+    that a process has one tracer at most, not "run as root"."""
+    p = spawn(["strace", "-o", "/dev/null", sys.executable, "-c", "import time; time.sleep(1000)"],
+              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 10
+        child = None
+        while time.time() < deadline and child is None:
+            kids = [int(k) for k in open("/proc/%d/task/%d/children" % (p.pid, p.pid))
+                    .read().split()]
+            # past its exec, in the sleep: strace's child before that
+            # is strace's own image
+            child = next((k for k in kids if tracer_pid(k) == p.pid
+                          and b"sleep(1000)" in open("/proc/%d/cmdline" % k, "rb").read()
+                          and task_states(k).get(k) == "S"), None)
+            time.sleep(0.05)
+        assert child, "strace started no traced child"
+        rc, out, err, _ = run([tool.path, opt, str(child)], TOOL_TIMEOUT)
+        err = err.decode("utf-8", "replace")
+        assert rc == 4, "%s: expected exit 4, got %s: %s" % (opt, rc, short(err, 300))
+        assert ("process %d (strace) traces it already" % p.pid) in err and \
+            "one tracer" in err and "sudo" not in err, \
+            "%s: the message does not name the tracer: %s" % (opt, err)
+    finally:
+        kill(p)

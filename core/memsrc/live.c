@@ -734,6 +734,53 @@ static bool seize_one(struct pyd_live *l, pid_t tid, enum pyd_thread_run run)
 	return waitpid(tid, &status, __WALL) == tid;
 }
 
+/* The process tracing pid (its TracerPid), 0 if none or unknown; its
+ * name into comm. */
+static int tracer_of(int pid, char *comm, size_t commsz)
+{
+	char path[64], line[256];
+	int tracer = 0;
+	snprintf(path, sizeof path, "/proc/%d/status", pid);
+	FILE *f = fopen(path, "re");
+	while (f && fgets(line, sizeof line, f))
+		if (sscanf(line, "TracerPid: %d", &tracer) == 1)
+			break;
+	if (f)
+		fclose(f);
+	snprintf(comm, commsz, "?");
+	snprintf(path, sizeof path, "/proc/%d/comm", tracer);
+	if (tracer > 0 && (f = fopen(path, "re"))) {
+		if (fgets(comm, (int)commsz, f))
+			comm[strcspn(comm, "\n")] = 0;
+		fclose(f);
+	}
+	return tracer;
+}
+
+/* Why a thread of l could not be seized (errno e), into detail. */
+static void seize_failed(struct pyd_live *l, int e, char *detail,
+			 size_t detailsz)
+{
+	char comm[64];
+	int tracer;
+	/* qemu-user emulates no ptrace: it answers ENOSYS itself */
+	if (e == ENOSYS)
+		snprintf(detail, detailsz,
+			 "threads cannot be paused: ptrace is not "
+			 "implemented here (ENOSYS; so it is under qemu "
+			 "user-mode emulation), and --locked and --native "
+			 "need it; run without them");
+	/* Root or not, a process has one tracer at most. */
+	else if (e == EPERM &&
+		 (tracer = tracer_of(l->pid, comm, sizeof comm)) > 0)
+		snprintf(detail, detailsz,
+			 "as process %d (%s) traces it already: a process "
+			 "has one tracer at most, and --locked and --native "
+			 "need to be it. Detach the other (quit strace or "
+			 "gdb), or dump without --locked and --native",
+			 tracer, comm);
+}
+
 enum pyd_err pyd_live_pause(struct pyd_live *l, char *detail, size_t detailsz)
 {
 	const struct pyd_os_thread *t;
@@ -755,13 +802,7 @@ enum pyd_err pyd_live_pause(struct pyd_live *l, char *detail, size_t detailsz)
 		if (e == ESRCH && proc_alive(l->pid))
 			continue;
 		pyd_live_resume(l);
-		/* qemu-user emulates no ptrace: it answers ENOSYS itself */
-		if (e == ENOSYS)
-			snprintf(detail, detailsz,
-				 "threads cannot be paused: ptrace is not "
-				 "implemented here (ENOSYS; so it is under qemu "
-				 "user-mode emulation), and --locked and --native "
-				 "need it; run without them");
+		seize_failed(l, e, detail, detailsz);
 		return errno_to_err(e, l->pid);
 	}
 	return PYD_OK;

@@ -530,7 +530,7 @@ static void write_errors(void)
 	CHECK_EQ(pyd_recorder_new(&fake, &r), PYD_OK);
 	CHECK_EQ(pyd_snapshot_write(r, &fake_rt, 1, "/nonexistent/dir/snap",
 				    detail, sizeof detail),
-		 PYD_E_SNAPSHOT);
+		 PYD_E_WRITE);
 	CHECK_HAS(detail, "No such file or directory");
 	/* Over an existing file, atomically, leaving no temporary file. */
 	int before = count_files();
@@ -554,7 +554,7 @@ static void write_errors(void)
 	setrlimit(RLIMIT_FSIZE, &small);
 	CHECK_EQ(pyd_snapshot_write(r, &fake_rt, 1, tmp_path("old"), detail,
 				    sizeof detail),
-		 PYD_E_SNAPSHOT);
+		 PYD_E_WRITE);
 	setrlimit(RLIMIT_FSIZE, &old);
 	CHECK_HAS(detail, "File too large");
 	CHECK_EQ(count_files(), before + 1);

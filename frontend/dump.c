@@ -63,6 +63,7 @@ struct run {
 	struct pyd_task_graph graph;
 	struct pyd_greenlet_set greenlets;
 	enum pyd_err greenlets_err; /* why they were not listed */
+	bool no_vars; /* --locals of a snapshot saved without them */
 	struct pyd_buf *out, *msg;
 };
 
@@ -119,8 +120,14 @@ static enum pyd_err take_dump(struct run *r, bool *decoding, char *detail,
 	    pyd_greenlets_waiting(r->sess, &r->greenlets) == PYD_E_NOMEM)
 		err = PYD_E_NOMEM;
 	/* Locals and native stacks of whatever was read: they change no
-	 * exit status unless we ran out of memory. */
-	if (o->locals && !o->tasks && (r->dump.nthreads || r->greenlets.n) &&
+	 * exit status unless we ran out of memory.  A snapshot saved
+	 * without variables has none to show, not unreadable ones. */
+	const struct pyd_snapshot_meta *m =
+	    r->t.snap ? pyd_snapshot_meta(r->t.snap) : NULL;
+	r->no_vars = o->locals && m && m->holds_known &&
+	             !(m->holds & PYD_SNAP_HOLDS_VARIABLES);
+	if (o->locals && !r->no_vars && !o->tasks &&
+	    (r->dump.nthreads || r->greenlets.n) &&
 	    pyd_dump_locals(r->sess, &r->dump,
 	                    o->greenlets ? &r->greenlets : NULL,
 	                    &o->repr) == PYD_E_NOMEM &&
@@ -358,6 +365,9 @@ static enum pyd_err save_snapshot(const struct run *r)
 {
 	char detail[512] = "";
 	const char *path = r->j->opt.save;
+	pyd_recorder_set_holds(r->t.rec, r->j->opt.locals && !r->no_vars
+	                                     ? PYD_SNAP_HOLDS_VARIABLES
+	                                     : 0);
 	enum pyd_err err = pyd_snapshot_write(r->t.rec, &r->rt, r->t.pid,
 	                                      path, detail, sizeof detail);
 	if (err) {
@@ -384,6 +394,10 @@ static enum pyd_err show(struct run *r, enum pyd_err decoded)
 		note_native(r);
 	if (!err && o->greenlets)
 		note_greenlets(r);
+	if (!err && r->no_vars) {
+		struct pyd_explain e = about(r);
+		say(r, &e, PYD_SAY_SNAPSHOT_NO_VARS, PYD_OK);
+	}
 	if (!err && o->save)
 		err = save_snapshot(r);
 	if (!err)

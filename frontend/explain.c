@@ -150,6 +150,10 @@ static const struct row rows[] = {
 	 "be read was sampled.\n"},
 	{PYD_SAY_SNAPSHOT_SAVE, ANY_ERR, ANYWHERE, false,
 	 "{prog}: cannot save the snapshot {file}: {detail|{error}}\n"},
+	{PYD_SAY_SNAPSHOT_NO_VARS, ANY_ERR, ANYWHERE, false,
+	 "{prog}: {file} holds no variables: it was saved without --locals. "
+	 "Save the snapshot with --locals --save-snapshot to read them from "
+	 "it.\n"},
 	{PYD_SAY_CANNOT_WRITE, ANY_ERR, ANYWHERE, false,
 	 "{prog}: cannot write {file}{: detail}; name a file in a directory "
 	 "that exists, that you may write to and that has room\n"},

@@ -33,6 +33,7 @@ enum pyd_say {
 	PYD_SAY_INCOMPLETE,        /* count threads or tasks not read */
 	PYD_SAY_TASKS_PARTIAL,     /* the task lists not read to their end */
 	PYD_SAY_SNAPSHOT_SAVE,     /* --save-snapshot failed */
+	PYD_SAY_SNAPSHOT_NO_VARS,  /* --locals of one saved without them */
 	PYD_SAY_CORRUPT,           /* memory found corrupt (detail: where) */
 	PYD_SAY_SAMPLE_CORRUPT,    /* ... while sampling */
 	PYD_SAY_CANNOT_WRITE,      /* the output file {file} */

@@ -72,6 +72,7 @@ def locals_job(interp, tool):
         tg.wait_settled()  # resumed threads restart their sleeps: runnable for a moment
         results.append(result("text", text_errors(tool, tg.pid, gt)))
         results.append(snapshot_result(tool, tg, gt, interp))
+        results.append(no_vars_result(tool, tg))
         results.append(core_result(tool, tg, gt, interp))
     return results
 
@@ -90,6 +91,34 @@ def snapshot_result(tool, tg, gt, interp):
         errs = roundtrip_errors(live, rep, "dump with --locals")
         errs += check_locals_doc(gt, rep, interp, tg.pid)
         return result("snapshot", errs, info="%d bytes" % os.path.getsize(snap))
+    finally:
+        remove(snap)
+
+
+def no_vars_result(tool, tg):
+    """--locals of a snapshot saved without it: exit 0, the stacks, no
+    frame's variables called unreadable, and a note that the snapshot
+    holds none and how to save one that does."""
+    snap = os.path.join(host_tmp(), "snap-novars-" + tg.run_id)
+    try:
+        argv = [tool.path, "--save-snapshot", snap, str(tg.pid)]
+        rc, out, err, _ = run(argv, TOOL_TIMEOUT)
+        if rc != 0:
+            return result("snapshot without variables",
+                          ["%s exited %s: %s" % (" ".join(argv), rc, short(err))])
+        argv = [tool.path, "--locals", "--snapshot", snap]
+        rc, out, err, _ = run(argv, TOOL_TIMEOUT)
+        out, err = out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+        errs = []
+        if rc != 0 or "Traceback" not in out:
+            errs.append("%s exited %s: %s" % (" ".join(argv), rc, short(err)))
+        if "unreadable" in out:
+            errs.append("%s calls variables unreadable that the snapshot never held:\n%s"
+                        % (" ".join(argv), short(out.encode())))
+        if "holds no variables" not in err or "--locals --save-snapshot" not in err:
+            errs.append("%s: no note that the snapshot holds no variables: %s"
+                        % (" ".join(argv), short(err.encode())))
+        return result("snapshot without variables", errs)
     finally:
         remove(snap)
 
@@ -113,7 +142,8 @@ def core_result(tool, tg, gt, interp):
 
 
 @pytest.mark.job("locals")
-@pytest.mark.parametrize("kind", ["live", "-L", "locked", "text", "snapshot", "core"])
+@pytest.mark.parametrize("kind", ["live", "-L", "locked", "text", "snapshot",
+                                  "snapshot without variables", "core"])
 def test_locals(interp, kind, tool, jobs, request):
     """Arguments and locals of every frame equal the target's own repr()."""
     settle(jobs.result(kind, locals_job, interp, tool), request.node)

@@ -139,6 +139,7 @@ struct pyd_recorder {
 	size_t nthreads, tcap;
 	bool have_threads;
 	char kind[32];
+	uint32_t holds;
 	/* Recording lost bytes: the file would replay differently. */
 	bool nomem;
 };
@@ -343,6 +344,11 @@ const struct pyd_memsrc *pyd_recorder_memsrc(struct pyd_recorder *r)
 	return &r->layer.src;
 }
 
+void pyd_recorder_set_holds(struct pyd_recorder *r, uint32_t holds)
+{
+	r->holds = holds;
+}
+
 void pyd_recorder_set_source_kind(struct pyd_recorder *r, const char *kind)
 {
 	snprintf(r->kind, sizeof r->kind, "%s", kind);
@@ -430,6 +436,7 @@ static void body_meta(struct writer *w, const struct write_ctx *c)
 	put_str(w, "pystack-dump " PYD_VERSION, META_STR_MAX);
 	put_str(w, c->r->kind, META_STR_MAX);
 	put_str(w, pyd_memsrc_arch(&c->r->layer.src)->name, META_STR_MAX);
+	put_u32(w, c->r->holds);
 }
 
 static void body_runtime(struct writer *w, const struct write_ctx *c)
@@ -750,6 +757,9 @@ static const char *parse_meta(struct pyd_snapshot *s, struct cur *c)
 		return bad;
 	s->meta.tool_version = tool;
 	s->meta.source_kind = kind;
+	/* Appended later in version 1: older files end before it. */
+	s->meta.holds_known = remaining(c) >= 4;
+	s->meta.holds = s->meta.holds_known ? get_u32(c) : 0;
 	return NULL;
 }
 

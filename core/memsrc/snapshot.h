@@ -48,11 +48,17 @@ const struct pyd_memsrc *pyd_recorder_memsrc(struct pyd_recorder *r);
  * a reader of a bug report knows where it came from.  Default "unknown". */
 void pyd_recorder_set_source_kind(struct pyd_recorder *r, const char *kind);
 
+/* What the dump that records read beyond the stacks, kept in the file so
+ * a replay asking for more can say it is not there, rather than that the
+ * target's memory was unreadable.  Default none. */
+#define PYD_SNAP_HOLDS_VARIABLES 1u /* --locals */
+void pyd_recorder_set_holds(struct pyd_recorder *r, uint32_t holds);
+
 /*
  * Write everything recorded, with rt (the version facts) and pid (0 if
  * unknown, e.g. from a core), to path.  Atomic: a temporary file in the
  * same directory is renamed over path, so a reader never sees half a
- * snapshot.  PYD_E_SNAPSHOT on I/O errors (detail gives strerror),
+ * snapshot.  PYD_E_WRITE on I/O errors (detail gives strerror),
  * PYD_E_NOMEM if recording ran out of memory (the snapshot would lack
  * bytes the decode read).
  */
@@ -90,6 +96,9 @@ struct pyd_snapshot_meta {
 	int64_t created;          /* Unix time, seconds */
 	const char *tool_version; /* "pystack-dump 0.1.0" */
 	const char *source_kind;  /* "live", "core", ... */
+	/* PYD_SNAP_HOLDS_*; holds_known false: written before the field */
+	uint32_t holds;
+	bool holds_known;
 };
 const struct pyd_snapshot_meta *
 pyd_snapshot_meta(const struct pyd_snapshot *s);

@@ -243,8 +243,8 @@ static void print_skipped(const struct options *o, enum pyd_err why)
 	pyd_explain_skipped(why, NULL, reason, sizeof reason);
 	if (!o->opt.json) {
 		pyd_one_line(o->cmdline, cmd, sizeof cmd);
-		printf("Process %d (parent %d: %s): skipped, %s\n", o->spec.pid,
-		       o->ppid, cmd, reason);
+		printf("Process %d (%s; parent %d): skipped, %s\n", o->spec.pid,
+		       cmd, o->ppid, reason);
 		return;
 	}
 	struct pyd_buf b = {0};

@@ -165,8 +165,10 @@ static void describe_origin(const struct run *r, char *out, size_t outsz)
 	char cmd[4097]; /* escapes make a 1 KiB command line up to 4 KiB */
 	if (!file && r->j->family) {
 		pyd_one_line(r->j->cmdline, cmd, sizeof cmd);
-		snprintf(out, outsz, "Process %d (parent %d: %s)", r->t.pid,
-		         r->j->ppid, cmd);
+		/* the command line next to the pid it is of, the parent's
+		 * pid after it */
+		snprintf(out, outsz, "Process %d (%s; parent %d)", r->t.pid,
+		         cmd, r->j->ppid);
 	} else if (!file)
 		snprintf(out, outsz, "Process %d", r->t.pid);
 	else if (r->t.pid > 0)

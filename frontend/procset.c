@@ -196,8 +196,8 @@ static void note_skipped(struct procset *ps, const struct sampled *e,
 	                          sizeof cmd);
 	if (ps->nskipped < PROCSET_SKIPPED_SHOWN)
 		snprintf(ps->skipped[ps->nskipped], sizeof ps->skipped[0],
-		         "pid %d (parent %d: %s%s): %s", e->pid, e->ppid, cmd,
-		         whole ? "" : "...", why);
+		         "pid %d (%s%s; parent %d): %s", e->pid, cmd,
+		         whole ? "" : "...", e->ppid, why);
 	ps->nskipped++;
 }
 

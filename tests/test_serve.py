@@ -257,7 +257,7 @@ def test_serve_stacks(newest, tool):
             sj, hj, body = srv.get("/debug/pprof/stacks?json=1")
             assert srv.stop() == 0, srv.stderr()
     assert st == 200 and hdr["Content-Type"].startswith("text/plain"), (st, hdr)
-    assert b"Process %d (parent " % tg.pid in text and b"main" in text, text
+    assert b"Process %d (" % tg.pid in text and b"; parent " in text and b"main" in text, text
     assert b"Process %d: " % gone.pid in text and b"no process with pid" in text, text
     assert sj == 200 and hj["Content-Type"] == "application/json", (sj, hj)
     doc = json.loads(body)

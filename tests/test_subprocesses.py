@@ -61,12 +61,12 @@ def cmdline_errors(fam, got, text, pid):
             errs.append("%s %d: JSON cmdline %r, expected %r"
                         % (key, fam[key], got.get(fam[key], {}).get("cmdline"), want))
     lines = text.splitlines()
-    head = "Process %d (parent %d: %s): " % (fam["python_child"], pid,
-                                           one_line(fam["python_child_cmdline"]))
+    head = "Process %d (%s; parent %d): " % (fam["python_child"],
+                                           one_line(fam["python_child_cmdline"]), pid)
     if not any(line.startswith(head + "Python ") for line in lines):
         errs.append("text: no line starts %r" % (head + "Python "))
-    head = "Process %d (parent %d: %s): skipped, not a Python process" % (
-        fam["other_child"], pid, one_line(fam["other_child_cmdline"]))
+    head = "Process %d (%s; parent %d): skipped, not a Python process" % (
+        fam["other_child"], one_line(fam["other_child_cmdline"]), pid)
     if head not in lines:
         errs.append("text: no line %r" % head)
     return errs
@@ -148,7 +148,7 @@ def test_subprocesses(interp, tool, request):
         heads = [line for line in text.splitlines() if line.startswith("Process ")]
         if rc != 0 or len(heads) < 1 + len(fam["workers"]) + 7:
             errs.append("text: exit %s, %d process headers:\n%s" % (rc, len(heads), text[-1500:]))
-        if "(parent %d: " % tg.pid not in text or "skipped, not a Python process" not in text:
+        if "; parent %d): " % tg.pid not in text or "skipped, not a Python process" not in text:
             errs.append("text lacks a parent line or the skipped child:\n" + text[-1500:])
         if doc:
             errs += cmdline_errors(fam, dict((p.get("pid"), p) for p in doc["processes"]),
@@ -176,8 +176,9 @@ def shell_parent_errors(tool, pid, child):
     rc, out, err, secs = run([tool.path, "--subprocesses", "--no-source", str(pid)],
                              TOOL_TIMEOUT)
     text = out.decode("utf-8", "replace")
-    if not text.startswith("Process %d (parent " % pid) or "skipped, not a Python process" \
-            not in text.splitlines()[0]:
+    first = text.splitlines()[0] if text else ""
+    if not first.startswith("Process %d (" % pid) or "; parent " not in first \
+            or "skipped, not a Python process" not in first:
         errs.append("text: the shell's line does not come first:\n" + text[:800])
     return errs
 
@@ -358,8 +359,8 @@ def test_sample_subprocesses(interp, tool, request):
                                 % (w, by_pid.get(w, [])[:2]))
             if fam["other_child"] in procs:
                 errs.append("the sleep child %d was sampled" % fam["other_child"])
-            skipped = "skipped pid %d (parent %d: %s): not a Python process" % (
-                fam["other_child"], tg.pid, one_line(fam["other_child_cmdline"]))
+            skipped = "skipped pid %d (%s; parent %d): not a Python process" % (
+                fam["other_child"], one_line(fam["other_child_cmdline"]), tg.pid)
             if skipped not in stderr:
                 errs.append("the summary lacks %r:\n%s" % (skipped, stderr))
         col = os.path.join(tg.out_host, "family.collapsed")

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../core/memsrc/live.h"
 #include "cli.h"
 
 int cli_usage_error(const char *fmt, const char *arg)
@@ -28,7 +29,12 @@ int cli_parse_pid(const char *arg, int *pid)
 	long v = strtol(arg, &end, 10);
 	if (*end || end == arg || v <= 0 || v > 0x7fffffff)
 		return cli_usage_error("'%s' is not a process id", arg);
-	*pid = (int)v;
+	/* A thread's id (from top -H, a log line) names its process. */
+	*pid = pyd_live_tgid((int)v);
+	if (*pid != v)
+		fprintf(stderr, "pystack-dump: %ld is a thread of process %d: "
+			"reading the process (all its threads are shown).\n",
+			v, *pid);
 	return 0;
 }
 

@@ -313,3 +313,26 @@ def test_traced_already(tool, opt):
             "%s: the message does not name the tracer: %s" % (opt, err)
     finally:
         kill(p)
+
+
+def test_thread_id_names_its_process(tool):
+    """A thread's id (top -H shows them) reads the process it belongs to:
+    the header and the JSON name the process, not the thread, and a note
+    says which thread of which process was given."""
+    code = ("import threading, time\n"
+            "t = threading.Thread(target=time.sleep, args=(1000,), name='w')\n"
+            "t.start(); print(t.native_id, flush=True); time.sleep(1000)\n")
+    p = spawn([sys.executable, "-c", code], stdout=subprocess.PIPE)
+    try:
+        tid = int(p.stdout.readline())
+        rc, out, err, _ = run([tool.path, str(tid)], TOOL_TIMEOUT)
+        text, err = out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+        assert rc == 0 and text.startswith("Process %d: " % p.pid), \
+            "dump of thread %d: exit %s, header %r" % (tid, rc, text[:120])
+        assert "%d is a thread of process %d" % (tid, p.pid) in err, err
+        rc, out, err, _ = run([tool.path, "--json", str(tid)], TOOL_TIMEOUT)
+        doc, e = parse_json_out(out)
+        assert not e and doc["pid"] == p.pid, "JSON of thread %d: %s %r" % (
+            tid, e, doc and doc.get("pid"))
+    finally:
+        kill(p)

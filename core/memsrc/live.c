@@ -643,6 +643,20 @@ enum pyd_err pyd_live_family(int pid, struct pyd_proc **out, size_t *n)
 	return family_by_children(pid, out, n);
 }
 
+int pyd_live_tgid(int tid)
+{
+	char path[64], line[128];
+	int tgid = tid;
+	snprintf(path, sizeof path, "/proc/%d/status", tid);
+	FILE *f = fopen(path, "re");
+	while (f && fgets(line, sizeof line, f))
+		if (sscanf(line, "Tgid: %d", &tgid) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return tgid > 0 ? tgid : tid;
+}
+
 void pyd_live_cmdline(int pid, char *out, size_t size)
 {
 	char path[64];

@@ -28,6 +28,9 @@ int pyd_live_parent(int pid);
 
 /* pid's command line, its arguments joined by blanks ("" if gone). */
 void pyd_live_cmdline(int pid, char *out, size_t size);
+/* The process that thread id tid belongs to (its Tgid; tid itself for a
+ * process's first thread, or where /proc does not say). */
+int pyd_live_tgid(int tid);
 
 /* Why pid cannot be a Python process to read, whatever the permissions:
  * "a zombie: ..." (*err PYD_E_NOPROC) or "a kernel thread ..."

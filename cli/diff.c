@@ -35,7 +35,7 @@ static const char usage_text[] =
     "                                  coloured by the change of its share:\n"
     "                                  red grew, blue shrank (default for\n"
     "                                  -o *.html)\n"
-    "  -o, --output FILE   write there (default stdout)\n"
+    "  -o, --output FILE   write there (default, or -: stdout)\n"
     "      --limit N       table rows of each kind (default 40; 0: all)\n"
     "  -h, --help          show this help\n"
     "\n"

@@ -257,8 +257,9 @@ static void print_skipped(const struct options *o, enum pyd_err why)
 	emit(&b, stdout);
 }
 
-/* One process (or core, or snapshot): read it, print it. */
-static enum pyd_err dump_one(struct options *opts)
+/* One process (or core, or snapshot): read it, print it; *shown (if not
+ * NULL) whether its report was. */
+static enum pyd_err dump_one(struct options *opts, bool *shown)
 {
 	/* A snapshot's file is made sure of before the target is read (and
 	 * stopped, with --locked), not found unwritable at the end. */
@@ -274,6 +275,8 @@ static enum pyd_err dump_one(struct options *opts)
 	struct pyd_buf out = {.sink = to_file, .sink_ctx = stdout}, msg = {0};
 	struct pyd_dump_outcome how;
 	enum pyd_err err = pyd_dump_run(&job, &out, &msg, &how);
+	if (shown)
+		*shown = how.shown;
 	/* In a family every process has its entry, the PID itself too (a
 	 * shell that is not Python): one that gave no report is listed with
 	 * why, so the text has no empty block and the JSON list no hole. */
@@ -300,7 +303,9 @@ static enum pyd_err dump_family(struct options *o)
 	size_t n;
 	enum pyd_err err = pyd_live_family(o->spec.pid, &fam, &n), worst = PYD_OK;
 	if (err)
-		return dump_one(o);
+		return dump_one(o, NULL);
+	int root = o->spec.pid;
+	bool any = false;
 	if (o->opt.json)
 		fputs("{\"processes\": [\n", stdout);
 	o->family = true;
@@ -308,17 +313,27 @@ static enum pyd_err dump_family(struct options *o)
 		o->spec.pid = fam[i].pid;
 		o->ppid = fam[i].ppid;
 		pyd_live_cmdline(fam[i].pid, o->cmdline, sizeof o->cmdline);
-		o->child = i > 0;
+		/* A wrapper (a shell, a supervisor) that is not Python is
+		 * listed as skipped like any descendant, once it has some. */
+		o->child = n > 1;
 		if (i)
 			fputs(o->opt.json ? ",\n" : "\n", stdout);
 		fflush(stdout);
-		err = dump_one(o);
+		bool shown = false;
+		err = dump_one(o, &shown);
+		any |= shown;
 		if (err && !worst)
 			worst = err;
 	}
 	if (o->opt.json)
 		fputs("]}\n", stdout);
 	free(fam);
+	if (!any && n > 1) {
+		fprintf(stderr, "pystack-dump: process %d runs no Python, nor "
+			"do its descendants (%zu). Check the pid (e.g. pgrep -a "
+			"python).\n", root, n - 1);
+		return PYD_E_NOTPYTHON;
+	}
 	return worst;
 }
 
@@ -338,5 +353,5 @@ int main(int argc, char **argv)
 	int rc = parse_args(argc, argv, &o);
 	if (rc)
 		return rc;
-	return o.opt.subprocesses ? dump_family(&o) : dump_one(&o);
+	return o.opt.subprocesses ? dump_family(&o) : dump_one(&o, NULL);
 }

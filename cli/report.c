@@ -31,7 +31,7 @@ static const char usage_head[] =
     "Options:\n";
 
 static const char usage_tail[] =
-    "  -o, --output FILE   write there (default stdout); without -f the\n"
+    "  -o, --output FILE   write there (default, or -: stdout); without -f the\n"
     "                      name's suffix picks the format, else collapsed\n"
     "                      (a table on a terminal)\n"
     "      --from SEC      only the samples taken SEC seconds or more\n"

@@ -72,7 +72,7 @@ static const char usage_tail[] =
     "                      sample's time, thread and stack: turn it into\n"
     "                      any format, or a time slice, with pystack-dump\n"
     "                      report (see pystack-dump report --help)\n"
-    "  -o, --output FILE   write there (default stdout); without -f the\n"
+    "  -o, --output FILE   write there (default, or -: stdout); without -f the\n"
     "                      name's suffix picks the format (-o above),\n"
     "                      else collapsed\n"
     "      --every SEC     write a profile every SEC seconds and keep\n"
@@ -179,10 +179,15 @@ struct sample_opts {
 };
 
 static volatile sig_atomic_t stop_signal;
+/* It was sent by a process (kill), not by the terminal, which sends
+ * Ctrl-C's SIGINT to a launched program as well. */
+static volatile sig_atomic_t stop_sent;
 
-static void on_signal(int sig)
+static void on_signal(int sig, siginfo_t *si, void *uc)
 {
+	(void)uc;
 	stop_signal = sig;
+	stop_sent = si->si_code == SI_USER || si->si_code == SI_QUEUE;
 }
 
 static int bad_usage(const char *fmt, const char *arg)
@@ -313,6 +318,7 @@ struct run {
 	pid_t child; /* launched program, or 0 */
 	int child_status;
 	bool child_reaped;
+	bool stopping; /* stop_launched ended it */
 	/* The target's root directory (/proc/PID/root), held open so that
 	 * its source files can be read once it has exited; -1 if not. */
 	int root_fd;
@@ -373,6 +379,30 @@ static bool child_gone(struct run *r)
 	if (waitpid(r->child, &r->child_status, WNOHANG) == r->child)
 		r->child_reaped = true;
 	return r->child_reaped;
+}
+
+/* The launched program and every process it started, so that none is
+ * left running (a shell's Python child, adopted by init, spun on). */
+static void signal_launched(struct run *r, int sig)
+{
+	struct pyd_proc *fam;
+	size_t n;
+	if (!pyd_live_family(r->child, &fam, &n)) {
+		for (size_t i = n; i-- > 1;)
+			kill(fam[i].pid, sig);
+		free(fam);
+	}
+	kill(r->child, sig);
+}
+
+static void stop_launched(struct run *r)
+{
+	if (child_gone(r))
+		return;
+	fprintf(stderr, "pystack-dump sample: stopping %s (pid %d) and what it "
+	        "started.\n", r->o->command[0], r->child);
+	r->stopping = true;
+	signal_launched(r, SIGTERM);
 }
 
 /*
@@ -613,8 +643,12 @@ static void cut_interval(struct run *r, int64_t now)
 static void processes_summary(const struct run *r)
 {
 	const struct pyd_profile *p = r->prof;
-	fprintf(stderr, "pystack-dump sample: %zu process%s:", p->nprocesses,
-	        p->nprocesses == 1 ? "" : "es");
+	if (!p->nprocesses)
+		fprintf(stderr, "pystack-dump sample: no process of the family "
+		        "ran Python");
+	else
+		fprintf(stderr, "pystack-dump sample: %zu process%s:",
+		        p->nprocesses, p->nprocesses == 1 ? "" : "es");
 	for (size_t i = 0; i < p->nprocesses; i++) {
 		uint64_t n = 0;
 		for (size_t t = 0; t < p->nthreads; t++)
@@ -893,12 +927,20 @@ static int run(struct run *r)
 	}
 	int pushed = r->o->push ? close_push(r) : 0;
 	rc = rc ? rc : o->every ? r->failed : 0;
+	/* A family none of which ran Python (a wrapper whose children were
+	 * all skipped) gave nothing: said in the summary. */
+	if (!rc && o->subprocesses && !r->prof->nprocesses) {
+		rc = PYD_E_NOTPYTHON;
+		if (r->child)
+			stop_launched(r);
+	}
 	return rc ? rc : pushed;
 }
 
 static void catch_signals(void)
 {
-	struct sigaction sa = {.sa_handler = on_signal};
+	struct sigaction sa = {.sa_sigaction = on_signal,
+	                       .sa_flags = SA_SIGINFO};
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
@@ -911,7 +953,11 @@ static int finish_child(struct run *r, int rc)
 	if (!r->child)
 		return rc;
 	if (!child_gone(r)) {
-		if (!stop_signal && !r->target_exited)
+		/* Stopped by a kill the program did not get: passed on, to
+		 * it and what it started. */
+		if (stop_signal && stop_sent)
+			signal_launched(r, stop_signal);
+		if (!stop_signal && !r->target_exited && !r->stopping)
 			fprintf(stderr,
 			        "pystack-dump sample: waiting for "
 			        "process %d to exit (Ctrl-C stops it).\n",
@@ -919,7 +965,7 @@ static int finish_child(struct run *r, int rc)
 		while (waitpid(r->child, &r->child_status, 0) < 0 &&
 		       errno == EINTR)
 			if (stop_signal)
-				kill(r->child, SIGINT);
+				signal_launched(r, SIGINT);
 	}
 	return rc;
 }
@@ -933,11 +979,7 @@ static int launch_error(struct run *r, enum pyd_err err, const char *detail)
 		return err;
 	}
 	int rc = cli_report_error(err, &(struct target_spec){.pid = r->o->pid}, detail);
-	if (!child_gone(r)) {
-		fprintf(stderr, "pystack-dump sample: stopping %s (pid %d).\n",
-		        r->o->command[0], r->o->pid);
-		kill(r->child, SIGTERM);
-	}
+	stop_launched(r);
 	return rc;
 }
 

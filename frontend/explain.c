@@ -7,14 +7,18 @@
  * none; {: detail} is ": " and the detail, or nothing; {live|TEXT} and
  * {partial|TEXT} are TEXT for a live process / a partial read, else
  * nothing; {owner} and {scope} say who owns the process and what
- * kernel.yama.ptrace_scope allows.  The first row that matches wins.
+ * kernel.yama.ptrace_scope allows; {python_child} names a descendant of a
+ * process that is not Python which is.  The first row that matches wins.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "explain.h"
+
+#include "../core/memsrc/live.h"
 
 enum where {
 	ANYWHERE,
@@ -63,7 +67,7 @@ static const struct row rows[] = {
 	{PYD_SAY_ERROR, PYD_E_NOTPYTHON, FILES, false,
 	 "{prog}: the process of the core, pid {pid}" NOT_CPYTHON_TAIL},
 	{PYD_SAY_ERROR, PYD_E_NOTPYTHON, PROCESS, false,
-	 "{prog}: process {pid}" NOT_CPYTHON_TAIL},
+	 "{prog}: process {pid}" NOT_CPYTHON_TAIL "{python_child}"},
 	{PYD_SAY_ERROR, PYD_E_UNSUPPORTED, CLI, false,
 	 "{prog}: {detail|unsupported Python version}. Supported: CPython 3.6 "
 	 "to 3.15 (release and debug builds) on Linux x86-64 and arm64.\n"},
@@ -273,6 +277,36 @@ static void put_scope(struct pyd_buf *out)
 			       scope);
 }
 
+/* {python_child}: of a wrapper (a shell, a supervisor, a launcher), the
+ * first descendant whose executable is a python, and what to do. */
+static void put_python_child(struct pyd_buf *out, int pid)
+{
+	struct pyd_proc *fam;
+	size_t n;
+	if (pid <= 0 || pyd_live_family(pid, &fam, &n))
+		return;
+	for (size_t i = 1; i < n; i++) {
+		char path[64], exe[4096], cmd[256], line[1024];
+		snprintf(path, sizeof path, "/proc/%d/exe", fam[i].pid);
+		ssize_t len = readlink(path, exe, sizeof exe - 1);
+		if (len <= 0)
+			continue;
+		exe[len] = 0;
+		const char *base = strrchr(exe, '/');
+		if (strncmp(base ? base + 1 : exe, "python", 6))
+			continue;
+		pyd_live_cmdline(fam[i].pid, cmd, sizeof cmd);
+		pyd_one_line(cmd, line, sizeof line);
+		pyd_buf_printf(out,
+			       "Its descendant process %d (%s) runs Python: "
+			       "give that pid, or add --subprocesses to read "
+			       "the whole family.\n",
+			       fam[i].pid, line);
+		break;
+	}
+	free(fam);
+}
+
 static void expand(struct pyd_buf *out, const struct pyd_explain *e,
 		   enum pyd_err err, const char *t, size_t n);
 
@@ -301,6 +335,8 @@ static void put_field(struct pyd_buf *out, const struct pyd_explain *e,
 		put_owner(out, e->pid);
 	else if (IS("scope"))
 		put_scope(out);
+	else if (IS("python_child"))
+		put_python_child(out, e->pid);
 	else if (IS(": detail") && *detail)
 		pyd_buf_printf(out, ": %s", detail);
 	else if (IS("detail") && (*detail || !alt))

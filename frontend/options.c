@@ -17,6 +17,7 @@ enum kind {
 	FLAG,   /* sets its field */
 	ACTION, /* sets its field and ends the CLI's parsing: -h, -V */
 	STRING,
+	OUTPUT,  /* a file to write; "-" is stdout (NULL) */
 	RATE,    /* 'max' (0) or samples per second */
 	SECONDS, /* > 0 */
 	OFFSET,  /* seconds >= 0 */
@@ -85,7 +86,7 @@ static const struct opt opts[] = {
     {"format", 'f', "-f --format", FORMAT, SAMPLING | PYD_IN_REPORT,
      AT(format)},
     {"format", 'f', NULL, DIFF_FORMAT, PYD_IN_DIFF, AT(diff_format)},
-    {"output", 'o', "-o --output", STRING,
+    {"output", 'o', "-o --output", OUTPUT,
      SAMPLING | PYD_IN_DIFF | PYD_IN_REPORT, AT(output)},
     {"every", 0, NULL, SECONDS, PYD_IN_SAMPLE, AT(every)},
     {"push", 0, NULL, STRING, PYD_IN_SAMPLE, AT(push)},
@@ -139,6 +140,9 @@ static bool parse(enum kind k, const char *s, enum shell sh, void *to)
 		return (*(bool *)to = true);
 	case STRING:
 		*(const char **)to = s;
+		return true;
+	case OUTPUT:
+		*(const char **)to = strcmp(s, "-") ? s : NULL;
 		return true;
 	case RATE:
 		if (strcmp(s, "max") && (!number(s, &v) || v > max_rate[sh]))

@@ -318,6 +318,29 @@ enum pyd_err procset_add(struct procset *ps, int pid, char *detail,
 	return err;
 }
 
+/* A root that is not Python (a shell, a supervisor, a launched wrapper)
+ * with descendants: skipped like any of them, which are sampled once
+ * they run Python (given their time to start: a launched shell's child
+ * is new).  PYD_E_NOTPYTHON, said in detail, if it has none. */
+static enum pyd_err skip_root(struct procset *ps, int pid, char *detail,
+                              size_t detailsz)
+{
+	char why[200];
+	struct sampled *e = add_entry(ps, pid, pyd_live_parent(pid));
+	if (!e)
+		return PYD_E_NOMEM;
+	pyd_live_cmdline(pid, e->cmdline, sizeof e->cmdline);
+	pyd_explain_skipped(PYD_E_NOTPYTHON, NULL, why, sizeof why);
+	note_skipped(ps, e, why);
+	e->seen_ns = INT64_MAX; /* skipped until it runs exec */
+	scan(ps, now_ns(), false);
+	for (size_t i = 0; i < ps->n; i++)
+		if (ps->v[i]->sampling || ps->v[i]->seen_ns != INT64_MAX)
+			return PYD_OK;
+	snprintf(detail, detailsz, "neither Python nor a parent of one");
+	return PYD_E_NOTPYTHON;
+}
+
 enum pyd_err procset_open(struct procset *ps, int pid, struct pyd_profile *prof,
                           enum pyd_sample_mode mode, bool follow,
                           char *detail, size_t detailsz)
@@ -326,6 +349,8 @@ enum pyd_err procset_open(struct procset *ps, int pid, struct pyd_profile *prof,
 	enum pyd_err err = procset_add(ps, pid, detail, detailsz);
 	if (!err && follow)
 		scan(ps, now_ns(), true);
+	if (err == PYD_E_NOTPYTHON && follow)
+		err = skip_root(ps, pid, detail, detailsz);
 	return err;
 }
 

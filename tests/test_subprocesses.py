@@ -19,7 +19,8 @@ import pytest
 
 from conftest import usable
 from harness.dumps import compare, gt_sanity
-from harness.procs import TOOL_TIMEOUT, kill, parent_pid, run, short, spawn
+from harness.procs import (TOOL_TIMEOUT, host_tmp, kill, parent_pid, run, short, spawn,
+                           task_states)
 from harness.profiles import check_profile
 from harness.results import Result, settle
 from harness.target import Target, parse_json_out, tool_run
@@ -158,16 +159,16 @@ def test_subprocesses(interp, tool, request):
 
 def shell_parent_errors(tool, pid, child):
     """--subprocesses on pid, a shell whose child is Python: JSON that
-    parses, the shell listed first as skipped, the child dumped, exit 5;
-    the text without an empty block."""
+    parses, the shell listed first as skipped, the child dumped, exit 0
+    (the Python ones were); the text without an empty block."""
     argv = [tool.path, "--subprocesses", "--json", str(pid)]
     rc, out, err, secs = run(argv, TOOL_TIMEOUT)
     doc, e = parse_json_out(out)
     if e:
         return ["%s: exit %s, %s:\n%s" % (" ".join(argv), rc, e, short(out, 600))]
     procs = doc.get("processes") or [{}]
-    errs = [] if rc == 5 else ["%s: exit %s, expected 5 (the PID is not Python)"
-                               % (" ".join(argv), rc)]
+    errs = [] if rc == 0 else ["%s: exit %s, expected 0 (its Python child was dumped): %s"
+                               % (" ".join(argv), rc, short(err))]
     if procs[0].get("pid") != pid or procs[0].get("skipped") != "not a Python process":
         errs.append("the shell is not listed first as skipped: %r" % procs[0])
     dumped = [p for p in procs if p.get("pid") == child and p.get("threads")]
@@ -199,10 +200,96 @@ def test_subprocesses_shell_parent(interp, tool, request):
         if line.strip() != b"ready" or len(kids) != 1:
             errs = ["the Python child did not start: %r, children %s" % (line, kids)]
         else:
-            errs = shell_parent_errors(tool, shell.pid, kids[0])
+            errs = (shell_parent_errors(tool, shell.pid, kids[0])
+                    + shell_sample_errors(tool, shell.pid, kids[0])
+                    + shell_hint_errors(tool, shell.pid, kids[0]))
     finally:
         kill(shell)
     settle(Result("shell parent", "FAIL" if errs else "PASS", "\n".join(errs)), request.node)
+
+
+def shell_sample_errors(tool, pid, child):
+    """sample --subprocesses on the shell: exit 0, the child's samples, the
+    shell named as skipped in the summary."""
+    argv = [tool.path, "sample", "--subprocesses", "-d", "1", "-f", "collapsed", str(pid)]
+    rc, out, err, secs = run(argv, TOOL_TIMEOUT)
+    err = err.decode("utf-8", "replace")
+    errs = [] if rc == 0 else ["%s: exit %s, expected 0: %s" % (" ".join(argv), rc, short(err))]
+    if b"process %d " % child not in out:
+        errs.append("%s: no samples of the Python child %d: %s" % (" ".join(argv), child,
+                                                                   short(out, 300)))
+    if "skipped pid %d (" % pid not in err:
+        errs.append("%s: the shell is not named as skipped: %s" % (" ".join(argv), err))
+    return errs
+
+
+def shell_hint_errors(tool, pid, child):
+    """The shell's pid without --subprocesses: exit 5, and a hint naming the
+    Python child and the option."""
+    argv = [tool.path, str(pid)]
+    rc, out, err, secs = run(argv, TOOL_TIMEOUT)
+    err = err.decode("utf-8", "replace")
+    if rc == 5 and "process %d" % child in err and "--subprocesses" in err:
+        return []
+    return ["%s: exit %s, expected 5 with a hint naming child %d and --subprocesses: %s"
+            % (" ".join(argv), rc, child, err)]
+
+
+def running(pids):
+    """Those of pids still running (a zombie is not: it only awaits its
+    parent's wait)."""
+    return [c for c in pids if task_states(c).get(c, "Z") != "Z"]
+
+
+def test_subprocesses_launched_shell(interp, tool, request):
+    """sample --subprocesses -- bash -c 'python ...; true': the shell is
+    skipped, its Python child sampled; a stop (SIGINT to sample alone)
+    ends the child too, and a shell that starts no Python exits 5, ended
+    with what it started: no process is left behind."""
+    usable(interp)
+    errs = []
+    out = os.path.join(host_tmp(), "launched-%d.collapsed" % os.getpid())
+    argv = [tool.path, "sample", "--subprocesses", "-d", "60", "-f", "collapsed", "-o", out,
+            "--", "bash", "-c", '"$@"; true', "bash"] + interp.argv(["-c", READY_CHILD])
+    p = spawn(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        line = p.stdout.readline()
+        left = descendants(p.pid)
+        time.sleep(0.5)
+        os.kill(p.pid, signal.SIGINT)
+        so, se = p.communicate(timeout=TOOL_TIMEOUT)
+        gone = running(left)
+        if line.strip() != b"ready":
+            errs.append("the Python grandchild did not start: %r; %s" % (line, short(se)))
+        if p.returncode not in (0, 130) or not os.path.exists(out):
+            errs.append("%s: exit %s, %s: %s" % (" ".join(argv), p.returncode,
+                                                 "output" if os.path.exists(out) else "no output",
+                                                 short(se)))
+        elif b"<module>" not in open(out, "rb").read():
+            errs.append("no samples of the Python grandchild in %s" % out)
+        if gone:
+            errs.append("left running after sample ended: %s" % gone)
+    finally:
+        kill(p)
+        if os.path.exists(out):
+            os.unlink(out)
+    argv = [tool.path, "sample", "--subprocesses", "-d", "1", "--", "bash", "-c",
+            "sleep 600; true"]
+    p = spawn(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        time.sleep(0.3)
+        left = descendants(p.pid)
+        so, se = p.communicate(timeout=TOOL_TIMEOUT)
+        time.sleep(0.2)
+        gone = running(left)
+        if p.returncode != 5 or b"no process of the family ran Python" not in se:
+            errs.append("%s: exit %s, expected 5 saying no process ran Python: %s"
+                        % (" ".join(argv), p.returncode, short(se)))
+        if gone:
+            errs.append("%s left running: %s" % (" ".join(argv), gone))
+    finally:
+        kill(p)
+    settle(Result("launched shell", "FAIL" if errs else "PASS", "\n".join(errs)), request.node)
 
 
 # A container's processes: Python as the init of a pid namespace, with two

@@ -755,6 +755,14 @@ static void summary(const struct run *r, const struct pyd_prof_meta *m,
 		        "awaiting %llu.\n",
 		        (unsigned long long)m->cpu_samples,
 		        (unsigned long long)m->await_samples);
+	if (m->mode == PYD_SAMPLE_ASYNC && !m->samples && m->ticks)
+		fprintf(stderr,
+		        "pystack-dump sample: -m async found no asyncio task to "
+		        "sample: the process has not imported asyncio, or had no "
+		        "pending task (pystack-dump --tasks %d says which, and "
+		        "names another event loop it runs); the other modes "
+		        "sample its threads.\n",
+		        m->pid);
 	else if (m->mode == PYD_SAMPLE_GREENLET)
 		fprintf(stderr,
 		        "pystack-dump sample: greenlet samples running %llu, "

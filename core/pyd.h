@@ -285,6 +285,9 @@ struct pyd_task_graph {
 	enum pyd_err error;
 	bool asyncio_loaded; /* false: the target has not imported asyncio
 			      * (so it has no tasks) */
+	/* Without asyncio, the other event loop it has imported ("trio",
+	 * "curio", "gevent", ...), whose tasks are not read; NULL if none */
+	const char *other_loop;
 	bool truncated;      /* more than PYD_MAX_TASKS: the rest are left out */
 	unsigned retries;    /* task lists re-read because they changed */
 	struct pyd_task_index *index; /* pyd_task_find's; NULL: none built */

@@ -11,7 +11,7 @@ from harness.dumps import (check_not_stopped, first_difference, gt_sanity, round
                            without_source)
 from harness.procs import TOOL_TIMEOUT, host_tmp, run, short
 from harness.results import Result, settle
-from harness.target import Target, tool_file_run
+from harness.target import Target, parse_json_out, tool_file_run
 from harness.tasks import (TASKS_MANY, TASKS_MANY_MAX_SECS, TASKS_ORACLE_MIN, TASKS_TARGET,
                            _start_tasks_target, asyncio_ps_vs, check_tasks_schema, compare_tasks,
                            mentions, parse_tasks, run_asyncio_ps, tasks_info, tasks_run,
@@ -342,3 +342,32 @@ def test_tasks_fake_asend(interp, tool, request):
             errs.append("the chain of the task in waiter() is %r, expected [['waiter']] "
                         "(all chains: %r)" % (waiting, chains))
     settle(Result("fake-asend", "FAIL" if errs else "PASS", "\n".join(errs)), request.node)
+
+
+def test_tasks_other_loop(interp, tool, request):
+    """A process that runs trio, not asyncio: --tasks exits 0 saying it
+    runs trio and what shows its tasks instead (text; "other_loop" in the
+    JSON), and sample -m async, finding no task, says why."""
+    rc, _, err, _ = run(interp.argv(["-c", "import trio"]), TOOL_TIMEOUT)
+    if rc != 0:
+        settle(Result("other loop", "SKIP", "trio is not installed for this interpreter "
+                      "(Debian's python3-trio is for the host's 3.11)"), request.node)
+        return
+    errs = []
+    with Target(interp, "trio_nursery") as tg:
+        gt = tg.wait_ground_truth()
+        argv, rc, out, err, secs = tasks_run(tool, [str(tg.pid)])
+        text = out.decode("utf-8", "replace")
+        if rc != 0 or "It runs trio" not in text or "without --tasks" not in text:
+            errs.append("%s: exit %s, no word of trio: %s" % (" ".join(argv), rc, short(out)))
+        argv, rc, out, err, secs = tasks_run(tool, ["--json", str(tg.pid)])
+        doc, e = parse_json_out(out) if rc == 0 else (None, "exit %s" % rc)
+        if e or doc.get("other_loop") != gt["loop"] or doc.get("asyncio_loaded") is not False:
+            errs.append("%s: %s" % (" ".join(argv), e or "other_loop %r, asyncio_loaded %r"
+                                    % (doc.get("other_loop"), doc.get("asyncio_loaded"))))
+        argv = [tool.path, "sample", "-m", "async", "-n", "200", "-o", os.devnull, str(tg.pid)]
+        rc, out, err, secs = run(argv, TOOL_TIMEOUT)
+        if rc != 0 or b"found no asyncio task" not in err:
+            errs.append("%s: exit %s, no word of why no task was sampled: %s"
+                        % (" ".join(argv), rc, short(err)))
+    settle(Result("other loop", "FAIL" if errs else "PASS", "\n".join(errs)), request.node)

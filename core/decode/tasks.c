@@ -398,6 +398,26 @@ bool pyd_tasks_supported(const struct pyd_session *s)
 				      py_layout_has_tasks(&s->layout));
 }
 
+/* Event loops other than asyncio, by the module that is imported once
+ * one is used: named where asyncio is not, so that a task listing says
+ * what it found rather than only that there are no asyncio tasks. */
+static const char *const other_loops[] = {"trio", "curio", "anyio",
+					  "gevent", "eventlet",
+					  "twisted.internet.reactor"};
+
+static const char *other_loop(struct pyd_session *s)
+{
+	struct pyd_walk w;
+	uint64_t interp, md;
+	for (pyd_walk_interps(&w, s); pyd_walk_next(&w, &interp);)
+		for (size_t i = 0; i < sizeof other_loops / sizeof *other_loops;
+		     i++)
+			if (!pyd_module_dict(s, interp, other_loops[i], &md) &&
+			    md)
+				return other_loops[i];
+	return NULL;
+}
+
 static enum pyd_err dump_tasks(struct pyd_session *s, struct pyd_task_graph *g,
 			       bool paged_passes)
 {
@@ -429,6 +449,8 @@ static enum pyd_err dump_tasks(struct pyd_session *s, struct pyd_task_graph *g,
 		err = decode_all(c, g);
 	if (paged_passes)
 		pyd_session_unpaged(s, &c->paged);
+	if (!err && !g->asyncio_loaded)
+		g->other_loop = other_loop(s);
 	/* The graph keeps the index: g->tasks[i] is what raw[i] became. */
 	if (!err && (g->index = malloc(sizeof *g->index))) {
 		*g->index = c->ix;

@@ -36,7 +36,18 @@ static void header(struct pyd_buf *b, const struct pyd_task_graph *g,
 		   const struct pyd_report_opts *o)
 {
 	pyd_report_text_head(b, o);
-	if (!g->asyncio_loaded)
+	if (!g->asyncio_loaded && g->other_loop)
+		pyd_buf_printf(b, "No asyncio tasks: the process has not "
+				  "imported asyncio. It runs %s, whose tasks "
+				  "--tasks does not read: the thread dump "
+				  "(without --tasks) shows the one running "
+				  "now%s.\n",
+			       g->other_loop,
+			       !strcmp(g->other_loop, "gevent") ||
+				       !strcmp(g->other_loop, "eventlet")
+				   ? ", --greenlets every greenlet"
+				   : "");
+	else if (!g->asyncio_loaded)
 		pyd_buf_printf(b, "No asyncio tasks: the process has not "
 				  "imported asyncio.\n");
 	else if (!g->ntasks)
@@ -371,6 +382,8 @@ void pyd_report_tasks_json(struct pyd_buf *b, const struct pyd_task_graph *g,
 		       g->asyncio_loaded ? "true" : "false",
 		       g->truncated ? "true" : "false");
 	pyd_buf_json_str(b, g->error ? pyd_strerror(g->error) : NULL);
+	PUT(b, ", \"other_loop\": ");
+	pyd_buf_json_str(b, g->other_loop);
 	PUT(b, ",\n \"tasks\": [");
 	for (size_t i = 0; i < g->ntasks; i++) {
 		pyd_buf_put(b, i ? ",\n  " : "\n  ", i ? 4 : 3);

@@ -61,6 +61,15 @@ def cli(tool, args):
     return rc, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
 
 
+def select_main(pid):
+    """The lldb command that selects the main thread (whose id is the
+    pid): the frame checks read its frames, and lldb selects, on attach or
+    on a core, whichever thread it lists first, another once the pid
+    wrapped (the main thread's id then is the larger).  lldb 16 has no
+    `thread select` by thread id; its script interpreter does it."""
+    return "script lldb.process.SetSelectedThreadByID(%d)" % pid
+
+
 def selected_part(text, tid):
     """pystack-dump's report cut to one thread, as py-bt prints it."""
     blocks = text.split("\n\n")
@@ -188,8 +197,8 @@ def locals_job(interp, tool, plugin):
         t.wait_settled()
         pid = str(t.pid)
         want = cli(tool, ["--locals", pid])[1]
-        cmds = (["py-bt -l", "py-bt full", "py-bt all -l"] + FRAME_COMMANDS[:UP] + ["frame info"]
-                + FRAME_COMMANDS[UP:] + MODULE_PRINTS)
+        cmds = ([select_main(t.pid), "py-bt -l", "py-bt full", "py-bt all -l"]
+                + FRAME_COMMANDS[:UP] + ["frame info"] + FRAME_COMMANDS[UP:] + MODULE_PRINTS)
         rc, out, err = lldb(plugin, cmds, ["-p", pid])
         got = sections(out)
         res.append(same("py-bt -l (live)", selected_part(want, t.pid), got.get("py-bt -l", err)))
@@ -209,7 +218,7 @@ def locals_job(interp, tool, plugin):
         core = gcore(t, "core-locals")
     try:
         rc, want, err = cli(tool, ["--core", core, "--locals"])
-        cmds = ["py-bt all -l"] + FRAME_COMMANDS + MODULE_PRINTS
+        cmds = [select_main(t.pid), "py-bt all -l"] + FRAME_COMMANDS + MODULE_PRINTS
         rc, out, err = lldb(plugin, cmds, ["-c", core, exe_of(interp)])
         got = sections(out)
         res.append(same("py-bt all -l (core)", want, got.get("py-bt all -l", err)))

@@ -171,10 +171,18 @@ static void describe_origin(const struct run *r, char *out, size_t outsz)
 		         cmd, r->j->ppid);
 	} else if (!file)
 		snprintf(out, outsz, "Process %d", r->t.pid);
-	else if (r->t.pid > 0)
-		snprintf(out, outsz, "%s %s (process %d)", what, file, r->t.pid);
-	else
-		snprintf(out, outsz, "%s %s", what, file);
+	else {
+		const char *packed =
+		    r->t.core ? pyd_core_compression(r->t.core) : "";
+		char how[32] = "";
+		if (*packed)
+			snprintf(how, sizeof how, ", %s-compressed", packed);
+		if (r->t.pid > 0)
+			snprintf(out, outsz, "%s %s%s (process %d)", what,
+			         file, how, r->t.pid);
+		else
+			snprintf(out, outsz, "%s %s%s", what, file, how);
+	}
 }
 
 static struct pyd_report_opts report_opts(const struct run *r,

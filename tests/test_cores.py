@@ -4,6 +4,7 @@ of."""
 
 import fcntl
 import os
+import subprocess
 
 import pytest
 
@@ -94,6 +95,56 @@ def gcore_job(interp, target, tool):
     return [Result(name, "FAIL" if errs else "PASS", "\n".join(errs), info=info)]
 
 
+# How the cores of a crash are kept: systemd-coredump compresses them with
+# zstd (lz4 or xz on older systems); people gzip them to move them.  The
+# command that makes each, and the file's suffix.
+PACKERS = {"zstd": (["zstd", "-q", "-1", "-c"], ".zst"), "lz4": (["lz4", "-q", "-1", "-c"], ".lz4"),
+           "xz": (["xz", "-0", "-T2", "-c"], ".xz"), "gzip": (["gzip", "-1", "-c"], ".gz")}
+PACKED_TARGET = "threads"
+
+
+def packed_results(gt, interp, tg, core, tool):
+    """The kernel core compressed each way: --core of the compressed file
+    gives the ground truth, and its header says how it was compressed; a
+    zstd file cut short is refused (exit 11) saying so."""
+    results = []
+    sysroot = ["--sysroot", interp.chroot] if interp.chroot else []
+    for fmt, (cmd, suffix) in sorted(PACKERS.items()):
+        name = "kcore-%s:%s" % (fmt, PACKED_TARGET)
+        packed = core + suffix
+        try:
+            with open(core, "rb") as src, open(packed, "wb") as dst:
+                rc = subprocess.run(cmd, stdin=src, stdout=dst).returncode
+            if rc != 0:
+                results.append(Result(name, "FAIL", "%s exited %s" % (" ".join(cmd), rc)))
+                continue
+            argv, rc, out, err = tool_file_run(tool, ["--core", packed] + sysroot + ["--json"])
+            doc, e = parse_json_out(out) if rc == 0 else (None, "exit %s: %s" % (rc, short(err)))
+            errs = ["%s: %s" % (" ".join(argv), e)] if e else (
+                core_doc_checks(doc) + compare(gt, doc, interp, tg.pid))
+            argv, rc, out, err = tool_file_run(tool, ["--core", packed] + sysroot)
+            if not out.startswith(b"Core file %s, %s-compressed (" % (packed.encode(),
+                                                                       fmt.encode())):
+                errs.append("%s: the header does not say %s: %s" % (" ".join(argv), fmt,
+                                                                    short(out, 200)))
+            if fmt == "zstd":
+                with open(packed, "rb") as f:
+                    head = f.read(os.path.getsize(packed) // 2)
+                with open(packed, "wb") as f:
+                    f.write(head)
+                argv, rc, out, err = tool_file_run(tool, ["--core", packed] + sysroot)
+                if rc != 11 or b"cut short" not in err:
+                    errs.append("%s (half the file): exit %s, expected 11 saying it is cut "
+                                "short: %s" % (" ".join(argv), rc, short(err)))
+            results.append(Result(name, "FAIL" if errs else "PASS", "\n".join(errs),
+                                  info="%d MB compressed to %d KB"
+                                  % (os.path.getsize(core) >> 20,
+                                     os.path.getsize(packed) >> 10)))
+        finally:
+            remove(packed)
+    return results
+
+
 def kcore_job(interp, target, tool):
     """A kernel-written core (SIGABRT, RLIMIT_CORE unlimited) of the target:
     --core (with --sysroot for the chroot, like a core copied off a
@@ -101,9 +152,11 @@ def kcore_job(interp, target, tool):
     binaries hidden (--exe /nonexistent --sysroot EMPTY)."""
     names = ["kcore:" + target] + (["kcore-nobin:" + target] if interp.minor >= NOBIN_MIN
                                    else [])
+    packed = (["kcore-%s:%s" % (f, target) for f in sorted(PACKERS)]
+              if target == PACKED_TARGET else [])
     err = CORE_PATTERN.ensure()
     if err:
-        return [Result(n, "SKIP", err) for n in names]
+        return [Result(n, "SKIP", err) for n in names + packed]
     with Target(interp, target, wrap=["prlimit", "--core=unlimited", "--"]) as tg:
         gt = tg.settled_truth(gt_sanity)
         core = kernel_core(tg.proc, tg.pid, interp.chroot)
@@ -141,6 +194,8 @@ def kcore_job(interp, target, tool):
                                       "\n".join(errs),
                                       info="core %d MB, %d MB on disk"
                                       % (size >> 20, (os.stat(core).st_blocks * 512) >> 20)))
+            if packed:
+                results += packed_results(gt, interp, tg, core, tool)
             return results
         finally:
             remove(core)
@@ -169,6 +224,16 @@ def test_kcore_nobin(interp, target, tool, jobs, request):
     offsets are found by their cookie)."""
     settle(jobs.result("kcore-nobin:" + target, kcore_job, interp, target, tool),
            request.node)
+
+
+@pytest.mark.job("kcore")
+@pytest.mark.parametrize("fmt", sorted(PACKERS))
+def test_kcore_compressed(interp, fmt, tool, jobs, request):
+    """The kernel core of threads.py compressed as systemd-coredump keeps
+    it (zstd; lz4, xz) or as people move it (gzip): --core reads it
+    directly, to its ground truth."""
+    settle(jobs.result("kcore-%s:%s" % (fmt, PACKED_TARGET), kcore_job, interp,
+                       PACKED_TARGET, tool), request.node)
 
 
 DECOY = "DECOY LINE %d: this machine's file, not the core's"

@@ -3,6 +3,7 @@
  */
 #define _GNU_SOURCE
 #include "coredump.h"
+#include "decompress.h"
 #include "../grow.h"
 
 #include <elf.h>
@@ -66,6 +67,7 @@ struct pyd_core {
 	uint64_t auxv[64];    /* NT_AUXV's (type, value) pairs */
 	size_t nauxv;
 	const char *other_root; /* pyd_core_other_root */
+	const char *compressed; /* the format it was read from, "" if none */
 	struct backing_file files[MAX_OPEN_FILES];
 	size_t nfiles;
 	char warnings[WARNINGS_SIZE];
@@ -576,6 +578,13 @@ enum pyd_err pyd_core_open(const char *path, const struct pyd_core_opts *o,
 			close(fd);
 		return PYD_E_NOTCORE;
 	}
+	/* systemd-coredump's (zstd, lz4, xz), or one gzipped to move it */
+	const char *packed;
+	enum pyd_err derr = pyd_decompress_fd(&fd, &packed, detail, detailsz);
+	if (derr || fstat(fd, &st) != 0) {
+		close(fd);
+		return derr ? derr : PYD_E_NOTCORE;
+	}
 	struct pyd_core *c = calloc(1, sizeof *c);
 	if (!c) {
 		close(fd);
@@ -584,6 +593,7 @@ enum pyd_err pyd_core_open(const char *path, const struct pyd_core_opts *o,
 	elf_version(EV_CURRENT);
 	c->fd = fd;
 	c->file_size = (uint64_t)st.st_size;
+	c->compressed = packed;
 	c->opts = *o;
 	c->elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	c->src = (struct pyd_memsrc){
@@ -616,6 +626,11 @@ enum pyd_err pyd_core_open(const char *path, const struct pyd_core_opts *o,
 const struct pyd_memsrc *pyd_core_memsrc(struct pyd_core *c)
 {
 	return &c->src;
+}
+
+const char *pyd_core_compression(const struct pyd_core *c)
+{
+	return c->compressed ? c->compressed : "";
 }
 
 int pyd_core_pid(const struct pyd_core *c)

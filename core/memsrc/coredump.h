@@ -28,6 +28,8 @@ enum pyd_err pyd_core_open(const char *path, const struct pyd_core_opts *o,
 			   struct pyd_core **out, char *detail, size_t detailsz);
 const struct pyd_memsrc *pyd_core_memsrc(struct pyd_core *c);
 int pyd_core_pid(const struct pyd_core *c);
+/* The format the core was decompressed from ("zstd", ...), "" if none. */
+const char *pyd_core_compression(const struct pyd_core *c);
 /* Bytes the segments need beyond the end of the file; 0 if complete. */
 uint64_t pyd_core_missing_bytes(const struct pyd_core *c);
 /* Without a sysroot: the first ELF file the core maps (its path as the

@@ -79,6 +79,9 @@ struct pyd_thread {
 	 * unknown.  Long names are cut (at a character boundary). */
 	char name[64];
 	bool holds_gil;
+	/* Blocked on the GIL's lock or condition variable: waiting to run
+	 * Python (live processes, 3.7+ with a GIL) */
+	bool waits_gil;
 	enum pyd_thread_run run;
 	struct pyd_frame *frames; /* innermost first */
 	size_t nframes;

@@ -78,6 +78,9 @@ struct py_layout {
 	struct {
 		int32_t interpreters_head; /* _PyRuntime.interpreters.head */
 		int32_t tstate_current;    /* gilstate.tstate_current (3.7-3.11) */
+		/* ceval.gil (3.7-3.11): the _gil_runtime_state, whose mutex
+		 * and condition variable a GIL waiter blocks on */
+		int32_t gil_struct;
 		int32_t gc_collecting;     /* gc.collecting (3.7, 3.8) */
 	} runtime;
 

@@ -332,4 +332,10 @@ bool pyd_gil_probe(struct pyd_session *s, uint64_t interp, uint64_t *addr,
 		   size_t *len);
 uint64_t pyd_gil_decode(const struct pyd_session *s, const uint8_t *buf);
 
+/* Where interp's GIL lives (its struct _gil_runtime_state, PYD_GIL_SPAN
+ * bytes from there: its mutex and condition variable, on which a thread
+ * waiting for the GIL blocks); 0 if unknown (3.6, no GIL). */
+#define PYD_GIL_SPAN 256
+uint64_t pyd_gil_struct(struct pyd_session *s, uint64_t interp);
+
 #endif

@@ -652,6 +652,27 @@ bool pyd_gil_probe(struct pyd_session *s, uint64_t interp, uint64_t *addr,
 	return false;
 }
 
+uint64_t pyd_gil_struct(struct pyd_session *s, uint64_t interp)
+{
+	const struct py_layout *L = &s->layout;
+	uint64_t gil = 0;
+	switch (L->gil_model) {
+	case PY_GIL_RUNTIME_TSTATE:
+		return s->rt.runtime_addr && L->runtime.gil_struct > 0
+			       ? s->rt.runtime_addr +
+					 (uint64_t)L->runtime.gil_struct
+			       : 0;
+	case PY_GIL_INTERP_STATE:
+		if (pyd_read_ptr(s, interp + (uint64_t)L->interp.gil_ptr, &gil))
+			return 0;
+		return gil;
+	case PY_GIL_SYMBOL:
+	case PY_GIL_NONE:
+		break;
+	}
+	return 0;
+}
+
 uint64_t pyd_gil_decode(const struct pyd_session *s, const uint8_t *buf)
 {
 	const struct py_layout *L = &s->layout;

@@ -195,8 +195,22 @@ static bool room_for_thread(struct dump_ctx *c)
 	return false;
 }
 
+/* Is thread tid, which does not hold the GIL at gil, blocked on it?  The
+ * kernel says which futex a sleeping thread waits on: a GIL waiter's is
+ * the GIL's mutex or condition variable (take_gil), a thread in a
+ * blocking call's is something else, or none. */
+static bool waits_for_gil(struct dump_ctx *c, int64_t tid, uint64_t gil)
+{
+	/* beneath the read-ahead's batch, which answers reads only */
+	const struct pyd_memsrc *src = c->fresh ? c->fresh : c->s->src;
+	uint64_t at = 0;
+	return gil && tid && src->futex_wait &&
+	       !src->futex_wait(src->ctx, tid, &at) && at >= gil &&
+	       at - gil < PYD_GIL_SPAN;
+}
+
 static enum pyd_err add_thread(struct dump_ctx *c, uint64_t tstate,
-			       int64_t interp_id, uint64_t holder)
+			       int64_t interp_id, uint64_t holder, uint64_t gil)
 {
 	struct pyd_dump *d = c->d;
 	if (!pyd_grow_from((void **)&d->threads, &c->cap, d->nthreads + 1,
@@ -215,6 +229,8 @@ static enum pyd_err add_thread(struct dump_ctx *c, uint64_t tstate,
 	pyd_read_ptr(c->s, tstate + (uint64_t)c->s->layout.tstate.thread_id,
 		     &t->ident);
 	t->run = os ? os->run : PYD_RUN_UNKNOWN;
+	t->waits_gil = !t->holds_gil && t->run == PYD_RUN_IDLE &&
+		       waits_for_gil(c, t->tid, gil);
 	struct pyd_frame_buf fb = {0};
 	t->error = pyd_walk_stable(c->s, tstate, c->fresh, &fb, &d->retries);
 	if (t->error == PYD_E_READ && pyd_recover_outer(c->s, tstate, &fb)) {
@@ -269,6 +285,14 @@ static enum pyd_err list_threads(struct pyd_session *s, uint64_t interp,
 	return w.err;
 }
 
+static bool any_running(const struct dump_ctx *c)
+{
+	for (size_t i = 0; i < c->nos; i++)
+		if (c->os[i].run == PYD_RUN_RUNNING)
+			return true;
+	return false;
+}
+
 static enum pyd_err dump_interp(struct dump_ctx *c, uint64_t interp)
 {
 	size_t first = c->d->nthreads, n;
@@ -277,7 +301,13 @@ static enum pyd_err dump_interp(struct dump_ctx *c, uint64_t interp)
 	int64_t id = 0;
 	if (L->interp.id != PYD_NO_FIELD)
 		pyd_read_ptr(s, interp + (uint64_t)L->interp.id, (uint64_t *)&id);
-	uint64_t holder = gil_holder(s, interp), *ts;
+	/* Where none holds the GIL and none runs, none waits for it: the
+	 * kernel is asked about each sleeping thread only while one holds it
+	 * or runs (one that dropped it to let a waiter in runs), so a dump of
+	 * sleeping threads makes no system call more. */
+	uint64_t holder = gil_holder(s, interp);
+	uint64_t gil = holder || any_running(c) ? pyd_gil_struct(s, interp) : 0;
+	uint64_t *ts;
 	enum pyd_err listed = list_threads(s, interp, &ts, &n), err = PYD_OK;
 	if (listed == PYD_E_NOMEM)
 		return listed;
@@ -287,7 +317,7 @@ static enum pyd_err dump_interp(struct dump_ctx *c, uint64_t interp)
 	bool full = false;
 	for (size_t i = 0; i < n && !err && !full; i++)
 		if (!(full = !room_for_thread(c)))
-			err = add_thread(c, ts[i], id, holder);
+			err = add_thread(c, ts[i], id, holder, gil);
 	pyd_read_ahead_end(s, &ra);
 	free(ts);
 	if (err || full)

@@ -24,6 +24,7 @@ static const struct pyd_arch arches[] = {
 		.user_pc = 16,
 		.pthread_tid = 0x2d0,
 		.mutex_extra = 0,
+		.futex_nr = 202,
 	},
 	{
 		.name = "aarch64",
@@ -40,6 +41,7 @@ static const struct pyd_arch arches[] = {
 		/* measured: glibc 2.36 (Debian 12) under qemu */
 		.pthread_tid = 0xd0,
 		.mutex_extra = 8,
+		.futex_nr = 98,
 	},
 };
 #define NARCHES (sizeof arches / sizeof arches[0])

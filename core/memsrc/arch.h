@@ -36,6 +36,9 @@ struct pyd_arch {
 	 * layouts are x86-64's, and CPython embeds a few mutexes
 	 * (py_layout_for_arch). */
 	uint8_t mutex_extra;
+	/* futex(2)'s system call number (/proc/TID/syscall's first field
+	 * for a thread blocked on a lock or condition variable) */
+	uint16_t futex_nr;
 };
 
 /* The row for an ELF machine, an architecture's name; NULL if unknown. */

@@ -48,6 +48,12 @@ static enum pyd_err l_regs(void *ctx, int64_t tid, uint64_t *regs)
 	return in->regs(in->ctx, tid, regs);
 }
 
+static enum pyd_err l_futex_wait(void *ctx, int64_t tid, uint64_t *addr)
+{
+	const struct pyd_memsrc *in = below(ctx);
+	return in->futex_wait(in->ctx, tid, addr);
+}
+
 void pyd_layer_init(struct pyd_layer *l, const struct pyd_memsrc *inner,
 		    pyd_read_fn *read, pyd_readv_fn *readv)
 {
@@ -62,6 +68,7 @@ void pyd_layer_init(struct pyd_layer *l, const struct pyd_memsrc *inner,
 	    .open_file = inner->open_file ? l_open_file : NULL,
 	    .thread_run = inner->thread_run ? l_thread_run : NULL,
 	    .regs = inner->regs ? l_regs : NULL,
+	    .futex_wait = inner->futex_wait ? l_futex_wait : NULL,
 	    .arch = inner->arch,
 	};
 }

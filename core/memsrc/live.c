@@ -245,6 +245,38 @@ static enum pyd_err live_thread_run(void *ctx, int64_t tid,
 	return PYD_OK;
 }
 
+/* futex(2) operations a thread blocks in (FUTEX_PRIVATE_FLAG and
+ * FUTEX_CLOCK_REALTIME masked off): WAIT, LOCK_PI, WAIT_BITSET,
+ * WAIT_REQUEUE_PI, LOCK_PI2. */
+static bool futex_blocks(unsigned long op)
+{
+	op &= 127;
+	return op == 0 || op == 6 || op == 9 || op == 11 || op == 13;
+}
+
+/* /proc/TID/syscall: "NR ARG0 ARG1 ..." while in a system call. */
+static enum pyd_err live_futex_wait(void *ctx, int64_t tid, uint64_t *addr)
+{
+	struct pyd_live *l = ctx;
+	char path[64], line[256];
+	snprintf(path, sizeof path, "/proc/%d/task/%lld/syscall", l->pid,
+		 (long long)tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, line, sizeof line - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return PYD_E_READ;
+	line[n] = 0;
+	long nr;
+	unsigned long long a0, a1;
+	*addr = 0;
+	if (sscanf(line, "%ld 0x%llx 0x%llx", &nr, &a0, &a1) == 3 &&
+	    nr == pyd_arch_host()->futex_nr && futex_blocks(a1))
+		*addr = a0;
+	return PYD_OK;
+}
+
 static void free_maps(struct pyd_live *l)
 {
 	for (size_t i = 0; i < l->nmaps; i++)
@@ -719,6 +751,7 @@ enum pyd_err pyd_live_open(int pid, struct pyd_live **out)
 		.thread_run = live_thread_run,
 		.open_file = live_open_file,
 		.regs = live_regs,
+		.futex_wait = live_futex_wait,
 	};
 	*out = l;
 	/* Reading the maps needs the same permission as reading memory

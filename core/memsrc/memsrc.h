@@ -79,6 +79,10 @@ struct pyd_memsrc {
 	 * which), from a core's NT_PRSTATUS or a paused live thread.
 	 * PYD_E_READ if unknown. */
 	enum pyd_err (*regs)(void *ctx, int64_t tid, uint64_t *regs);
+	/* The address thread tid is blocked on in futex(2) now (a lock or a
+	 * condition variable: a GIL waiter's is the GIL's); 0 if it is not
+	 * blocked so.  PYD_E_READ if unknown. */
+	enum pyd_err (*futex_wait)(void *ctx, int64_t tid, uint64_t *addr);
 	/* The target's architecture; NULL: the host's. */
 	const struct pyd_arch *arch;
 };

@@ -327,10 +327,12 @@ enum pyd_err pyd_recorder_new(const struct pyd_memsrc *inner,
 	if (!r)
 		return PYD_E_NOMEM;
 	snprintf(r->kind, sizeof r->kind, "unknown");
-	/* Only what a snapshot keeps: no thread_run or registers. */
+	/* Only what a snapshot keeps: no thread_run, registers or futex
+	 * waits (a replay would say otherwise than the dump it recorded). */
 	pyd_layer_init(&r->layer, inner, rec_read, NULL);
 	r->layer.src.thread_run = NULL;
 	r->layer.src.regs = NULL;
+	r->layer.src.futex_wait = NULL;
 	if (inner->mappings)
 		r->layer.src.mappings = rec_mappings;
 	if (inner->threads)

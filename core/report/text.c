@@ -18,7 +18,8 @@ static void thread_header(struct pyd_buf *b, const struct pyd_thread *t,
 	if (ninterps > 1)
 		pyd_buf_printf(b, " in interpreter %lld", (long long)t->interp_id);
 	pyd_buf_printf(b, " (%s%s)\n", t->holds_gil ? "holds the GIL, " : "",
-		       pyd_run_state_name(t->run));
+		       t->waits_gil ? "waiting for the GIL"
+				    : pyd_run_state_name(t->run));
 }
 
 static void source_lines(struct pyd_buf *b, const struct pyd_frame *f,

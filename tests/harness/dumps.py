@@ -44,6 +44,10 @@ def check_schema(doc):
             errs.append("%s.name missing or not str|null" % w)
         if not isinstance(t.get("holds_gil"), bool):
             errs.append("%s.holds_gil missing or not a bool" % w)
+        if not isinstance(t.get("waits_for_gil"), bool):
+            errs.append("%s.waits_for_gil missing or not a bool" % w)
+        elif t["holds_gil"] and t["waits_for_gil"]:
+            errs.append("%s holds the GIL and waits for it" % w)
         if t.get("state") not in ("running", "idle", "unknown"):
             errs.append("%s.state invalid: %r" % (w, t.get("state")))
         errs += stack_schema_errors(w, t, "frames")
@@ -242,6 +246,8 @@ def compare(gt, doc, interp, pid, partial=(), comm_of=None, stats=None):
                     stats["exact"] = stats.get("exact", 0) + 1
             if g["holds_gil"]:
                 errs.append("%s: blocked thread reported holds_gil=true" % what)
+            if g.get("waits_for_gil"):
+                errs.append("%s: blocked thread reported waits_for_gil=true" % what)
             if g["state"] == "running":
                 errs.append("%s: blocked thread reported state=running" % what)
     return errs

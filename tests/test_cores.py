@@ -111,7 +111,8 @@ def packed_results(gt, interp, tg, core, tool):
     sysroot = ["--sysroot", interp.chroot] if interp.chroot else []
     for fmt, (cmd, suffix) in sorted(PACKERS.items()):
         name = "kcore-%s:%s" % (fmt, PACKED_TARGET)
-        packed = core + suffix
+        # beside the others' files, not among the kernel's cores
+        packed = os.path.join(host_tmp(), os.path.basename(core) + suffix)
         try:
             with open(core, "rb") as src, open(packed, "wb") as dst:
                 rc = subprocess.run(cmd, stdin=src, stdout=dst).returncode

@@ -259,6 +259,50 @@ def gcore_results(interp, tool, tg, gt):
         remove(core)
 
 
+# 3.12+: python -X perf's trampolines (sys.activate_stack_trampoline)
+PERF_MIN = (3, 12)
+
+
+def perf_errors(doc):
+    """Under perf trampolines each thread's native stack goes on past them
+    to where the thread began (its outermost frame native: _start,
+    clone3), and --native-all shows them."""
+    errs = []
+    for t in doc["threads"]:
+        fr = t["frames"]
+        if any(f["kind"] == "python" for f in fr) and fr[-1]["kind"] != "native":
+            errs.append("thread %s: the native stack ends inside it (outermost frame %r)"
+                        % (t["tid"], fr[-1].get("function")))
+    return errs
+
+
+@pytest.mark.interps(lambda i: i.minor >= PERF_MIN and not i.ft)
+def test_native_perf_trampolines(interp, tool, request):
+    """native.py with every Python call through a perf trampoline (as
+    python -X perf): the merged stacks as without, and native frames out
+    to each thread's start; --native-all names the trampolines."""
+    errs = []
+    with Target(interp, "native", args=[cpp_library(interp), "perf"]) as tg:
+        gt = tg.settled_truth(gt_sanity)
+        for flag in ("--native", "--native-all"):
+            argv = [tool.path, flag, "--json", str(tg.pid)]
+            rc, out, err, secs = run(argv, TOOL_TIMEOUT)
+            doc, e = parse_json_out(out) if rc == 0 else (None, "exit %s: %s" % (rc, short(err)))
+            if e:
+                errs.append("%s: %s" % (" ".join(argv), e))
+                continue
+            errs += ["%s: %s" % (flag, x) for x in
+                     compare(gt, python_only(doc), interp, tg.pid)
+                     + native_errors(gt, doc, flag == "--native-all") + perf_errors(doc)]
+            named = sum(1 for t in doc["threads"] for f in t["frames"]
+                        if f.get("function") == "_Py_trampoline_func_start")
+            if (flag == "--native-all") != bool(named):
+                errs.append("%s shows %d trampoline frames" % (flag, named))
+            tg.wait_settled()
+    settle(Result("perf trampolines", "FAIL" if errs else "PASS", "\n".join(errs)),
+           request.node)
+
+
 @pytest.mark.job("native")
 @pytest.mark.parametrize("kind", ["live", "live --native-all", "text", "core",
                                   "gcore --sysroot", "gcore --sysroot, no libraries"])

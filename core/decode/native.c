@@ -11,6 +11,7 @@
  * same code serves a live process and a core.
  */
 #include <dwarf.h>
+#include <elf.h>
 #include <elfutils/libdwfl.h>
 #include <libiberty/demangle.h>
 #include <stdio.h>
@@ -22,9 +23,18 @@
 #include "session.h"
 
 /* One OS thread, as libdwfl's thread argument. */
+/* Where an unwind goes on from, past code no file holds (resume_from). */
+struct resume {
+	bool set;
+	Dwarf_Word regs[PYD_MAX_REGS];
+	bool known[PYD_MAX_REGS];
+	Dwarf_Addr pc;
+};
+
 struct thread_ref {
 	struct unwind *u;
 	int64_t tid;
+	const struct resume *from; /* NULL: from the thread's registers */
 };
 
 /* Where separate debug info is looked for: the host's, then the same
@@ -32,6 +42,10 @@ struct thread_ref {
  * container's /proc/PID/root, a core's --sysroot). */
 #define DEBUG_DIRS 8
 #define DEBUG_PATH_MAX 4096
+
+/* Trampolines a stack is unwound past (one a Python call under python
+ * -X perf): as many as a native stack shows frames. */
+#define MAX_RESUMES PYD_MAX_NATIVE
 
 /* Functions inlined at one address we show, besides the one they are
  * inlined into. */
@@ -58,6 +72,7 @@ struct unwind {
 	/* The frames of the thread being walked. */
 	struct pyd_native_frame *v;
 	size_t n, cap;
+	struct resume resume; /* set by frame_cb where libdwfl cannot go on */
 	Dwfl *dwfl;
 };
 
@@ -97,6 +112,18 @@ static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result,
 	return pyd_read(u->s->src, addr, result, sizeof *result) == PYD_OK;
 }
 
+/* An unwind going on past such code: the registers resume_from found. */
+static bool set_resumed_registers(Dwfl_Thread *thread, const struct resume *r,
+                                  const struct pyd_arch *a)
+{
+	for (int i = 0; i < a->nregs; i++)
+		if (r->known[i] &&
+		    !dwfl_thread_state_registers(thread, i, 1, &r->regs[i]))
+			return false;
+	dwfl_thread_state_register_pc(thread, r->pc);
+	return true;
+}
+
 static bool set_initial_registers(Dwfl_Thread *thread, void *thread_arg)
 {
 	const struct thread_ref *t = thread_arg;
@@ -104,6 +131,8 @@ static bool set_initial_registers(Dwfl_Thread *thread, void *thread_arg)
 	const struct pyd_arch *a = pyd_memsrc_arch(src);
 	uint64_t user[PYD_MAX_USER_WORDS];
 	Dwarf_Word words[PYD_MAX_REGS];
+	if (t->from)
+		return set_resumed_registers(thread, t->from, a);
 	if (!src->regs || src->regs(src->ctx, t->tid, user))
 		return false;
 	for (int i = 0; i < a->nregs; i++)
@@ -303,6 +332,85 @@ static unsigned describe(struct unwind *u, Dwarf_Addr pc, bool activation,
 	return inlined(m, at, f);
 }
 
+/*
+ * CPython's perf trampoline (Python/asm_trampoline.S, 3.12+), which
+ * python -X perf copies once per code object into anonymous memory: no
+ * file, no CFI, and libdwfl stops at it.  Told by its code around the
+ * return address; the caller's frame follows from what it does: on
+ * x86-64 it only aligns the stack (sub $8, %rsp; call *%rcx), so the
+ * return address into its caller is at [sp + 8] and the caller's sp is
+ * sp + 16 (built with frame pointers, it pushes a record as arm64 does);
+ * on arm64 it pushes a frame record (stp x29, x30, [sp, -16]!;
+ * mov x29, sp; blr x3): [x29] the caller's x29, [x29 + 8] its return
+ * address, the caller's sp x29 + 16.  Every other register is as the
+ * trampoline has it.
+ */
+struct trampoline {
+	uint16_t e_machine;
+	uint8_t code[20];
+	uint8_t len, ret_off; /* its bytes; the return address's offset */
+	bool record;          /* through a frame record at fp */
+};
+
+static const struct trampoline trampolines[] = {
+    {EM_X86_64,
+     {0x48, 0x83, 0xec, 0x08, 0xff, 0xd1, 0x48, 0x83, 0xc4, 0x08, 0xc3},
+     11, 6, false},
+    /* built with frame pointers and CET (Debian's 3.14+): endbr64; push
+     * %rbp; mov %rsp, %rbp; call *%rcx; pop %rbp; ret */
+    {EM_X86_64,
+     {0xf3, 0x0f, 0x1e, 0xfa, 0x55, 0x48, 0x89, 0xe5, 0xff, 0xd1, 0x5d, 0xc3},
+     12, 10, true},
+    /* with frame pointers, without CET */
+    {EM_X86_64, {0x55, 0x48, 0x89, 0xe5, 0xff, 0xd1, 0x5d, 0xc3}, 8, 6, true},
+    {EM_AARCH64,
+     {0xfd, 0x7b, 0xbf, 0xa9, 0xfd, 0x03, 0x00, 0x91, 0x60, 0x00, 0x3f,
+      0xd6, 0xfd, 0x7b, 0xc1, 0xa8, 0xc0, 0x03, 0x5f, 0xd6},
+     20, 12, true},
+};
+
+/* The trampoline pc returns into, NULL if it is not one. */
+static const struct trampoline *trampoline_at(const struct unwind *u,
+                                              Dwarf_Addr pc)
+{
+	const struct pyd_arch *a = pyd_memsrc_arch(u->s->src);
+	for (size_t i = 0; i < sizeof trampolines / sizeof *trampolines; i++) {
+		const struct trampoline *t = &trampolines[i];
+		uint8_t code[sizeof t->code];
+		if (t->e_machine == a->e_machine && pc >= t->ret_off &&
+		    !pyd_read(u->s->src, pc - t->ret_off, code, t->len) &&
+		    !memcmp(code, t->code, t->len))
+			return t;
+	}
+	return NULL;
+}
+
+/* Where the unwind goes on from, past trampoline t (its frame state). */
+static bool resume_from(struct unwind *u, Dwfl_Frame *state,
+                        const struct trampoline *t)
+{
+	const struct pyd_arch *a = pyd_memsrc_arch(u->s->src);
+	struct resume *r = &u->resume;
+	Dwarf_Word base, rec[2];
+	unsigned reg = t->record ? a->fp_dwarf : a->sp_dwarf;
+	if (dwfl_frame_reg(state, reg, &base) ||
+	    pyd_read(u->s->src, base + (t->record ? 0 : 8), rec,
+	             t->record ? sizeof rec : sizeof rec[1]))
+		return false;
+	if (!t->record)
+		rec[1] = rec[0];
+	for (int i = 0; i < a->nregs; i++)
+		r->known[i] = !dwfl_frame_reg(state, (unsigned)i, &r->regs[i]);
+	if (t->record) {
+		r->regs[a->fp_dwarf] = rec[0];
+		r->known[a->fp_dwarf] = true;
+	}
+	r->regs[a->sp_dwarf] = base + 16;
+	r->known[a->sp_dwarf] = true;
+	r->pc = rec[1];
+	return r->set = r->pc != 0;
+}
+
 static int frame_cb(Dwfl_Frame *state, void *arg)
 {
 	struct unwind *u = arg;
@@ -314,7 +422,17 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 	if (!pyd_grow((void **)&u->v, &u->cap, u->n + MAX_INLINE + 1,
 		      sizeof *u->v))
 		return DWARF_CB_ABORT;
-	u->n += name_pc(u, pc, activation, &u->v[u->n]);
+	struct pyd_native_frame *f = &u->v[u->n];
+	u->n += name_pc(u, pc, activation, f);
+	/* The interpreter's own: left out with the evaluation loop's
+	 * frames, unwound through. */
+	const struct trampoline *t = f->library ? NULL : trampoline_at(u, pc);
+	if (t) {
+		f->interp = true;
+		f->function = strdup("_Py_trampoline_func_start");
+		f->library = strdup("[python -X perf trampoline]");
+		return resume_from(u, state, t) ? DWARF_CB_ABORT : DWARF_CB_OK;
+	}
 	return DWARF_CB_OK;
 }
 
@@ -449,7 +567,7 @@ enum pyd_err pyd_dump_native(struct pyd_session *s, struct pyd_dump *d,
 	if (err)
 		return none_unwound(d, err);
 	for (size_t i = 0; i < nos; i++)
-		u.threads[i] = (struct thread_ref){&u, os[i].tid};
+		u.threads[i] = (struct thread_ref){&u, os[i].tid, NULL};
 	/* It fails when no mapped file could be opened (libdwfl learns the
 	 * machine from them). */
 	if (!dwfl_attach_state(u.dwfl, NULL, (pid_t)os[0].tid,
@@ -463,8 +581,19 @@ enum pyd_err pyd_dump_native(struct pyd_session *s, struct pyd_dump *d,
 		}
 		u.v = NULL;
 		u.n = u.cap = 0;
+		u.resume.set = false;
+		u.threads[i].from = NULL;
 		int rc = dwfl_getthread_frames(u.dwfl, (pid_t)os[i].tid,
 					       frame_cb, &u);
+		/* past each trampoline libdwfl cannot unwind */
+		for (unsigned k = 0; u.resume.set && k < MAX_RESUMES; k++) {
+			struct resume from = u.resume;
+			u.resume.set = false;
+			u.threads[i].from = &from;
+			rc = dwfl_getthread_frames(u.dwfl, (pid_t)os[i].tid,
+						   frame_cb, &u);
+			u.threads[i].from = NULL;
+		}
 		t->native = u.v;
 		t->nnative = u.n;
 		t->native_error = rc != 0 && !u.n ? PYD_E_READ : PYD_OK;

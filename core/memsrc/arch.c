@@ -25,6 +25,8 @@ static const struct pyd_arch arches[] = {
 		.pthread_tid = 0x2d0,
 		.mutex_extra = 0,
 		.futex_nr = 202,
+		.fp_dwarf = 6,
+		.sp_dwarf = 7,
 	},
 	{
 		.name = "aarch64",
@@ -42,6 +44,8 @@ static const struct pyd_arch arches[] = {
 		.pthread_tid = 0xd0,
 		.mutex_extra = 8,
 		.futex_nr = 98,
+		.fp_dwarf = 29,
+		.sp_dwarf = 31,
 	},
 };
 #define NARCHES (sizeof arches / sizeof arches[0])

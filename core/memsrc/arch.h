@@ -39,6 +39,10 @@ struct pyd_arch {
 	/* futex(2)'s system call number (/proc/TID/syscall's first field
 	 * for a thread blocked on a lock or condition variable) */
 	uint16_t futex_nr;
+	/* DWARF numbers of the frame pointer and the stack pointer: a frame
+	 * record ([fp] the caller's fp, [fp + 8] the return address) is
+	 * where code without CFI is unwound from */
+	uint8_t fp_dwarf, sp_dwarf;
 };
 
 /* The row for an ELF machine, an architecture's name; NULL if unknown. */

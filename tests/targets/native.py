@@ -7,7 +7,12 @@ calling through C++ functions (native_cpp.cpp, built by the test) into a
 Python callback that blocks; and threads blocked in sleep, a lock and
 select.
 
-usage: native.py GROUND_TRUTH.json LIBPYD_CPP.so
+With "perf" after the library (3.12+), every Python call first goes
+through a perf trampoline (sys.activate_stack_trampoline("perf"), as
+python -X perf does): code in anonymous memory with no CFI, which the
+native unwinding must get past.
+
+usage: native.py GROUND_TRUTH.json LIBPYD_CPP.so [perf]
 """
 import ctypes
 import ctypes.util
@@ -66,6 +71,8 @@ def c_thread():
 
 
 def main():
+    if sys.argv[3:] == ["perf"]:
+        sys.activate_stack_trampoline("perf")
     spawn("callback", sort_with_callback)
     spawn("cpp", call_cpp, sys.argv[2])
     spawn("sleep", in_sleep)

@@ -28,6 +28,9 @@ struct pyd_frame {
 	 * called into the interpreter here (py-bt -n pairs each such run
 	 * with its _PyEval_EvalFrameDefault native frame). */
 	bool entry;
+	/* Of an entry frame (3.12+): where the run's C-stack shim is, inside
+	 * the stack frame of its evaluation-loop activation; 0 if unknown. */
+	uint64_t entry_at;
 	/* Its code is a generator's, a coroutine's or an async
 	 * generator's. */
 	bool generator;
@@ -68,6 +71,7 @@ struct pyd_native_frame {
 	const char *file;     /* source file, NULL if unknown */
 	int line;             /* its line, 0 if unknown */
 	bool interp;          /* in the interpreter's own binary */
+	uint64_t sp;          /* its stack pointer, 0 if unknown */
 };
 
 struct pyd_thread {
@@ -98,6 +102,10 @@ struct pyd_thread {
 	/* Its outer frames were read back from its data stack: the C-stack
 	 * frames linking them are not in the core (3.12+). */
 	bool recovered;
+	/* Its OS thread holds thread states of other interpreters too (it
+	 * entered them: interp.call); its native frames are the OS
+	 * thread's, of which a merge keeps those of this state's runs. */
+	bool shared;
 };
 
 struct pyd_dump {

@@ -12,6 +12,7 @@ import difflib
 import os
 import re
 import shutil
+import time
 
 import pytest
 
@@ -19,7 +20,7 @@ from harness.cores import CORE_PATTERN, kernel_core, remove, run_gcore
 from harness.debuggers import LLDB, gdb_argv, lldb_argv
 from harness.dumps import check_not_stopped, compare, core_doc_checks, gt_sanity
 from harness.interps import TARGETS_DIR, chroot_out
-from harness.procs import TOOL_TIMEOUT, crashed, host_tmp, run, short
+from harness.procs import TOOL_TIMEOUT, crashed, host_tmp, run, short, task_states
 from harness.results import Result, settle
 from harness.target import Target, parse_json_out, tool_file_run
 
@@ -455,3 +456,72 @@ def test_native_debuggers(interp, debugger, tool, build, request):
         finally:
             remove(core)
     settle(Result(name, "FAIL" if errs else "PASS", "\n".join(errs)), request.node)
+
+
+SUBINTERP_MIN = (3, 14)    # concurrent.interpreters
+
+
+def subinterp_errors(gt, doc, pid):
+    """The main thread's two thread states, each with its own native
+    frames: interpreter 1's napper over the sleep, interpreter 0's
+    Interpreter._call over _interpreters' call into it."""
+    mine = [t for t in doc["threads"] if t["tid"] == pid]
+    by_interp = dict((t["interpreter"], t) for t in mine)
+    if sorted(by_interp) != [0, 1]:
+        return ["the main thread should be in interpreters 0 and 1, is in %s"
+                % sorted(by_interp)]
+    errs = []
+    names = dict((i, [(f["kind"], f.get("function") or "") for f in t["frames"]])
+                 for i, t in by_interp.items())
+    inner = names[1]
+    want = gt["napper"]
+    py1 = [f for f in by_interp[1]["frames"] if f["kind"] == "python"]
+    if [(f["function"], f["line"]) for f in py1] != [(want["function"], want["line"])]:
+        errs.append("interpreter 1: Python frames %s, expected napper at line %d"
+                    % ([(f["function"], f["line"]) for f in py1], want["line"]))
+    if not inner or inner[0][0] != "native" or \
+            not any("sleep" in n for k, n in inner if k == "native"):
+        errs.append("interpreter 1: no native sleep inside napper: %s" % inner)
+    outer = names[0]
+    if any("sleep" in n for k, n in outer if k == "native"):
+        errs.append("interpreter 0 shows interpreter 1's sleep: %s" % outer)
+    call = [i for i, (k, n) in enumerate(outer) if k == "python" and n == "_call"]
+    native_call = [i for i, (k, n) in enumerate(outer)
+                   if k == "native" and ("interp_call" in n or "_run_in_interpreter" in n)]
+    if not call or not native_call or max(native_call) > call[0]:
+        errs.append("interpreter 0: _interpreters' call is not inside Interpreter._call "
+                    "(innermost first): %s" % outer)
+    return errs
+
+
+@pytest.mark.interps(lambda i: i.minor >= SUBINTERP_MIN and not i.ft)
+def test_native_subinterpreters(interp, tool, request):
+    """One OS thread in two interpreters (Interpreter.call): --native
+    gives each thread state the native frames of its own runs, in JSON
+    and text."""
+    rc, _, err, _ = run(interp.argv(["-c", "from concurrent import interpreters"]),
+                        TOOL_TIMEOUT)
+    if rc != 0:
+        settle(Result("sub-interpreters", "SKIP", "this %s has no concurrent.interpreters"
+                      % interp.label), request.node)
+        return
+    errs = []
+    with Target(interp, "subinterp") as tg:
+        gt = tg.wait_ground_truth()
+        # napper wrote it on the line before its sleep: asleep by now?
+        deadline = time.time() + 10
+        while time.time() < deadline and task_states(tg.pid).get(tg.pid) != "S":
+            time.sleep(0.05)
+        time.sleep(0.05)
+        argv = [tool.path, "--native", "--json", str(tg.pid)]
+        rc, out, err, secs = run(argv, TOOL_TIMEOUT)
+        doc, e = parse_json_out(out) if rc == 0 else (None, "exit %s: %s" % (rc, short(err)))
+        errs += ["%s: %s" % (" ".join(argv), e)] if e else subinterp_errors(gt, doc, tg.pid)
+        argv = [tool.path, "--native", "--no-source", str(tg.pid)]
+        rc, out, err, secs = run(argv, TOOL_TIMEOUT)
+        text = out.decode("utf-8", "replace")
+        block = text.split("in interpreter 1", 1)[-1]
+        if rc != 0 or "napper" not in block or "sleep" not in block:
+            errs.append("text: interpreter 1's block lacks napper or its sleep:\n%s" % text)
+    settle(Result("sub-interpreters", "FAIL" if errs else "PASS", "\n".join(errs)),
+           request.node)

@@ -423,7 +423,12 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 		      sizeof *u->v))
 		return DWARF_CB_ABORT;
 	struct pyd_native_frame *f = &u->v[u->n];
-	u->n += name_pc(u, pc, activation, f);
+	unsigned k = name_pc(u, pc, activation, f);
+	Dwarf_Word sp = 0;
+	dwfl_frame_reg(state, pyd_memsrc_arch(u->s->src)->sp_dwarf, &sp);
+	for (unsigned i = 0; i < k; i++)
+		f[i].sp = sp;
+	u->n += k;
 	/* The interpreter's own: left out with the evaluation loop's
 	 * frames, unwound through. */
 	const struct trampoline *t = f->library ? NULL : trampoline_at(u, pc);
@@ -501,6 +506,31 @@ static struct pyd_thread *thread_for(struct pyd_dump *d, int64_t tid,
 	t->run = os->run;
 	snprintf(t->name, sizeof t->name, "%s", os->name);
 	return t;
+}
+
+/*
+ * An OS thread that entered other interpreters holds a thread state in
+ * each (3.12+ sub-interpreters: interp.call): each gets the thread's
+ * native stack, and the merge keeps of it what lies in that state's
+ * runs of the evaluation loop (report/merge.c).  Whether t's copies went
+ * to the others.
+ */
+static bool share_native(struct pyd_dump *d, const struct pyd_thread *t)
+{
+	for (size_t i = 0; i < d->nthreads; i++) {
+		struct pyd_thread *o = &d->threads[i];
+		if (o == t || o->tid != t->tid || o->native)
+			continue;
+		o->shared = true;
+		((struct pyd_thread *)t)->shared = true;
+		o->native = calloc(t->nnative ? t->nnative : 1, sizeof *o->native);
+		if (!o->native)
+			return false;
+		for (size_t k = 0; k < t->nnative; k++)
+			o->native[o->nnative++] = owned(&t->native[k]);
+		o->native_error = t->native_error;
+	}
+	return true;
 }
 
 /* libdwfl over the source's files, with an empty cache of addresses. */
@@ -597,6 +627,8 @@ enum pyd_err pyd_dump_native(struct pyd_session *s, struct pyd_dump *d,
 		t->native = u.v;
 		t->nnative = u.n;
 		t->native_error = rc != 0 && !u.n ? PYD_E_READ : PYD_OK;
+		if (!share_native(d, t))
+			err = PYD_E_NOMEM;
 	}
 	unwind_end(&u);
 	return err;

@@ -377,6 +377,12 @@ enum pyd_err pyd_walk_chain(struct pyd_session *s, uint64_t f, size_t idx,
 			return err;
 		if (out->n > had)
 			out->v[had].addr = at;
+		/* 3.12+: the shim that ended the last frame's run lies in
+		 * the C stack frame of the loop that ran it */
+		else if (had && out->v[had - 1].entry &&
+		         !out->v[had - 1].entry_at &&
+		         L->owner_first_shim != PYD_NO_FIELD)
+			out->v[had - 1].entry_at = at;
 	}
 	out->more = f != 0;
 	out->nodes = idx;

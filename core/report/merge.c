@@ -6,7 +6,10 @@
  * evaluation loop: a run ends (outwards) at an entry frame, where C code
  * called into the interpreter.  Runs and evaluation-loop frames pair up
  * from the innermost, so runs with no loop frame among the native ones
- * (a backtrace cut short) are the outermost.
+ * (a backtrace cut short) are the outermost -- except where an OS thread
+ * holds several thread states (it entered sub-interpreters): there the
+ * runs of all of them share its native frames, and each pairs with the
+ * loop frame its C-stack shim lies in.
  */
 #include <stdlib.h>
 #include <string.h>

@@ -211,7 +211,7 @@ def test_subprocesses_shell_parent(interp, tool, request):
 def shell_sample_errors(tool, pid, child):
     """sample --subprocesses on the shell: exit 0, the child's samples, the
     shell named as skipped in the summary."""
-    argv = [tool.path, "sample", "--subprocesses", "-d", "1", "-f", "collapsed", str(pid)]
+    argv = [tool.path, "sample", "--subprocesses", "-n", "200", "-f", "collapsed", str(pid)]
     rc, out, err, secs = run(argv, TOOL_TIMEOUT)
     err = err.decode("utf-8", "replace")
     errs = [] if rc == 0 else ["%s: exit %s, expected 0: %s" % (" ".join(argv), rc, short(err))]
@@ -273,7 +273,7 @@ def test_subprocesses_launched_shell(interp, tool, request):
         kill(p)
         if os.path.exists(out):
             os.unlink(out)
-    argv = [tool.path, "sample", "--subprocesses", "-d", "1", "--", "bash", "-c",
+    argv = [tool.path, "sample", "--subprocesses", "-d", "0.5", "--", "bash", "-c",
             "sleep 600; true"]
     p = spawn(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:

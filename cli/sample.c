@@ -550,6 +550,8 @@ static void finish_meta(struct run *r, struct pyd_profile *prof, int64_t now)
 	m->reads = reads - r->reads_before;
 	r->reads_before = reads;
 	prof->by_process = r->o->opt.subprocesses;
+	if (!m->python_version && prof->nprocesses)
+		m->python_version = prof->processes[0].python_version;
 	if (r->o->opt.every)
 		m->duration_s = (double)(now - r->interval_start) / 1e9;
 	m->interval_s = m->ticks ? m->duration_s / (double)m->ticks : 0;
@@ -797,7 +799,11 @@ static void fill_meta(struct run *r)
 {
 	struct pyd_prof_meta *m = &r->prof->meta;
 	m->pid = r->o->pid;
-	m->python_version = r->prof->processes[0].python_version;
+	/* A root that is not Python (a shell, skipped) has no process yet:
+	 * the first Python one's, once there is one (finish_meta). */
+	m->python_version = r->prof->nprocesses
+	                        ? r->prof->processes[0].python_version
+	                        : NULL;
 	m->mode = r->o->opt.mode;
 	m->rate_hz = r->o->opt.rate;
 	m->start_unix_us = r->total.start_unix_us = unix_us();
@@ -911,7 +917,9 @@ static int run(struct run *r)
 	const struct pyd_opts *o = &r->o->opt;
 	int rc = o->format->stream ? open_stream(r) : check_output(o);
 	if (!rc && r->o->push)
-		rc = push_start(r->o->push, r->prof->processes[0].cmdline);
+		rc = push_start(r->o->push, r->prof->nprocesses
+		                                ? r->prof->processes[0].cmdline
+		                                : "");
 	if (rc)
 		return rc;
 	sample_loop(r);

@@ -409,13 +409,15 @@ static const char *other_loop(struct pyd_session *s)
 {
 	struct pyd_walk w;
 	uint64_t interp, md;
-	for (pyd_walk_interps(&w, s); pyd_walk_next(&w, &interp);)
-		for (size_t i = 0; i < sizeof other_loops / sizeof *other_loops;
-		     i++)
+	const char *found = NULL;
+	for (pyd_walk_interps(&w, s); !found && pyd_walk_next(&w, &interp);)
+		for (size_t i = 0;
+		     !found && i < sizeof other_loops / sizeof *other_loops; i++)
 			if (!pyd_module_dict(s, interp, other_loops[i], &md) &&
 			    md)
-				return other_loops[i];
-	return NULL;
+				found = other_loops[i];
+	pyd_walk_end(&w);
+	return found;
 }
 
 static enum pyd_err dump_tasks(struct pyd_session *s, struct pyd_task_graph *g,
@@ -449,7 +451,8 @@ static enum pyd_err dump_tasks(struct pyd_session *s, struct pyd_task_graph *g,
 		err = decode_all(c, g);
 	if (paged_passes)
 		pyd_session_unpaged(s, &c->paged);
-	if (!err && !g->asyncio_loaded)
+	/* The dump's (a sampler's rounds ask asyncio only) */
+	if (!err && !g->asyncio_loaded && paged_passes)
 		g->other_loop = other_loop(s);
 	/* The graph keeps the index: g->tasks[i] is what raw[i] became. */
 	if (!err && (g->index = malloc(sizeof *g->index))) {

@@ -257,7 +257,7 @@ enum pyd_err pyd_read_prof_collapsed(char *text, size_t len,
 	c.p->by_process = c.processes;
 	c.p->threads_merged = c.p->nthreads;
 	c.p->meta.samples = c.p->nodes[0].total;
-	c.p->meta.pid = c.p->processes[0].pid;
+	c.p->meta.pid = c.p->nprocesses ? c.p->processes[0].pid : 0;
 	*out = c.p;
 	return PYD_OK;
 }

@@ -518,7 +518,8 @@ static void set_meta(struct pyd_profile *p, const struct doc *d)
 {
 	struct pyd_prof_meta *m = &p->meta;
 	m->pid = to_int(d->pid);
-	m->python_version = p->processes[0].python_version;
+	m->python_version =
+	    p->nprocesses ? p->processes[0].python_version : NULL;
 	if (!d->mode || !pyd_sample_mode_named(d->mode, &m->mode))
 		m->mode = PYD_SAMPLE_WALL;
 	m->rate_hz = d->rate;

@@ -17,7 +17,13 @@ target writes GROUND_TRUTH.json.gil: {"spans": {contender: [[start, end],
 ...]}} in time.time() seconds, so the harness can take each contender's
 share of exactly the window it sampled.
 
-usage: sample_gil.py GROUND_TRUTH.json
+With switch=SECS, sys.setswitchinterval(SECS) first: a contender then
+waits for the GIL asleep that long before it asks the holder to drop it,
+rather than waking every 5 ms (on a loaded machine, to wait for a CPU
+instead: runnable, not asleep on the GIL), which tests/test_gil_states.py
+needs; the sampler's checks keep the default.
+
+usage: sample_gil.py GROUND_TRUTH.json [switch=SECS]
 """
 import os
 import signal
@@ -26,8 +32,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _pyd_common import (base_truth, code_info, ready, spawn, thread_table,  # noqa: E402
-                         wait_workers, write_json)
+from _pyd_common import (base_truth, code_info, options, ready, spawn,  # noqa: E402
+                         thread_table, wait_workers, write_json)
 
 HOLD_S = 0.3
 GAP_S = 0.002
@@ -93,6 +99,8 @@ def sleep_forever():
 
 
 def main():
+    if "switch" in options():
+        sys.setswitchinterval(float(options()["switch"]))
     signal.signal(signal.SIGUSR1, write_spans)
     n = calibrate()
     spawn("sleeper", sleep_forever)

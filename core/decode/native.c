@@ -515,14 +515,14 @@ static struct pyd_thread *thread_for(struct pyd_dump *d, int64_t tid,
  * runs of the evaluation loop (report/merge.c).  Whether t's copies went
  * to the others.
  */
-static bool share_native(struct pyd_dump *d, const struct pyd_thread *t)
+static bool share_native(struct pyd_dump *d, struct pyd_thread *t)
 {
 	for (size_t i = 0; i < d->nthreads; i++) {
 		struct pyd_thread *o = &d->threads[i];
 		if (o == t || o->tid != t->tid || o->native)
 			continue;
 		o->shared = true;
-		((struct pyd_thread *)t)->shared = true;
+		t->shared = true;
 		o->native = calloc(t->nnative ? t->nnative : 1, sizeof *o->native);
 		if (!o->native)
 			return false;

@@ -675,17 +675,26 @@ enum pyd_err pyd_live_family(int pid, struct pyd_proc **out, size_t *n)
 	return family_by_children(pid, out, n);
 }
 
-int pyd_live_tgid(int tid)
+/* The number /proc/PID/status gives after key ("Tgid:"), or dflt if it
+ * gives none. */
+static int status_field(int pid, const char *key, int dflt)
 {
-	char path[64], line[128];
-	int tgid = tid;
-	snprintf(path, sizeof path, "/proc/%d/status", tid);
+	char path[64], line[256];
+	size_t klen = strlen(key);
+	int v = dflt;
+	snprintf(path, sizeof path, "/proc/%d/status", pid);
 	FILE *f = fopen(path, "re");
 	while (f && fgets(line, sizeof line, f))
-		if (sscanf(line, "Tgid: %d", &tgid) == 1)
+		if (!strncmp(line, key, klen) && sscanf(line + klen, "%d", &v) == 1)
 			break;
 	if (f)
 		fclose(f);
+	return v;
+}
+
+int pyd_live_tgid(int tid)
+{
+	int tgid = status_field(tid, "Tgid:", tid);
 	return tgid > 0 ? tgid : tid;
 }
 
@@ -785,15 +794,9 @@ static bool seize_one(struct pyd_live *l, pid_t tid, enum pyd_thread_run run)
  * name into comm. */
 static int tracer_of(int pid, char *comm, size_t commsz)
 {
-	char path[64], line[256];
-	int tracer = 0;
-	snprintf(path, sizeof path, "/proc/%d/status", pid);
-	FILE *f = fopen(path, "re");
-	while (f && fgets(line, sizeof line, f))
-		if (sscanf(line, "TracerPid: %d", &tracer) == 1)
-			break;
-	if (f)
-		fclose(f);
+	char path[64];
+	int tracer = status_field(pid, "TracerPid:", 0);
+	FILE *f;
 	snprintf(comm, commsz, "?");
 	snprintf(path, sizeof path, "/proc/%d/comm", tracer);
 	if (tracer > 0 && (f = fopen(path, "re"))) {

@@ -10,6 +10,7 @@
 
 #include "../core/pyd.h"
 #include "../core/report/report.h"
+#include "coredumps.h"
 #include "cli.h"
 #include "../frontend/dump.h"
 #include "../frontend/target.h"
@@ -35,6 +36,7 @@ static const char usage_text[] =
 	"                                          pprof: see\n"
 	"                                          pystack-dump serve --help)\n"
 	"       pystack-dump [OPTIONS] --core CORE [--exe EXE] [--sysroot DIR]\n"
+	"       pystack-dump [OPTIONS] --coredump PID|PROGRAM\n"
 	"       pystack-dump [OPTIONS] --snapshot FILE\n"
 	"\n"
 	"Print the Python stack of every thread of the CPython process PID,\n"
@@ -45,6 +47,12 @@ static const char usage_text[] =
 	"      --core CORE  read an ELF core file (from a crash, or gcore).\n"
 	"                   Pages the core left out are read from the mapped\n"
 	"                   files; for 3.13+ no binary is needed at all\n"
+	"                   (compressed or not: gzip, zstd, xz, lz4)\n"
+	"      --coredump PID|PROGRAM  read the newest core systemd-coredump\n"
+	"                   kept of a crash of process PID, or of PROGRAM (a\n"
+	"                   path, or a name: python3.12), found with\n"
+	"                   coredumpctl, else in /var/lib/systemd/coredump;\n"
+	"                   the header says its executable, signal and time\n"
 	"      --exe EXE    the core's executable, if not where the core says\n"
 	"      --sysroot DIR  look for the core's libraries under DIR (a core\n"
 	"                   copied off another machine)\n"
@@ -161,7 +169,8 @@ static const char usage_text[] =
 	"                       16 bad or unsupported profile or recording\n"
 	"                          file (diff, report)\n"
 	"                       17 an output file (-o, --save-snapshot)\n"
-	"                          cannot be written\n";
+	"                          cannot be written\n"
+	"                       18 --coredump: no kept core matches\n";
 
 struct options {
 	struct target_spec spec; /* from opt's core, exe, ... and the PID */
@@ -178,13 +187,19 @@ struct options {
 static int check_sources(int argc, char **argv, struct options *o)
 {
 	struct target_spec *t = &o->spec;
-	int files = !!t->core + !!t->snapshot, rest = argc - optind;
+	int files = !!o->opt.core + !!t->snapshot + !!o->opt.coredump,
+	    rest = argc - optind;
 	char err[256];
 	if (files > 1 || (files && rest > 0))
-		return cli_usage_error("%s", "give one of PID, --core or --snapshot");
+		return cli_usage_error("%s", "give one of PID, --core, --coredump "
+					     "or --snapshot");
 	if (!files && rest != 1)
 		return cli_usage_error("%s", rest ? "expected exactly one PID"
-					      : "missing PID (or --core/--snapshot)");
+					      : "missing PID (or --core, --coredump, "
+						"--snapshot)");
+	if (o->opt.coredump && o->opt.subprocesses)
+		return cli_usage_error("%s", "--subprocesses reads live processes, "
+					     "not a core (--coredump)");
 	if (!pyd_dump_check(t, &o->opt, err, sizeof err))
 		return cli_usage_error("%s", err);
 	return files ? 0 : cli_parse_pid(argv[optind], &t->pid);
@@ -207,7 +222,9 @@ static int parse_args(int argc, char **argv, struct options *o)
 	}
 	if (p->debugger_setup)
 		exit(cli_debugger_setup());
-	o->spec = (struct target_spec){.core = p->core, .exe = p->exe,
+	/* --coredump names a core found later (main); checked as one */
+	o->spec = (struct target_spec){.core = p->core ? p->core : p->coredump,
+				       .exe = p->exe,
 				       .sysroot = p->sysroot,
 				       .snapshot = p->snapshot,
 				       .record = p->save != NULL};
@@ -353,5 +370,15 @@ int main(int argc, char **argv)
 	int rc = parse_args(argc, argv, &o);
 	if (rc)
 		return rc;
+	if (o.opt.coredump) {
+		struct cli_coredump cd;
+		if ((rc = cli_find_coredump(o.opt.coredump, &cd)))
+			return rc;
+		o.spec.core = cd.path;
+		o.spec.crash = &cd.crash;
+		rc = dump_one(&o, NULL);
+		cli_coredump_done(&cd);
+		return rc;
+	}
 	return o.opt.subprocesses ? dump_family(&o) : dump_one(&o, NULL);
 }

@@ -37,6 +37,8 @@ const char *pyd_strerror(enum pyd_err err)
 		return "bad or unsupported profile or recording";
 	case PYD_E_WRITE:
 		return "output file cannot be written";
+	case PYD_E_NOCOREDUMP:
+		return "no kept core matches";
 	}
 	return "unknown error";
 }

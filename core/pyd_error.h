@@ -25,6 +25,7 @@ enum pyd_err {
 	                         * file (diff, report) */
 	PYD_E_WRITE = 17,       /* an output file (-o, --save-snapshot)
 	                         * cannot be written */
+	PYD_E_NOCOREDUMP = 18,  /* --coredump: no kept core matches */
 };
 
 /* A short human name for an error ("no such process", ...). */

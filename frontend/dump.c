@@ -177,7 +177,16 @@ static void describe_origin(const struct run *r, char *out, size_t outsz)
 		char how[32] = "";
 		if (*packed)
 			snprintf(how, sizeof how, ", %s-compressed", packed);
-		if (r->t.pid > 0)
+		const struct pyd_crash *c = s->crash;
+		const char *sig = c ? pyd_core_signal_name(c->signal) : NULL;
+		if (c && r->t.pid > 0)
+			/* what the crash's records say, after the pid */
+			snprintf(out, outsz,
+			         "%s %s%s (process %d: %s, %s, %s, from %s)",
+			         what, file, how, r->t.pid,
+			         *c->exe ? c->exe : "?", sig ? sig : "?",
+			         *c->time ? c->time : "?", c->found_by);
+		else if (r->t.pid > 0)
 			snprintf(out, outsz, "%s %s%s (process %d)", what,
 			         file, how, r->t.pid);
 		else
@@ -198,6 +207,7 @@ static struct pyd_report_opts report_opts(const struct run *r,
 	    .ppid = r->j->ppid,
 	    .cmdline = r->j->family ? r->j->cmdline : NULL,
 	    .corrupt = pyd_session_corruption(r->sess),
+	    .crash = r->j->spec.crash,
 	};
 }
 

@@ -161,6 +161,12 @@ static const struct row rows[] = {
 	{PYD_SAY_CANNOT_WRITE, ANY_ERR, ANYWHERE, false,
 	 "{prog}: cannot write {file}{: detail}; name a file in a directory "
 	 "that exists, that you may write to and that has room\n"},
+	{PYD_SAY_NO_COREDUMP, ANY_ERR, CLI, false,
+	 "{prog}: no core of {file} kept by systemd-coredump: {detail}. Is "
+	 "systemd-coredump the kernel's core handler (cat "
+	 "/proc/sys/kernel/core_pattern), and was the process's core size "
+	 "limit above 0? List the cores kept with coredumpctl list; give a "
+	 "core file itself with --core FILE.\n"},
 	/* A debugger with nothing to read yet. */
 	{PYD_SAY_NO_TARGET, ANY_ERR, DEBUGGER, false,
 	 "{prog}: no process or core; run, attach or load a core first\n"},

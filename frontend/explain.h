@@ -68,6 +68,8 @@ enum pyd_say {
 	PYD_SAY_CANNOT_LISTEN,     /* serve cannot listen on {file} (PYD_E_PERM:
 				    * not allowed; else in use or not here) */
 	PYD_SAY_NO_SERVE,          /* this build has no serve */
+	PYD_SAY_NO_COREDUMP,       /* --coredump {file}: no core found
+				    * (detail: where it was looked for) */
 };
 
 struct pyd_explain {

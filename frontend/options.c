@@ -56,6 +56,7 @@ struct opt {
  */
 static const struct opt opts[] = {
     {"core", 0, NULL, STRING, DUMP, AT(core)},
+    {"coredump", 0, NULL, STRING, DUMP, AT(coredump)},
     {"exe", 0, NULL, STRING, DUMP, AT(exe)},
     {"sysroot", 0, NULL, STRING, DUMP, AT(sysroot)},
     {"snapshot", 0, NULL, STRING, DUMP, AT(snapshot)},

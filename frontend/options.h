@@ -35,6 +35,7 @@
 struct pyd_opts {
 	/* where the dump reads from (pystack-dump) */
 	const char *core, *exe, *sysroot, *snapshot;
+	const char *coredump; /* --coredump: a pid or program whose kept core */
 	const char *save; /* --save-snapshot */
 	bool json, locked, no_source, tasks, table;
 	bool greenlets; /* --greenlets */

@@ -14,6 +14,8 @@
 #include "../core/pyd.h"
 #include "explain.h"
 
+struct pyd_crash;
+
 struct target_spec {
 	int pid;              /* live process, or 0 */
 	const char *core;     /* core file, or NULL */
@@ -21,6 +23,7 @@ struct target_spec {
 	const char *sysroot;  /* --sysroot */
 	const char *snapshot; /* snapshot to decode, or NULL */
 	bool record;          /* --save-snapshot: record what is read */
+	const struct pyd_crash *crash; /* --coredump: the crash's records */
 };
 
 struct target {

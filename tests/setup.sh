@@ -29,4 +29,5 @@ one bullseye "bullseye-3.9 and the static binary's bullseye runs" &
 one ft "ft-3.15t and ft-3.15" &
 one arm64 "the arm64 tests" &
 one pprof "the checks that the real pprof reads our profiles" &
+one coredump "the checks of --coredump with systemd-coredump" &
 wait

@@ -30,8 +30,9 @@ mkdir -p "$dir/crashes"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp
-status=0
-for t in $targets; do
+# One harness: fuzz it from its corpus; 0, or 1 on a finding.
+fuzz_one() {
+	t=$1
 	corpus=$dir/corpus/$t
 	mkdir -p "$corpus"
 	seeds="fuzz/corpus/$t"
@@ -62,7 +63,28 @@ for t in $targets; do
 	else
 		echo "fuzz $t: FINDING (see $log and $dir/crashes/)"
 		tail -30 "$log"
-		status=1
+		return 1
 	fi
+}
+# Two at a time: each harness is one process on one core.
+lane() {
+	st=0
+	for t in "$@"; do
+		fuzz_one "$t" || st=1
+	done
+	return $st
+}
+set -- $targets
+odd= even=
+while [ $# -gt 0 ]; do
+	odd="$odd $1"
+	shift
+	[ $# -gt 0 ] && { even="$even $1"; shift; }
 done
+status=0
+# shellcheck disable=SC2086  # one word per harness
+lane $odd &
+first=$!
+lane $even || status=1
+wait $first || status=1
 exit $status

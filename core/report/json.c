@@ -1,5 +1,6 @@
 #include "report.h"
 
+#include <signal.h>
 #include <stdlib.h>
 
 void pyd_report_json_frame(struct pyd_buf *b, const struct pyd_frame *f,
@@ -124,6 +125,38 @@ static void thread_json(struct pyd_buf *b, const struct pyd_thread *t,
 	pyd_buf_put(b, "]}", 2);
 }
 
+const char *pyd_core_signal_name(int sig)
+{
+	/* The signals whose default action dumps core (signal(7)). */
+	static const struct {
+		int sig;
+		const char *name;
+	} dumping[] = {
+	    {SIGQUIT, "SIGQUIT"}, {SIGILL, "SIGILL"},   {SIGTRAP, "SIGTRAP"},
+	    {SIGABRT, "SIGABRT"}, {SIGBUS, "SIGBUS"},   {SIGFPE, "SIGFPE"},
+	    {SIGSEGV, "SIGSEGV"}, {SIGXCPU, "SIGXCPU"}, {SIGXFSZ, "SIGXFSZ"},
+	    {SIGSYS, "SIGSYS"},
+	};
+	for (size_t i = 0; i < sizeof dumping / sizeof *dumping; i++)
+		if (dumping[i].sig == sig)
+			return dumping[i].name;
+	return NULL;
+}
+
+/* ', "crash": {...}': what the records of a crash say (--coredump). */
+static void crash_json(struct pyd_buf *b, const struct pyd_crash *c)
+{
+	pyd_buf_put(b, ", \"crash\": {\"exe\": ", 19);
+	pyd_buf_json_str(b, c->exe && *c->exe ? c->exe : NULL);
+	pyd_buf_printf(b, ", \"signal\": %d, \"signal_name\": ", c->signal);
+	pyd_buf_json_str(b, pyd_core_signal_name(c->signal));
+	pyd_buf_put(b, ", \"time\": ", 10);
+	pyd_buf_json_str(b, c->time && *c->time ? c->time : NULL);
+	pyd_buf_put(b, ", \"found_by\": ", 14);
+	pyd_buf_json_str(b, c->found_by);
+	pyd_buf_put(b, "}", 1);
+}
+
 void pyd_report_json_head(struct pyd_buf *b, const struct pyd_report_opts *o)
 {
 	pyd_buf_printf(b, "{\"pid\": %d, ", o->pid);
@@ -140,6 +173,8 @@ void pyd_report_json_head(struct pyd_buf *b, const struct pyd_report_opts *o)
 		       o->free_threaded ? "true" : "false");
 	pyd_buf_put(b, ", \"binary\": ", 12);
 	pyd_buf_json_str(b, o->binary);
+	if (o->crash)
+		crash_json(b, o->crash);
 }
 
 void pyd_report_json_corrupt(struct pyd_buf *b, const struct pyd_report_opts *o)

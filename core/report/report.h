@@ -11,6 +11,18 @@
 /* A string literal into b. */
 #define PUT(b, lit) pyd_buf_put((b), (lit), sizeof(lit) - 1)
 
+/* What systemd-coredump's records say of a crash whose core is read
+ * (--coredump); each field NULL or 0 where they do not say. */
+struct pyd_crash {
+	const char *exe;      /* the crashed executable */
+	int signal;           /* the signal that ended it */
+	const char *time;     /* when, as the records give it */
+	const char *found_by; /* "coredumpctl", or the directory read */
+};
+
+/* "SIGSEGV" for a signal that dumps core, else NULL. */
+const char *pyd_core_signal_name(int sig);
+
 struct pyd_report_opts {
 	int pid;                    /* the target's pid, <= 0 if unknown */
 	const char *origin;         /* "Process 1234", "Core file core.1234" */
@@ -32,6 +44,9 @@ struct pyd_report_opts {
 	/* What was found corrupt in the target's memory
 	 * (pyd_session_corruption), which the JSON gives; NULL if nothing. */
 	const char *corrupt;
+	/* The crash's records (--coredump), which the JSON gives; NULL
+	 * otherwise. */
+	const struct pyd_crash *crash;
 };
 
 /* "ORIGIN: Python 3.15.0 (BINARY)\n", naming a free-threading build. */

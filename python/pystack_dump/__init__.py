@@ -45,7 +45,7 @@ __all__ = ["dump", "tasks", "Sampler", "Error", "UsageError", "ProcessNotFound",
            "PermissionDenied", "NotPython", "UnsupportedVersion", "ProcessExited",
            "StacksChanging", "MemoryUnreadable", "OutOfMemory", "BadFile", "NotACore",
            "ForeignCore", "CoreTruncated", "BadSnapshot", "ExeMismatch", "BadProfile",
-           "OutputUnwritable", "IncompleteWarning"]
+           "OutputUnwritable", "NoKeptCore", "IncompleteWarning"]
 
 
 class Error(Exception):
@@ -128,6 +128,11 @@ class OutputUnwritable(Error):
     """An output file (``-o``, ``--save-snapshot``) cannot be written (17)."""
 
 
+class NoKeptCore(Error):
+    """``coredump=``: systemd-coredump kept no core of that process or
+    program (18)."""
+
+
 class IncompleteWarning(UserWarning):
     """A document returned with what is missing from it (``code``: the exit
     status ``pystack-dump`` has for it, ``message``: its message)."""
@@ -147,14 +152,14 @@ ERRORS = {2: "bad usage", 3: "no such process", 4: "permission denied",
           12: "core file of another architecture", 13: "core file truncated",
           14: "bad or unsupported snapshot file", 15: "executable does not match the core",
           16: "bad or unsupported profile or recording",
-          17: "output file cannot be written"}
+          17: "output file cannot be written", 18: "no kept core matches"}
 
 # The one map from exit status to class.
 _CLASSES = {2: UsageError, 3: ProcessNotFound, 4: PermissionDenied, 5: NotPython,
             6: UnsupportedVersion, 7: ProcessExited, 8: StacksChanging,
             9: MemoryUnreadable, 10: OutOfMemory, 11: NotACore, 12: ForeignCore,
             13: CoreTruncated, 14: BadSnapshot, 15: ExeMismatch, 16: BadProfile,
-            17: OutputUnwritable}
+            17: OutputUnwritable, 18: NoKeptCore}
 
 
 def _error(code, message):
@@ -235,23 +240,29 @@ def _pid(pid, who):
     return pid
 
 
-def _source(who, pid, core, snapshot):
+def _source(who, pid, core, snapshot, coredump=None):
     """The CLI's options for the one source given, and the pid (0: a file)."""
-    if (pid is not None) + (core is not None) + (snapshot is not None) != 1:
-        raise UsageError(2, "%s: give one of pid, core= or snapshot=" % who)
+    if (pid is not None) + (core is not None) + (snapshot is not None) + \
+            (coredump is not None) != 1:
+        raise UsageError(2, "%s: give one of pid, core=, coredump= or snapshot=" % who)
     if core is not None:
         return ["--core", os.fsdecode(core)], 0
+    if coredump is not None:
+        return ["--coredump", str(coredump)], 0
     if snapshot is not None:
         return ["--snapshot", os.fsdecode(snapshot)], 0
     return [], _pid(pid, who)
 
 
 def dump(pid=None, *, core=None, snapshot=None, exe=None, sysroot=None, locked=False,
-         locals=False, native=False):
+         locals=False, native=False, coredump=None):
     """The stacks of every thread of a process, a core or a snapshot.
 
-    Exactly one of ``pid``, ``core`` (an ELF core file; ``exe`` and
-    ``sysroot`` as ``--exe`` and ``--sysroot``) and ``snapshot``.  Returns
+    Exactly one of ``pid``, ``core`` (an ELF core file, compressed or not;
+    ``exe`` and ``sysroot`` as ``--exe`` and ``--sysroot``), ``coredump``
+    (a pid or program whose newest core systemd-coredump kept, as
+    ``--coredump``: the document's ``"crash"`` says what its records
+    say) and ``snapshot``.  Returns
     the document ``pystack-dump --json`` prints for the same options
     (``locked``: ``--locked``, ``locals``: ``--locals``, ``native``:
     ``--native``): ``{"pid", "source", "python_version", "binary",
@@ -260,7 +271,7 @@ def dump(pid=None, *, core=None, snapshot=None, exe=None, sysroot=None, locked=F
     :class:`IncompleteWarning` for a document with parts missing.
     """
     who = "pystack_dump.dump"
-    opts, pid = _source(who, pid, core, snapshot)
+    opts, pid = _source(who, pid, core, snapshot, coredump)
     if pid == os.getpid() and (locked or native):
         raise UsageError(2, "%s: locked and native stop the target's threads with "
                             "ptrace, which a process cannot do to its own; dump "

@@ -35,8 +35,9 @@ static const char storage_dir[] = "/var/lib/systemd/coredump";
 /* ---- coredumpctl ---- */
 
 /* Run argv (found on PATH), its standard output into out (at most
- * outsz - 1 bytes, NUL-ended); its exit status, or -1 if it could not
- * be run (not installed). */
+ * outsz - 1 bytes, NUL-ended; the rest read and dropped, so that it is
+ * never cut off by a closed pipe); its exit status, or -1 if it could
+ * not be run (not installed). */
 static int run_capture(char *const argv[], char *out, size_t outsz)
 {
 	int fds[2];
@@ -52,10 +53,18 @@ static int run_capture(char *const argv[], char *out, size_t outsz)
 	close(fds[1]);
 	size_t n = 0;
 	if (rc == 0) {
+		char spill[4096];
 		ssize_t k;
-		while ((k = read(fds[0], out + n, outsz - 1 - n)) > 0 ||
-		       (k < 0 && errno == EINTR))
-			n += k > 0 ? (size_t)k : 0;
+		for (;;) {
+			bool room = n + 1 < outsz;
+			k = room ? read(fds[0], out + n, outsz - 1 - n)
+			         : read(fds[0], spill, sizeof spill);
+			if (k < 0 && errno == EINTR)
+				continue;
+			if (k <= 0)
+				break;
+			n += room ? (size_t)k : 0;
+		}
 	}
 	out[n] = '\0';
 	close(fds[0]);
@@ -108,24 +117,23 @@ static int ask_coredumpctl(const char *what, struct cli_coredump *cd)
 	if (!info_field(text, "Storage", v, sizeof v))
 		return 0;
 	if (!strcmp(v, "journal")) {
-		/* Kept inside the journal: coredumpctl writes it out. */
+		/* Kept inside the journal: coredumpctl writes it out, to a
+		 * file of a directory of our own (it will not overwrite one). */
 		snprintf(cd->tmp, sizeof cd->tmp, "%s/pystack-dump-core.XXXXXX",
 			 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-		int fd = mkstemp(cd->tmp);
-		if (fd < 0) {
+		if (!mkdtemp(cd->tmp)) {
 			cd->tmp[0] = '\0';
 			return 0;
 		}
-		close(fd);
+		snprintf(cd->path, sizeof cd->path, "%.*s/core",
+			 (int)sizeof cd->path - 8, cd->tmp);
 		char *dump[] = {"coredumpctl", "--no-pager", "-1", "-o",
-				cd->tmp, "dump", (char *)what, NULL};
+				cd->path, "dump", (char *)what, NULL};
 		char ignored[1];
 		if (run_capture(dump, ignored, sizeof ignored) != 0) {
-			unlink(cd->tmp);
-			cd->tmp[0] = '\0';
+			cli_coredump_done(cd);
 			return 0;
 		}
-		snprintf(cd->path, sizeof cd->path, "%s", cd->tmp);
 	} else {
 		/* "/var/lib/systemd/coredump/core.... (present)"; a core
 		 * "(missing)" or "(inaccessible)" to this user is looked for
@@ -321,7 +329,9 @@ int cli_find_coredump(const char *what, struct cli_coredump *cd)
 
 void cli_coredump_done(struct cli_coredump *cd)
 {
-	if (cd->tmp[0])
-		unlink(cd->tmp);
+	if (!cd->tmp[0])
+		return;
+	unlink(cd->path);
+	rmdir(cd->tmp);
 	cd->tmp[0] = '\0';
 }

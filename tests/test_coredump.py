@@ -17,9 +17,14 @@ systemd-coredump gives it.  Then:
 - `--coredump EXE` (the executable's path) finds the same core;
 - without coredumpctl on PATH, the storage directory's names and extended
   attributes find it (found by the directory);
+- a core kept inside the journal (Storage=journal, set for the test in a
+  drop-in of coredump.conf) is written out by coredumpctl and read the
+  same way, its temporary copy removed after;
 - a pid no core is kept of: exit 18, saying where it looked and what to
   check."""
 
+import contextlib
+import glob
 import os
 import signal
 import socket
@@ -43,6 +48,7 @@ JOURNALD = "/lib/systemd/systemd-journald"
 JOURNAL_SOCKET = "/run/systemd/journal/socket"
 COREDUMP_SOCKET = "/run/systemd/coredump"
 STORAGE = "/var/lib/systemd/coredump"
+DROP_IN = "/etc/systemd/coredump.conf.d/pystack-dump-test.conf"
 # A host interpreter and a chroot's (--sysroot), as for the other
 # compressed cores: finding the core is the same code whatever the Python.
 INTERPS = ("pyenv-3.12", "sid-3.15")
@@ -88,6 +94,25 @@ class Systemd:
             self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
             self.listener.bind(COREDUMP_SOCKET)
             self.listener.listen(4)
+
+    @contextlib.contextmanager
+    def in_journal(self):
+        """Cores kept inside the journal while in the block (only with the
+        test's own socket: a machine's systemd-coredump is left as it is
+        configured)."""
+        if not self.listener:
+            pytest.skip("this machine runs its own systemd-coredump")
+        os.makedirs(os.path.dirname(DROP_IN), exist_ok=True)
+        with open(DROP_IN, "w") as f:
+            f.write("[Coredump]\nStorage=journal\n")
+        try:
+            yield
+        finally:
+            remove(DROP_IN)
+            try:
+                os.rmdir(os.path.dirname(DROP_IN))
+            except OSError:
+                pass
 
     def store(self, pid, core):
         """Hand the core of (stopped) process pid to systemd-coredump as
@@ -156,9 +181,11 @@ def env_with(ctl):
     return env
 
 
-def check_found(tool, args, sysroot, gt, interp, pid, exe, found_by, env):
+def check_found(tool, args, sysroot, gt, interp, pid, exe, found_by, env,
+                in_journal=False):
     """--coredump ARGS as JSON and as text: the ground truth, the
-    records' facts, the header."""
+    records' facts, the header (naming the stored file, zstd-compressed,
+    or the copy written out of the journal)."""
     errs = []
     argv, rc, out, err, _ = tool_run(tool, ["--coredump"] + args + sysroot + ["--json"],
                                      env=env)
@@ -177,13 +204,49 @@ def check_found(tool, args, sysroot, gt, interp, pid, exe, found_by, env):
         errs.append("%s: no crash.time" % cmd)
     argv, rc, out, err, _ = tool_run(tool, ["--coredump"] + args + sysroot, env=env)
     head = out.split(b"\n", 1)[0].decode("utf-8", "replace")
-    prefix = "Core file %s/core." % STORAGE
-    facts = "zstd-compressed (process %d: %s, SIGABRT, %s, from %s)" % (
-        pid, exe, crash.get("time"), found_by)
+    prefix = ("Core file %s/pystack-dump-core." % os.environ.get("TMPDIR", "/tmp")
+              if in_journal else "Core file %s/core." % STORAGE)
+    facts = "%s (process %d: %s, SIGABRT, %s, from %s)" % (
+        "" if in_journal else ", zstd-compressed", pid, exe, crash.get("time"), found_by)
     if rc != 0 or not head.startswith(prefix) or facts not in head:
         errs.append("%s: exit %s, header %r, want %r ... %r" % (" ".join(argv), rc, head,
                                                              prefix, facts))
     return errs
+
+
+def take_core(tg, systemd):
+    """gcore of the target, handed to systemd-coredump while the target is
+    stopped; (systemd-coredump's exit statuses, its stderr) or an error."""
+    prefix = os.path.join(host_tmp(), "coredump-" + tg.run_id)
+    with gcore_slot():
+        core, _, err = run_gcore(tg.pid, prefix)
+        if err:
+            return None, err
+        os.kill(tg.pid, signal.SIGSTOP)
+        try:
+            return systemd.store(tg.pid, core)
+        finally:
+            remove(core)
+            os.kill(tg.pid, signal.SIGCONT)
+
+
+def journaled(pid, timeout=60):
+    """Wait until the journal has the crash of pid (journald writes what
+    systemd-coredump sent it after systemd-coredump ends: a core kept in
+    the journal takes it a while); False if it never came."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if subprocess.run([os.path.join(CTL_DIR, "coredumpctl"), "--no-pager", "-q", "list",
+                           str(pid)], stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL).returncode == 0:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def temp_copies():
+    return set(glob.glob(os.path.join(os.environ.get("TMPDIR", "/tmp"),
+                                      "pystack-dump-core.*")))
 
 
 @pytest.mark.interps(lambda i: i.label in INTERPS)
@@ -193,18 +256,9 @@ def test_coredump(interp, tool, systemd, request):
     with Target(interp, "threads", env_extra=GCORE_TARGET_ENV) as tg:
         gt = tg.settled_truth(gt_sanity)
         exe = os.readlink("/proc/%d/exe" % tg.pid)
-        prefix = os.path.join(host_tmp(), "coredump-" + tg.run_id)
-        with gcore_slot():
-            core, _, err = run_gcore(tg.pid, prefix)
-            if err:
-                settle(Result("coredump", "FAIL", err), request.node)
-                return
-            os.kill(tg.pid, signal.SIGSTOP)
-            try:
-                st, err = systemd.store(tg.pid, core)
-            finally:
-                remove(core)
-                os.kill(tg.pid, signal.SIGCONT)
+        st, err = take_core(tg, systemd)
+        if not journaled(tg.pid):
+            errs.append("the journal never had the crash of %d" % tg.pid)
         stored = stored_of(tg.pid)
         size = os.path.getsize(stored[0]) >> 10 if stored else 0
         try:
@@ -231,4 +285,30 @@ def test_coredump(interp, tool, systemd, request):
                 remove(path)
     settle(Result("coredump", "FAIL" if errs else "PASS", "\n".join(errs),
                   info="%s, %d KB" % (os.path.basename(stored[0]) if stored else "-", size)),
+           request.node)
+
+
+@pytest.mark.interps(lambda i: i.label in INTERPS[:1])
+def test_coredump_in_journal(interp, tool, systemd, request):
+    errs = []
+    with Target(interp, "threads", env_extra=GCORE_TARGET_ENV) as tg:
+        gt = tg.settled_truth(gt_sanity)
+        exe = os.readlink("/proc/%d/exe" % tg.pid)
+        with systemd.in_journal():
+            st, err = take_core(tg, systemd)
+        if not journaled(tg.pid):
+            errs.append("the journal never had the crash of %d (systemd-coredump exited %s: "
+                        "%s)" % (tg.pid, st, short(err)))
+        stored = stored_of(tg.pid)
+        if stored:
+            errs.append("with Storage=journal, systemd-coredump stored a file: %s" % stored)
+        before = temp_copies()
+        errs += check_found(tool, [str(tg.pid)], [], gt, interp, tg.pid, exe, "coredumpctl",
+                            env_with(True), in_journal=True)
+        left = temp_copies() - before
+        if left:
+            errs.append("temporary copies left behind: %s" % sorted(left))
+        for path in stored + sorted(left):
+            remove(path)
+    settle(Result("coredump-in-journal", "FAIL" if errs else "PASS", "\n".join(errs)),
            request.node)

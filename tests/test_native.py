@@ -525,3 +525,69 @@ def test_native_subinterpreters(interp, tool, request):
             errs.append("text: interpreter 1's block lacks napper or its sleep:\n%s" % text)
     settle(Result("sub-interpreters", "FAIL" if errs else "PASS", "\n".join(errs)),
            request.node)
+
+
+def pool_errors(gt, doc):
+    """The pool worker's two thread states: the sub-interpreter's with
+    work -> builtin_sum -> gen -> the sleep, innermost first; interpreter
+    0's with neither builtin_sum nor the sleep."""
+    mine = [t for t in doc["threads"] if t["tid"] == gt["tid"]]
+    by_interp = dict((t["interpreter"], t) for t in mine)
+    if len(by_interp) != 2 or 0 not in by_interp:
+        return ["the pool's worker %d should be in interpreter 0 and one other, is in %s"
+                % (gt["tid"], sorted(by_interp))]
+    sub = [i for i in by_interp if i != 0][0]
+    errs = []
+    frames = dict((i, [(f["kind"], f.get("function") or "", f.get("line"))
+                       for f in t["frames"]]) for i, t in by_interp.items())
+    inner = frames[sub]
+    py = [(n, line) for k, n, line in inner if k == "python"]
+    want = [(gt["gen"]["function"], gt["gen"]["line"]), (gt["work"]["function"],
+                                                         gt["work"]["line"])]
+    if py[:2] != want:
+        errs.append("interpreter %d: Python frames %s, expected %s innermost" % (sub, py, want))
+    where = dict((n, i) for i, (k, n, _) in reversed(list(enumerate(inner))))
+    order = [where.get(n) for n in ("gen", "builtin_sum", "work")]
+    summed = [i for i, (k, n, _) in enumerate(inner) if k == "native" and
+              n.startswith("builtin_sum")]
+    if not summed or None in (order[0], order[2]) or not order[0] < summed[0] < order[2]:
+        errs.append("interpreter %d: builtin_sum is not between gen and work: %s"
+                    % (sub, inner))
+    if not any(k == "native" and "sleep" in n for k, n, _ in inner[:where.get("gen", 0)]):
+        errs.append("interpreter %d: no native sleep inside gen: %s" % (sub, inner))
+    outer = frames[0]
+    for k, n, _ in outer:
+        if k == "native" and (n.startswith("builtin_sum") or "sleep" in n):
+            errs.append("interpreter 0 shows the sub-interpreter's %s: %s" % (n, outer))
+    return errs
+
+
+@pytest.mark.interps(lambda i: i.minor >= SUBINTERP_MIN and not i.ft)
+def test_native_interpreter_pool(interp, tool, request):
+    """An InterpreterPoolExecutor's worker: --native-all puts the C call
+    between the sub-interpreter's Python frames (builtin_sum between work
+    and gen) in its listing, none of it under interpreter 0's."""
+    # Early 3.15 alphas cannot call a function of __main__ there (the
+    # sub-interpreter's __main__ is not the script's).
+    probe = ("from concurrent.futures import InterpreterPoolExecutor\n"
+             "def f():\n    return 1\n"
+             "with InterpreterPoolExecutor(1) as ex:\n    ex.submit(f).result()\n")
+    rc, _, err, _ = run(interp.argv(["-c", probe]), TOOL_TIMEOUT)
+    if rc != 0:
+        settle(Result("interpreter-pool", "SKIP", "this %s's InterpreterPoolExecutor cannot "
+                      "run a function of __main__: %s" % (interp.label, short(err, 200))),
+               request.node)
+        return
+    errs = []
+    with Target(interp, "subinterp_pool") as tg:
+        gt = tg.wait_ground_truth()
+        deadline = time.time() + 10
+        while time.time() < deadline and task_states(tg.pid).get(gt["tid"]) != "S":
+            time.sleep(0.05)
+        time.sleep(0.05)
+        argv = [tool.path, "--native-all", "--json", str(tg.pid)]
+        rc, out, err, secs = run(argv, TOOL_TIMEOUT)
+        doc, e = parse_json_out(out) if rc == 0 else (None, "exit %s: %s" % (rc, short(err)))
+        errs += ["%s: %s" % (" ".join(argv), e)] if e else pool_errors(gt, doc)
+    settle(Result("interpreter-pool", "FAIL" if errs else "PASS", "\n".join(errs)),
+           request.node)

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "memsrc/memsrc.h"
 #include "pyd_error.h"
@@ -74,8 +75,30 @@ struct pyd_native_frame {
 	uint64_t sp;          /* its stack pointer, 0 if unknown */
 };
 
+/* Is f a frame of the evaluation loop named loop (a ".cold" part
+ * too)? */
+static inline bool pyd_native_is_loop(const struct pyd_native_frame *f,
+                                      const char *loop)
+{
+	size_t n = strlen(loop);
+	return f->function && !strncmp(f->function, loop, n) &&
+	       (!f->function[n] || f->function[n] == '.');
+}
+
+/* The evaluation loop's name among nf: _PyEval_EvalFrameDefault from 3.6
+ * on, PyEval_EvalFrameEx as a last resort. */
+static inline const char *pyd_native_loop_name(const struct pyd_native_frame *nf,
+                                               size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (pyd_native_is_loop(&nf[i], "_PyEval_EvalFrameDefault"))
+			return "_PyEval_EvalFrameDefault";
+	return "PyEval_EvalFrameEx";
+}
+
 struct pyd_thread {
 	int64_t tid;       /* OS thread id, 0 if unknown */
+	uint64_t tstate;   /* its PyThreadState's address */
 	int64_t interp_id; /* interpreter the thread belongs to */
 	uint64_t ident;    /* threading.get_ident(): the pthread_t */
 	/* threading.Thread.name, read from threading._active; else (a

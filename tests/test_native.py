@@ -461,10 +461,17 @@ def test_native_debuggers(interp, debugger, tool, build, request):
 SUBINTERP_MIN = (3, 14)    # concurrent.interpreters
 
 
-def subinterp_errors(gt, doc, pid):
+def asleep(name):
+    """time.sleep's native frames: clock_nanosleep, or select before 3.11."""
+    return "sleep" in name or "select" in name
+
+
+def subinterp_errors(gt, doc, pid, caller="_call", calls=("interp_call", "_run_in_interpreter"),
+                     script=()):
     """The main thread's two thread states, each with its own native
-    frames: interpreter 1's napper over the sleep, interpreter 0's
-    Interpreter._call over _interpreters' call into it."""
+    frames: interpreter 1's napper over the sleep, interpreter 0's caller
+    (Interpreter._call; outer, before 3.14) over the native calls into
+    it."""
     mine = [t for t in doc["threads"] if t["tid"] == pid]
     by_interp = dict((t["interpreter"], t) for t in mine)
     if sorted(by_interp) != [0, 1]:
@@ -476,37 +483,57 @@ def subinterp_errors(gt, doc, pid):
     inner = names[1]
     want = gt["napper"]
     py1 = [f for f in by_interp[1]["frames"] if f["kind"] == "python"]
-    if [(f["function"], f["line"]) for f in py1] != [(want["function"], want["line"])]:
-        errs.append("interpreter 1: Python frames %s, expected napper at line %d"
-                    % ([(f["function"], f["line"]) for f in py1], want["line"]))
+    got = [(f["function"], f["line"]) for f in py1]
+    if got[:1] != [(want["function"], want["line"])] or \
+            [n for n, _ in got[1:]] != list(script):
+        errs.append("interpreter 1: Python frames %s, expected napper at line %d%s"
+                    % (got, want["line"], " under %s" % "/".join(script) if script else ""))
     if not inner or inner[0][0] != "native" or \
-            not any("sleep" in n for k, n in inner if k == "native"):
+            not any(asleep(n) for k, n in inner if k == "native"):
         errs.append("interpreter 1: no native sleep inside napper: %s" % inner)
     outer = names[0]
-    if any("sleep" in n for k, n in outer if k == "native"):
+    if any(asleep(n) for k, n in outer if k == "native"):
         errs.append("interpreter 0 shows interpreter 1's sleep: %s" % outer)
-    call = [i for i, (k, n) in enumerate(outer) if k == "python" and n == "_call"]
+    call = [i for i, (k, n) in enumerate(outer) if k == "python" and n == caller]
     native_call = [i for i, (k, n) in enumerate(outer)
-                   if k == "native" and ("interp_call" in n or "_run_in_interpreter" in n)]
+                   if k == "native" and any(c in n for c in calls)]
     if not call or not native_call or max(native_call) > call[0]:
-        errs.append("interpreter 0: _interpreters' call is not inside Interpreter._call "
-                    "(innermost first): %s" % outer)
+        errs.append("interpreter 0: the call into interpreter 1 (%s) is not inside %s "
+                    "(innermost first): %s" % ("/".join(calls), caller, outer))
     return errs
 
 
-@pytest.mark.interps(lambda i: i.minor >= SUBINTERP_MIN and not i.ft)
+# (target, caller, native calls into interpreter 1) by how the thread
+# enters it: Interpreter.call (3.14+), _xxsubinterpreters.run_string
+# (3.8-3.12; _interpreters.run_string, 3.13)
+# and interpreter 1's Python frames outside napper (run_string's script)
+SUBINTERP_WAYS = {"subinterp": ("_call", ("interp_call", "_run_in_interpreter"), ()),
+                  "subinterp_old": ("outer", ("interp_run_string", "_run_script"),
+                                    ("<module>",))}
+
+
+def subinterp_target(interp):
+    if interp.minor >= SUBINTERP_MIN:
+        return "subinterp", "from concurrent import interpreters"
+    return "subinterp_old", "import _xxsubinterpreters" if interp.minor < (3, 13) else "import _interpreters"
+
+
+@pytest.mark.interps(lambda i: i.minor >= (3, 8) and not i.ft)
 def test_native_subinterpreters(interp, tool, request):
-    """One OS thread in two interpreters (Interpreter.call): --native
-    gives each thread state the native frames of its own runs, in JSON
-    and text."""
-    rc, _, err, _ = run(interp.argv(["-c", "from concurrent import interpreters"]),
-                        TOOL_TIMEOUT)
+    """One OS thread in two interpreters (Interpreter.call; run_string
+    before 3.13, where the runs are told apart by their _PyCFrame chain,
+    3.10-3.11, or by the interpreters' order, 3.8-3.9): --native gives
+    each thread state the native frames of its own runs, in JSON and
+    text."""
+    target, probe = subinterp_target(interp)
+    rc, _, err, _ = run(interp.argv(["-c", probe]), TOOL_TIMEOUT)
     if rc != 0:
-        settle(Result("sub-interpreters", "SKIP", "this %s has no concurrent.interpreters"
-                      % interp.label), request.node)
+        settle(Result("sub-interpreters", "SKIP", "this %s cannot: %s" % (interp.label, probe)),
+               request.node)
         return
+    caller, calls, script = SUBINTERP_WAYS[target]
     errs = []
-    with Target(interp, "subinterp") as tg:
+    with Target(interp, target) as tg:
         gt = tg.wait_ground_truth()
         # napper wrote it on the line before its sleep: asleep by now?
         deadline = time.time() + 10
@@ -516,12 +543,13 @@ def test_native_subinterpreters(interp, tool, request):
         argv = [tool.path, "--native", "--json", str(tg.pid)]
         rc, out, err, secs = run(argv, TOOL_TIMEOUT)
         doc, e = parse_json_out(out) if rc == 0 else (None, "exit %s: %s" % (rc, short(err)))
-        errs += ["%s: %s" % (" ".join(argv), e)] if e else subinterp_errors(gt, doc, tg.pid)
+        errs += ["%s: %s" % (" ".join(argv), e)] if e else \
+            subinterp_errors(gt, doc, tg.pid, caller, calls, script)
         argv = [tool.path, "--native", "--no-source", str(tg.pid)]
         rc, out, err, secs = run(argv, TOOL_TIMEOUT)
         text = out.decode("utf-8", "replace")
         block = text.split("in interpreter 1", 1)[-1]
-        if rc != 0 or "napper" not in block or "sleep" not in block:
+        if rc != 0 or "napper" not in block or "sleep" not in block and "select" not in block:
             errs.append("text: interpreter 1's block lacks napper or its sleep:\n%s" % text)
     settle(Result("sub-interpreters", "FAIL" if errs else "PASS", "\n".join(errs)),
            request.node)

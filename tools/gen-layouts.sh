@@ -50,6 +50,12 @@ fields() {
 	((minor == 11)) && echo "iframe.is_entry $F is_entry"
 	((minor == 11 || minor == 12)) && { frame=cframe; echo "cframe.current_frame _PyCFrame current_frame"
 		echo "cframe.root PyThreadState root_cframe"; }
+	# the runs' chain, read where thread states share an OS thread (3.12+:
+	# the shims tell their runs apart instead)
+	((minor == 10)) && { echo "cframe.root PyThreadState root_cframe"
+		echo "cframe.chain PyThreadState cframe"; echo "cframe.previous CFrame previous"; }
+	((minor == 11)) && { echo "cframe.chain PyThreadState cframe"
+		echo "cframe.previous _PyCFrame previous"; }
 	((minor >= 11)) && ts=threads.head
 	((minor >= 12)) && { echo "interp.gil_ptr PyInterpreterState ceval.gil"
 		echo "gil.locked $G locked"; echo "gil.last_holder $G last_holder"; }
@@ -120,7 +126,7 @@ groups="runtime:interpreters_head,tstate_current,gc_collecting
 interp:next,tstate_head,id,gil_ptr,gc_collecting
 gil:locked,last_holder tstate:next,interp,frame,thread_id,native_thread_id,base_frame
 exc:raised,handled,info,item_value
-cframe:current_frame,root frame_object:f_back,f_code,f_lasti,f_running
+cframe:current_frame,root,chain,previous frame_object:f_back,f_code,f_lasti,f_running
 iframe:code,previous,instr,owner,is_entry
 code:filename,name,qualname,firstlineno,linetable,code_adaptive,firsttraceable
 unicode:length,state,ascii_size,compact_size,legacy_data bytes:ob_size,ob_sval

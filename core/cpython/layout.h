@@ -139,11 +139,17 @@ struct py_layout {
 		int32_t item_value;
 	} exc;
 
-	struct { /* _PyCFrame (3.11-3.12) */
+	struct { /* _PyCFrame (3.11-3.12; CFrame in 3.10) */
 		int32_t current_frame;
 		/* PyThreadState.root_cframe: where tstate->cframe points
 		 * while the thread runs no Python */
 		int32_t root;
+		/* PyThreadState.cframe and _PyCFrame.previous (3.10, 3.11):
+		 * the chain of the runs of the evaluation loop, innermost
+		 * first, each _PyCFrame on its run's C stack; read only to
+		 * tell apart the runs of thread states that share an OS
+		 * thread (PYD_NO_FIELD where shims tell them, 3.12+) */
+		int32_t chain, previous;
 	} cframe;
 
 	struct { /* PyFrameObject (<= 3.10) */

@@ -284,7 +284,7 @@
 	.tstate = { .next = 8, .interp = 16, .frame = 72, .thread_id = 152, \
 		    .native_thread_id = 160, .base_frame = NO, .state = 44 }, \
 	.exc = EXC_313, \
-	.cframe = { .current_frame = NO, .root = NO }, \
+	.cframe = { .current_frame = NO, .root = NO, .chain = NO, .previous = NO }, \
 	.frame_object = { .f_back = NO, .f_code = NO, .f_lasti = NO, \
 			  .f_running = NO }, \
 	.iframe = { .code = 0, .previous = 8, .instr = 56, .owner = 78, \
@@ -324,7 +324,7 @@
 	            .base_frame = NO, \
 	            .state = NO }, \
 	.exc = EXC_313, \
-	.cframe = { .current_frame = NO, .root = NO }, \
+	.cframe = { .current_frame = NO, .root = NO, .chain = NO, .previous = NO }, \
 	.frame_object = { .f_back = NO, .f_code = NO, .f_lasti = NO, \
 	                  .f_running = NO }, \
 	.iframe = { .code = 0, .previous = 8, .instr = 56, .owner = 74, \
@@ -370,7 +370,7 @@ static const struct py_layout layouts[] = {
 		            .base_frame = NO,
 		            .state = NO },
 		.exc = EXC_36,
-		.cframe = { .current_frame = NO, .root = NO },
+		.cframe = { .current_frame = NO, .root = NO, .chain = NO, .previous = NO },
 		.frame_object = { .f_back = 24, .f_code = 32, .f_lasti = 120,
 		                  .f_running = 132 },
 		.iframe = { .code = NO, .previous = NO, .instr = NO,
@@ -410,7 +410,7 @@ static const struct py_layout layouts[] = {
 		            .base_frame = NO,
 		            .state = NO },
 		.exc = EXC_37,
-		.cframe = { .current_frame = NO, .root = NO },
+		.cframe = { .current_frame = NO, .root = NO, .chain = NO, .previous = NO },
 		.frame_object = { .f_back = 24, .f_code = 32, .f_lasti = 104,
 		                  .f_running = 116 },
 		.iframe = { .code = NO, .previous = NO, .instr = NO,
@@ -450,7 +450,7 @@ static const struct py_layout layouts[] = {
 		            .base_frame = NO,
 		            .state = NO },
 		.exc = EXC_37,
-		.cframe = { .current_frame = NO, .root = NO },
+		.cframe = { .current_frame = NO, .root = NO, .chain = NO, .previous = NO },
 		.frame_object = { .f_back = 24, .f_code = 32, .f_lasti = 104,
 		                  .f_running = 116 },
 		.iframe = { .code = NO, .previous = NO, .instr = NO,
@@ -490,7 +490,7 @@ static const struct py_layout layouts[] = {
 		            .base_frame = NO,
 		            .state = NO },
 		.exc = EXC_37,
-		.cframe = { .current_frame = NO, .root = NO },
+		.cframe = { .current_frame = NO, .root = NO, .chain = NO, .previous = NO },
 		.frame_object = { .f_back = 24, .f_code = 32, .f_lasti = 104,
 		                  .f_running = 116 },
 		.iframe = { .code = NO, .previous = NO, .instr = NO,
@@ -530,7 +530,8 @@ static const struct py_layout layouts[] = {
 		            .base_frame = NO,
 		            .state = NO },
 		.exc = EXC_37,
-		.cframe = { .current_frame = NO, .root = NO },
+		.cframe = { .current_frame = NO, .root = 264,
+		            .chain = 48, .previous = 8 },
 		.frame_object = { .f_back = 24, .f_code = 32, .f_lasti = 96,
 		                  .f_running = 108 },
 		.iframe = { .code = NO, .previous = NO, .instr = NO,
@@ -571,7 +572,8 @@ static const struct py_layout layouts[] = {
 		            .base_frame = NO,
 		            .state = NO },
 		.exc = EXC_311,
-		.cframe = { .current_frame = 8, .root = 336 },
+		.cframe = { .current_frame = 8, .root = 336,
+		            .chain = 56, .previous = 16 },
 		.frame_object = { .f_back = NO, .f_code = NO, .f_lasti = NO,
 		                  .f_running = NO },
 		.iframe = { .code = 32, .previous = 48, .instr = 56,
@@ -612,7 +614,8 @@ static const struct py_layout layouts[] = {
 		            .base_frame = NO,
 		            .state = NO },
 		.exc = EXC_311,
-		.cframe = { .current_frame = 8, .root = 336 },
+		.cframe = { .current_frame = 8, .root = 336,
+		            .chain = 56, .previous = 16 },
 		.frame_object = { .f_back = NO, .f_code = NO, .f_lasti = NO,
 		                  .f_running = NO },
 		.iframe = { .code = 32, .previous = 48, .instr = 56,
@@ -652,7 +655,7 @@ static const struct py_layout layouts[] = {
 		            .base_frame = NO,
 		            .state = NO },
 		.exc = EXC_312,
-		.cframe = { .current_frame = 0, .root = 272 },
+		.cframe = { .current_frame = 0, .root = 272, .chain = NO, .previous = NO },
 		.frame_object = { .f_back = NO, .f_code = NO, .f_lasti = NO,
 		                  .f_running = NO },
 		.iframe = { .code = 0, .previous = 8, .instr = 56, .owner = 70,
@@ -692,7 +695,7 @@ static const struct py_layout layouts[] = {
 		            .base_frame = NO,
 		            .state = NO },
 		.exc = EXC_313,
-		.cframe = { .current_frame = NO, .root = NO },
+		.cframe = { .current_frame = NO, .root = NO, .chain = NO, .previous = NO },
 		.frame_object = { .f_back = NO, .f_code = NO, .f_lasti = NO,
 		                  .f_running = NO },
 		.iframe = { .code = 0, .previous = 8, .instr = 56, .owner = 70,
@@ -732,7 +735,7 @@ static const struct py_layout layouts[] = {
 		            .base_frame = NO,
 		            .state = NO },
 		.exc = EXC_313,
-		.cframe = { .current_frame = NO, .root = NO },
+		.cframe = { .current_frame = NO, .root = NO, .chain = NO, .previous = NO },
 		.frame_object = { .f_back = NO, .f_code = NO, .f_lasti = NO,
 		                  .f_running = NO },
 		.iframe = { .code = 0, .previous = 8, .instr = 56, .owner = 70,
@@ -777,7 +780,7 @@ static const struct py_layout layouts[] = {
 		            .base_frame = 80,
 		            .state = NO },
 		.exc = EXC_315,
-		.cframe = { .current_frame = NO, .root = NO },
+		.cframe = { .current_frame = NO, .root = NO, .chain = NO, .previous = NO },
 		.frame_object = { .f_back = NO, .f_code = NO, .f_lasti = NO,
 		                  .f_running = NO },
 		.iframe = { .code = 0, .previous = 8, .instr = 56, .owner = 74,
@@ -819,7 +822,7 @@ static const struct py_layout layouts[] = {
 		            .base_frame = 80,
 		            .state = NO },
 		.exc = EXC_315,
-		.cframe = { .current_frame = NO, .root = NO },
+		.cframe = { .current_frame = NO, .root = NO, .chain = NO, .previous = NO },
 		.frame_object = { .f_back = NO, .f_code = NO, .f_lasti = NO,
 		                  .f_running = NO },
 		.iframe = { .code = 0, .previous = 8, .instr = 56, .owner = 74,
@@ -869,7 +872,7 @@ static const struct py_layout layouts[] = {
 		            .base_frame = NO,
 		            .state = 40 },
 		.exc = EXC_313,
-		.cframe = { .current_frame = NO, .root = NO },
+		.cframe = { .current_frame = NO, .root = NO, .chain = NO, .previous = NO },
 		.frame_object = { .f_back = NO, .f_code = NO, .f_lasti = NO,
 		                  .f_running = NO },
 		.iframe = { .code = 0, .previous = 8, .instr = 56, .owner = 70,

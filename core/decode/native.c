@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "../grow.h"
+#include "objects.h"
 #include "session.h"
 
 /* One OS thread, as libdwfl's thread argument. */
@@ -533,6 +534,92 @@ static bool share_native(struct pyd_dump *d, struct pyd_thread *t)
 	return true;
 }
 
+/*
+ * 3.10, 3.11: where each run of a shared thread state (above) lies on
+ * the C stack, as 3.12's shims tell it (pyd_frame.entry_at): the run's
+ * _PyCFrame, a local of the evaluation loop that runs it, which the
+ * thread state chains from its innermost run outwards (tstate->cframe,
+ * ->previous, ending at its own root_cframe).  Left 0 where it cannot be
+ * read: those runs' native frames are then not shown.
+ */
+static void cframe_entries(struct pyd_session *s, struct pyd_thread *t)
+{
+	const struct py_layout *L = &s->layout;
+	uint64_t cf;
+	if (!t->shared || !t->tstate ||
+	    pyd_read_ptr(s, t->tstate + (uint64_t)L->cframe.chain, &cf))
+		return;
+	uint64_t root = t->tstate + (uint64_t)L->cframe.root;
+	for (size_t j = 0; j < t->nframes && cf && cf != root; j++) {
+		struct pyd_frame *f = &t->frames[j];
+		if (!f->entry && j + 1 < t->nframes)
+			continue;
+		f->entry_at = cf;
+		if (pyd_read_ptr(s, cf + (uint64_t)L->cframe.previous, &cf))
+			return;
+	}
+}
+
+/*
+ * Before 3.10 no chain says where a run lies: the thread states of one
+ * OS thread are taken as nested in the order of their interpreters (the
+ * main one outermost, as interp.run_string enters the newer ones), and
+ * their runs, innermost first, as running in the loop frames of the
+ * native stack one after another; each run's entry frame gets its loop
+ * frame's stack pointer.
+ */
+static void nested_entries(struct pyd_dump *d, size_t first)
+{
+	const struct pyd_thread *t0 = &d->threads[first];
+	const char *loop = pyd_native_loop_name(t0->native, t0->nnative);
+	size_t next = 0; /* the next loop frame, innermost first */
+	int64_t above = INT64_MAX; /* the interpreter ids done */
+	for (;;) {
+		struct pyd_thread *in = NULL;
+		for (size_t i = first; i < d->nthreads; i++) {
+			struct pyd_thread *t = &d->threads[i];
+			if (t->tid == t0->tid && t->shared &&
+			    t->interp_id < above &&
+			    (!in || t->interp_id > in->interp_id))
+				in = t;
+		}
+		if (!in)
+			return;
+		above = in->interp_id;
+		for (size_t j = 0; j < in->nframes; j++) {
+			if (!in->frames[j].entry && j + 1 < in->nframes)
+				continue;
+			while (next < t0->nnative &&
+			       !pyd_native_is_loop(&t0->native[next], loop))
+				next++;
+			if (next == t0->nnative)
+				return;
+			in->frames[j].entry_at = t0->native[next++].sp;
+		}
+	}
+}
+
+/* Where the runs of the thread states that share an OS thread lie on its
+ * stack, for the versions whose frames do not say (3.12+'s shims do). */
+static void shared_entries(struct pyd_session *s, struct pyd_dump *d)
+{
+	const struct py_layout *L = &s->layout;
+	if (L->owner_first_shim != PYD_NO_FIELD)
+		return;
+	for (size_t i = 0; i < d->nthreads; i++) {
+		struct pyd_thread *t = &d->threads[i];
+		if (L->cframe.chain > 0) {
+			cframe_entries(s, t);
+			continue;
+		}
+		bool first = t->shared;
+		for (size_t k = 0; first && k < i; k++)
+			first = d->threads[k].tid != t->tid;
+		if (first)
+			nested_entries(d, i);
+	}
+}
+
 /* libdwfl over the source's files, with an empty cache of addresses. */
 static enum pyd_err unwind_begin(struct unwind *u, struct pyd_session *s,
                                  bool interp_lines, size_t nthreads)
@@ -631,6 +718,7 @@ enum pyd_err pyd_dump_native(struct pyd_session *s, struct pyd_dump *d,
 			err = PYD_E_NOMEM;
 	}
 	unwind_end(&u);
+	shared_entries(s, d);
 	return err;
 }
 

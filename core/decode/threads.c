@@ -219,6 +219,7 @@ static enum pyd_err add_thread(struct dump_ctx *c, uint64_t tstate,
 	struct pyd_thread *t = &d->threads[d->nthreads++];
 	memset(t, 0, sizeof *t);
 	t->tid = pyd_thread_tid(c->s, tstate);
+	t->tstate = tstate;
 	t->interp_id = interp_id;
 	t->holds_gil = holder && holder == tstate;
 	const struct pyd_os_thread *os = find_os_thread(c->os, c->nos, t->tid);

@@ -16,23 +16,6 @@
 
 #include "report.h"
 
-/* Where the evaluation loop runs, by name: _PyEval_EvalFrameDefault from
- * 3.6 on (a ".cold" part included), PyEval_EvalFrameEx as a last resort. */
-static bool is_eval_loop(const struct pyd_native_frame *f, const char *name)
-{
-	size_t n = strlen(name);
-	return f->function && !strncmp(f->function, name, n) &&
-	       (!f->function[n] || f->function[n] == '.');
-}
-
-static const char *eval_loop_name(const struct pyd_native_frame *nf, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (is_eval_loop(&nf[i], "_PyEval_EvalFrameDefault"))
-			return "_PyEval_EvalFrameDefault";
-	return "PyEval_EvalFrameEx";
-}
-
 /* Runs of t's Python frames: each ends (outwards) at an entry frame; the
  * frames after the last entry make one more. */
 static size_t count_runs(const struct pyd_thread *t)
@@ -55,7 +38,7 @@ static void pair_runs(const struct pyd_thread *t,
 		      const struct pyd_native_frame *nf, size_t n,
 		      long *loop_of, size_t nruns)
 {
-	const char *loop = eval_loop_name(nf, n);
+	const char *loop = pyd_native_loop_name(nf, n);
 	size_t r = 0;
 	for (size_t j = 0; j < t->nframes && r < nruns; j++) {
 		if (!t->frames[j].entry && j + 1 < t->nframes)
@@ -63,7 +46,7 @@ static void pair_runs(const struct pyd_thread *t,
 		uint64_t at = t->frames[j].entry_at;
 		loop_of[r] = -1;
 		for (size_t i = 0; t->shared && at && i < n; i++)
-			if (is_eval_loop(&nf[i], loop) && nf[i].sp &&
+			if (pyd_native_is_loop(&nf[i], loop) && nf[i].sp &&
 			    at >= nf[i].sp && (i + 1 == n || at < nf[i + 1].sp))
 				loop_of[r] = (long)i;
 		r++;
@@ -72,7 +55,7 @@ static void pair_runs(const struct pyd_thread *t,
 		return;
 	r = 0;
 	for (size_t i = 0; i < n && r < nruns; i++)
-		if (is_eval_loop(&nf[i], loop))
+		if (pyd_native_is_loop(&nf[i], loop))
 			loop_of[r++] = (long)i;
 	while (r < nruns)
 		loop_of[r++] = -1;
@@ -87,13 +70,13 @@ static bool owns_native(const struct pyd_thread *t,
 {
 	if (!t->shared)
 		return true;
-	const char *loop = eval_loop_name(nf, n);
+	const char *loop = pyd_native_loop_name(nf, n);
 	long under = -1;
 	for (size_t k = i; k < n && under < 0; k++)
-		if (is_eval_loop(&nf[k], loop))
+		if (pyd_native_is_loop(&nf[k], loop))
 			under = (long)k;
 	for (size_t k = n; under < 0 && k-- > 0;)
-		if (is_eval_loop(&nf[k], loop))
+		if (pyd_native_is_loop(&nf[k], loop))
 			under = (long)k;
 	if (under < 0)
 		return true;

@@ -40,7 +40,9 @@ static const char usage_head[] =
     "  -n, --samples N     stop after N sampling rounds\n"
     "  -m, --mode MODE     wall  every thread, every tick (default)\n"
     "                      cpu   only threads on a CPU at the tick\n"
-    "                      gil   only the thread holding the GIL\n"
+    "                      gil   only the thread holding the GIL; every\n"
+    "                            0.1 s, who waits for it: the summary\n"
+    "                            says how contended it was\n"
     "                      async every asyncio task: running ones at their\n"
     "                            code, waiting ones at the await they sit\n"
     "                            in, joined to the tasks awaiting them\n"
@@ -757,6 +759,15 @@ static void summary(const struct run *r, const struct pyd_prof_meta *m,
 		        "awaiting %llu.\n",
 		        (unsigned long long)m->cpu_samples,
 		        (unsigned long long)m->await_samples);
+	if (m->mode == PYD_SAMPLE_GIL && m->gil_looks)
+		fprintf(stderr,
+		        "pystack-dump sample: GIL contention: threads were "
+		        "waiting for the GIL in %.1f%% of %llu looks (every "
+		        "0.1 s), %.2f waiting on average, at most %llu.\n",
+		        100.0 * (double)m->gil_contended / (double)m->gil_looks,
+		        (unsigned long long)m->gil_looks,
+		        (double)m->gil_waiters / (double)m->gil_looks,
+		        (unsigned long long)m->gil_waiters_max);
 	if (m->mode == PYD_SAMPLE_ASYNC && !m->samples && m->ticks)
 		fprintf(stderr,
 		        "pystack-dump sample: -m async found no asyncio task to "

@@ -46,7 +46,9 @@ static const char usage_text[] =
     "(%Own, %Total) and as time over the whole run (OwnTime, TotalTime:\n"
     "samples times the sampling interval). The header gives the rate\n"
     "achieved, the samples, the failed rounds (errors) and the ticks\n"
-    "missed. Threads not on a CPU for the last 5 seconds are idle, and\n"
+    "missed; in gil mode, the share of looks (every 0.1 s) that found\n"
+    "threads waiting for the GIL (GIL contended). Threads not on a CPU for\n"
+    "the last 5 seconds are idle, and\n"
     "hidden until i. Needs a terminal (80x24 is enough); tmux is fine.\n"
     "\n"
     "Options:\n"
@@ -404,12 +406,17 @@ static void draw_header(const struct top *t)
 	     p->nprocesses ? p->processes[0].python_version : "?",
 	     pyd_sample_mode_name(t->opt->mode), rate,
 	     t->paused ? "  [PAUSED]" : "");
+	const struct pyd_prof_meta *m = &p->meta;
+	char gil[48] = "";
+	if (m->gil_looks) /* gil mode: how often others waited for it */
+		snprintf(gil, sizeof gil, ", GIL contended %.0f%%",
+		         pct(m->gil_contended, m->gil_looks));
 	line(1,
 	     "Rate %.0f/s, %llu samples in %.0f s, %llu errors (%.1f%%), "
-	     "%llu missed",
+	     "%llu missed%s",
 	     v->rate, (unsigned long long)v->samples, v->elapsed_s,
 	     (unsigned long long)v->errors, pct(v->errors, v->ticks),
-	     (unsigned long long)v->missed);
+	     (unsigned long long)v->missed, gil);
 	line(2, "Window %.0f s: %llu samples of %s", v->window_s,
 	     (unsigned long long)v->win_samples,
 	     thread_text(t, threads, sizeof threads));

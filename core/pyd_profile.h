@@ -115,6 +115,10 @@ struct pyd_prof_meta {
 	uint64_t missed;  /* ticks that came and went while we were busy */
 	uint64_t reads;   /* memory-source calls */
 	uint64_t cpu_samples, await_samples; /* async mode */
+	/* gil mode: looks at who waits for the GIL (every 100 ms), those
+	 * that found threads waiting, and the waiters counted in all and at
+	 * most; 0 looks where the source cannot tell (a recording, a core) */
+	uint64_t gil_looks, gil_contended, gil_waiters, gil_waiters_max;
 	/* When the round being taken began, in µs after sampling began
 	 * (pyd_sample_loop sets it; a replayed recording, its samples'
 	 * times): the time of the samples pyd_profile_add is given. */

@@ -8,6 +8,9 @@ waiting for it -- not idle -- (a dump is not one moment, each thread's
 state is read in turn), and never a sleeper as waiting or holding it.  How each version is told: tests/README.md and the
 README's "Thread states"."""
 
+import json
+import os
+import tempfile
 import time
 
 from harness.procs import TOOL_TIMEOUT, run, short
@@ -101,3 +104,66 @@ def test_gil_waiters(interp, tool, request):
                             "last: %s" % (DUMPS, heads))
     settle(Result("gil waiters", "FAIL" if errs else "PASS", "\n".join(errs),
                   info="%d dumps" % len(seen)), request.node)
+
+
+# Looks at the GIL's waiters the sampler makes: one every 0.1 s.
+LOOK_S = 0.1
+CONTENDED_MIN = 0.5     # on sample_gil.py: someone of three rivals always waits
+UNCONTENDED_MAX = 0.1   # on threads.py: every thread asleep in a call, none on the GIL
+
+
+def contention(tool, pid, secs):
+    """sample -m gil for secs: (the profile's gil_* fields, stderr, error)."""
+    fd, path = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
+    try:
+        argv = [tool.path, "sample", "-m", "gil", "-d", str(secs), "-f", "json", "-o", path,
+                str(pid)]
+        rc, out, err, _ = run(argv, TOOL_TIMEOUT)
+        if rc != 0:
+            return None, err, "%s: exit %s: %s" % (" ".join(argv), rc, short(err))
+        with open(path) as f:
+            doc = json.load(f)
+        return dict((k, doc.get(k)) for k in ("gil_looks", "gil_contended", "gil_waiters",
+                                               "gil_waiters_max")), err, None
+    finally:
+        os.unlink(path)
+
+
+def test_gil_contention_sampled(interp, tool, request):
+    """sample -m gil says how contended the GIL was: on sample_gil.py (a
+    holder and two contenders, switch interval 1 s) threads waited in at
+    least half the looks; on threads.py (every thread asleep in a blocking
+    call) in almost none; the summary on stderr says it, the JSON profile
+    counts it."""
+    if interp.minor < GIL_STATES_MIN or interp.ft:
+        settle(Result("gil contention", "SKIP", "no GIL to wait for" if interp.ft else
+                      "3.6's GIL is not located"), request.node)
+        return
+    errs, info = [], []
+    for target, args, lo, hi in (("sample_gil", ["switch=%g" % SWITCH_S], CONTENDED_MIN, 1.0),
+                                 ("threads", [], 0.0, UNCONTENDED_MAX)):
+        with Target(interp, target, args=args) as tg:
+            if target == "threads":      # its threads asleep in their calls
+                tg.settled_truth(lambda gt, interp: [])
+            else:
+                tg.wait_ground_truth()
+            got, err, e = contention(tool, tg.pid, 1)
+        if e:
+            errs.append(e)
+            continue
+        looks = got["gil_looks"] or 0
+        share = (got["gil_contended"] or 0) / looks if looks else 0
+        info.append("%s: contended in %d of %d looks" % (target, got["gil_contended"] or 0,
+                                                          looks))
+        if looks < 0.5 / LOOK_S:
+            errs.append("%s: %d looks in 1 s, want one every %g s: %s" % (target, looks, LOOK_S,
+                                                                          got))
+        elif not lo <= share <= hi:
+            errs.append("%s: the GIL contended in %.0f%% of the looks, want %.0f-%.0f%%: %s"
+                        % (target, 100 * share, 100 * lo, 100 * hi, got))
+        if b"GIL contention: threads were waiting for the GIL in" not in err:
+            errs.append("%s: the summary does not say the GIL's contention: %s"
+                        % (target, short(err)))
+    settle(Result("gil contention", "FAIL" if errs else "PASS", "\n".join(errs),
+                  info="; ".join(info)), request.node)

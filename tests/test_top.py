@@ -5,6 +5,7 @@ function on top, sorting, pausing, and every way out (q, Ctrl-C, SIGTERM,
 the target exiting) leaving the shell's screen as it was."""
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -173,3 +174,23 @@ def test_top_not_a_terminal(tool):
     assert r.returncode == 2, r
     assert "is not a terminal" in r.stderr and "pystack-dump sample" in r.stderr, r.stderr
     assert r.stdout == "", r.stdout
+
+
+@pytest.mark.interps(lambda i: i.label in TOP_LABELS and not i.ft and i.minor >= (3, 7))
+def test_top_gil_contended(interp, tool, pidfile):
+    """top -m gil on sample_gil.py (a holder and two contenders, switch
+    interval 1 s): the header says the GIL is contended in most looks."""
+    with Target(interp, "sample_gil", args=["switch=1"]) as tg, Pane() as pane:
+        tg.wait_ground_truth()
+        pane.send("sh -c 'echo $$ > %s; exec %s top -m gil %d'; echo rc=$?"
+                  % (pidfile, tool.path, tg.pid), "Enter")
+        pat = re.compile(r"GIL contended (\d+)%")
+
+        def contended(s):
+            lines = s.splitlines()
+            m = pat.search(lines[1]) if len(lines) > 1 else None
+            return m and int(m.group(1)) >= 50
+        s = pane.wait_for(contended, "GIL contended 50% or more in the header")
+        assert "gil mode" in s.splitlines()[0], s
+        pane.send("q")
+        ended(pane, "quit")

@@ -149,6 +149,7 @@ struct sinterp {
 	uint64_t head; /* its first thread state when the list was read */
 	uint64_t gil_addr;
 	size_t gil_len;
+	uint64_t gil_struct; /* where its waiters block (pyd_gil_struct) */
 	uint8_t head_buf[8], gil_buf[64];
 	uint64_t gc_addr;   /* its gc.collecting; 0: not known or not asked */
 	uint8_t gc_buf[4];
@@ -176,6 +177,7 @@ struct pyd_sampler {
 	size_t nplan;       /* ... to nplan; then code objects' headers */
 	int64_t heads_read; /* CLOCK_MONOTONIC ns the heads were last read */
 	int64_t run_asked;  /* ... and the threads' run states asked */
+	int64_t gil_asked;  /* ... and who waits for the GIL (gil mode) */
 	bool plan_valid;    /* iov and sorted still fit the predictions */
 	uint64_t plan_gen;  /* plans made so far */
 	uint8_t *buf;
@@ -326,6 +328,7 @@ static enum pyd_err add_interp(struct pyd_sampler *sp, uint64_t interp,
 	if (!pyd_gil_probe(sp->s, interp, &in->gil_addr, &in->gil_len) ||
 	    in->gil_len > sizeof in->gil_buf)
 		in->gil_addr = 0;
+	in->gil_struct = sp->mode == PYD_SAMPLE_GIL ? pyd_gil_struct(sp->s, interp) : 0;
 	in->gc_addr = sp->prof->gc ? gc_field(sp->s, interp) : 0;
 	size_t first = sp->nth;
 	struct pyd_walk w;
@@ -1116,6 +1119,34 @@ static bool in_exception(struct pyd_sampler *sp, const struct sthread *t)
 	       exception_value(sp, v);
 }
 
+/* How many threads wait for the GIL while holder holds it: asked of
+ * the kernel (two system calls a thread), so once every GIL_ASK_NS, not
+ * every round: the share of looks that found the GIL contended, and how
+ * many waited, go to the profile's summary. */
+#define GIL_ASK_NS 100000000LL
+
+static void count_gil_waiters(struct pyd_sampler *sp, uint64_t holder)
+{
+	struct pyd_prof_meta *m = &sp->prof->meta;
+	uint64_t waiting = 0;
+	bool asked = false;
+	for (size_t i = 0; i < sp->nth; i++) {
+		const struct sthread *t = &sp->th[i];
+		uint64_t gil = sp->in[t->interp].gil_struct;
+		if (!gil || t->tstate == holder)
+			continue;
+		asked = true;
+		waiting += pyd_waits_for_gil(sp->s->src, t->tid, gil);
+	}
+	if (!asked || !sp->s->src->futex_wait)
+		return;
+	m->gil_looks++;
+	m->gil_contended += waiting > 0;
+	m->gil_waiters += waiting;
+	if (waiting > m->gil_waiters_max)
+		m->gil_waiters_max = waiting;
+}
+
 static enum pyd_err sample_threads(struct pyd_sampler *sp, unsigned *nstacks)
 {
 	sp->round++;
@@ -1135,6 +1166,10 @@ static enum pyd_err sample_threads(struct pyd_sampler *sp, unsigned *nstacks)
 		sp->last_holder = holder;
 	}
 	find_collectors(sp, holder);
+	if (sp->mode == PYD_SAMPLE_GIL && sp->now - sp->gil_asked >= GIL_ASK_NS) {
+		sp->gil_asked = sp->now;
+		count_gil_waiters(sp, holder);
+	}
 	/* Greenlet mode shows switched-out greenlets of sleeping threads
 	 * too: no thread is left out as idle, so none is asked about. */
 	bool ask_run = sp->mode != PYD_SAMPLE_GREENLET &&

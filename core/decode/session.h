@@ -337,5 +337,11 @@ uint64_t pyd_gil_decode(const struct pyd_session *s, const uint8_t *buf);
  * waiting for the GIL blocks); 0 if unknown (3.6, no GIL). */
 #define PYD_GIL_SPAN 256
 uint64_t pyd_gil_struct(struct pyd_session *s, uint64_t interp);
+/* Is thread tid, which does not hold the GIL at gil (pyd_gil_struct),
+ * blocked on it?  The kernel says which futex a sleeping thread waits on
+ * (the source's futex_wait: live processes): a GIL waiter's is the GIL's
+ * mutex or condition variable (take_gil), a thread in a blocking call's
+ * is something else, or none. */
+bool pyd_waits_for_gil(const struct pyd_memsrc *src, int64_t tid, uint64_t gil);
 
 #endif

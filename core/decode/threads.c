@@ -195,18 +195,18 @@ static bool room_for_thread(struct dump_ctx *c)
 	return false;
 }
 
-/* Is thread tid, which does not hold the GIL at gil, blocked on it?  The
- * kernel says which futex a sleeping thread waits on: a GIL waiter's is
- * the GIL's mutex or condition variable (take_gil), a thread in a
- * blocking call's is something else, or none. */
-static bool waits_for_gil(struct dump_ctx *c, int64_t tid, uint64_t gil)
+bool pyd_waits_for_gil(const struct pyd_memsrc *src, int64_t tid, uint64_t gil)
 {
-	/* beneath the read-ahead's batch, which answers reads only */
-	const struct pyd_memsrc *src = c->fresh ? c->fresh : c->s->src;
 	uint64_t at = 0;
 	return gil && tid && src->futex_wait &&
 	       !src->futex_wait(src->ctx, tid, &at) && at >= gil &&
 	       at - gil < PYD_GIL_SPAN;
+}
+
+static bool waits_for_gil(struct dump_ctx *c, int64_t tid, uint64_t gil)
+{
+	/* beneath the read-ahead's batch, which answers reads only */
+	return pyd_waits_for_gil(c->fresh ? c->fresh : c->s->src, tid, gil);
 }
 
 static enum pyd_err add_thread(struct dump_ctx *c, uint64_t tstate,

@@ -472,7 +472,9 @@ static void json_meta(struct pyd_buf *b, const struct pyd_profile *p)
 	    "\"start_unix_us\": %llu, \"ticks\": %llu, "
 	    "\"samples\": %llu, \"errors\": %llu, \"missed\": %llu, "
 	    "\"reads\": %llu, \"cpu_samples\": %llu, "
-	    "\"await_samples\": %llu, \"truncated\": %s,\n",
+	    "\"await_samples\": %llu, \"gil_looks\": %llu, "
+	    "\"gil_contended\": %llu, \"gil_waiters\": %llu, "
+	    "\"gil_waiters_max\": %llu, \"truncated\": %s,\n",
 	    pyd_sample_mode_name(m->mode), p->lines ? "true" : "false",
 	    m->rate_hz, m->duration_s, m->interval_s,
 	    (unsigned long long)m->start_unix_us, (unsigned long long)m->ticks,
@@ -480,6 +482,10 @@ static void json_meta(struct pyd_buf *b, const struct pyd_profile *p)
 	    (unsigned long long)m->missed, (unsigned long long)m->reads,
 	    (unsigned long long)m->cpu_samples,
 	    (unsigned long long)m->await_samples,
+	    (unsigned long long)m->gil_looks,
+	    (unsigned long long)m->gil_contended,
+	    (unsigned long long)m->gil_waiters,
+	    (unsigned long long)m->gil_waiters_max,
 	    p->truncated ? "true" : "false");
 }
 

@@ -109,6 +109,9 @@ struct pyd_thread {
 	/* Blocked on the GIL's lock or condition variable: waiting to run
 	 * Python (live processes, 3.7+ with a GIL) */
 	bool waits_gil;
+	/* Raising or handling an exception (an except or finally under
+	 * way), as CPython 3.15's own tools tell it (pyd_in_exception) */
+	bool in_exception;
 	enum pyd_thread_run run;
 	struct pyd_frame *frames; /* innermost first */
 	size_t nframes;

@@ -13,7 +13,7 @@ import os
 import tempfile
 import time
 
-from harness.procs import TOOL_TIMEOUT, run, short
+from harness.procs import TOOL_TIMEOUT, run, short, task_states
 from harness.results import Result, settle
 from harness.target import Target, parse_json_out
 
@@ -167,3 +167,42 @@ def test_gil_contention_sampled(interp, tool, request):
                         % (target, short(err)))
     settle(Result("gil contention", "FAIL" if errs else "PASS", "\n".join(errs),
                   info="; ".join(info)), request.node)
+
+
+def test_exception_state(interp, tool, request):
+    """A thread raising or handling an exception says so, as CPython 3.15's
+    own dump does: on exc_states.py, "in_exception" in the JSON and
+    ", handling an exception" in the text header for exactly the threads
+    whose sys.exc_info() said so (an except block, a generator's, a nested
+    one), not for those past their handler or in none."""
+    errs = []
+    with Target(interp, "exc_states") as tg:
+        gt = tg.wait_ground_truth()
+        deadline = time.time() + 10     # every thread asleep, main too
+        while time.time() < deadline and not all(
+                task_states(tg.pid).get(t) == "S" for t in gt["tids"].values()):
+            time.sleep(0.02)
+        argv = [tool.path, "--json", str(tg.pid)]
+        rc, out, err, _ = run(argv, TOOL_TIMEOUT)
+        doc, e = parse_json_out(out) if rc == 0 else (None, "exit %s: %s" % (rc, short(err)))
+        argv2 = [tool.path, "--no-source", str(tg.pid)]
+        rc2, text, err2, _ = run(argv2, TOOL_TIMEOUT)
+    if e:
+        errs.append("%s: %s" % (" ".join(argv), e))
+    else:
+        by_tid = dict((t["tid"], t) for t in doc["threads"])
+        heads = dict((int(l.split()[1]), l) for l in text.decode("utf-8", "replace").splitlines()
+                     if l.startswith("Thread "))
+        for name, tid in sorted(gt["tids"].items()):
+            want = gt["handling"][name]
+            got = by_tid.get(tid, {}).get("in_exception")
+            if got is not want:
+                errs.append("thread %s (%d): in_exception %r, its own sys.exc_info() said %r"
+                            % (name, tid, got, want))
+            head = heads.get(tid, "")
+            if head.endswith(", handling an exception)") is not want:
+                errs.append("thread %s: text header %r, handling an exception: %r"
+                            % (name, head, want))
+    settle(Result("exception state", "FAIL" if errs else "PASS", "\n".join(errs),
+                  info="handling: %s" % sorted(n for n, v in gt["handling"].items() if v)),
+           request.node)

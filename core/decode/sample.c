@@ -207,7 +207,7 @@ struct pyd_sampler {
 	char gc[8];   /* "<GC>": a frame's function outlives the round */
 	uint64_t last_holder; /* gil mode: the predicted holder */
 	/* exception mode: None, once met, and the last value that was not */
-	uint64_t none, not_none;
+	struct pyd_exc_seen exc_seen;
 	/* async mode: the last round's reads, read again in one batch, and
 	 * the round's task names as the profile keeps them */
 	struct pyd_prefetch pf;
@@ -1075,48 +1075,14 @@ static void find_collectors(struct pyd_sampler *sp, uint64_t holder)
 	}
 }
 
-/* Is v an exception, not NULL or None (3.7-3.12 leave None in an item
- * whose handler ended)?  None is told by its type's name, once; the
- * last value that was not is remembered, so a steady one costs nothing. */
-static bool exception_value(struct pyd_sampler *sp, uint64_t v)
-{
-	const struct py_layout *L = &sp->s->layout;
-	if (!v || v == sp->none)
-		return false;
-	if (v == sp->not_none)
-		return true;
-	uint64_t type = 0;
-	char name[16];
-	if (pyd_read_ptr(sp->s, v + (uint64_t)L->object.ob_type, &type))
-		return false;
-	pyd_type_name(sp->s, type, name, sizeof name);
-	if (!strcmp(name, "NoneType")) {
-		sp->none = v;
-		return false;
-	}
-	sp->not_none = v;
-	return true;
-}
-
-/*
- * Exception mode: is thread t raising or handling an exception?  As
- * CPython 3.15's profiler: an exception being raised, or one handled in
- * the thread's own item (every plain function's handlers), both in the
- * batch; and, where exc_info points elsewhere (into a running generator
- * or coroutine), the value there, read on its own.
- */
+/* Exception mode: is thread t raising or handling an exception?  Its
+ * three fields come from the batch (pyd_in_exception says how). */
 static bool in_exception(struct pyd_sampler *sp, const struct sthread *t)
 {
-	const struct py_layout *L = &sp->s->layout;
-	if (pyd_u64_at(t->exc[0], 0) ||
-	    exception_value(sp, pyd_u64_at(t->exc[1], 0)))
-		return true;
-	uint64_t info = pyd_u64_at(t->exc[2], 0), v = 0;
-	uint64_t own = t->tstate + (uint64_t)(L->exc.handled -
-	                                      L->exc.item_value);
-	return L->exc.info != PYD_NO_FIELD && info && info != own &&
-	       !pyd_read_ptr(sp->s, info + (uint64_t)L->exc.item_value, &v) &&
-	       exception_value(sp, v);
+	return pyd_in_exception(sp->s, &sp->exc_seen, t->tstate,
+	                        pyd_u64_at(t->exc[0], 0),
+	                        pyd_u64_at(t->exc[1], 0),
+	                        pyd_u64_at(t->exc[2], 0));
 }
 
 /* How many threads wait for the GIL while holder holds it: asked of

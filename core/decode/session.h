@@ -344,4 +344,20 @@ uint64_t pyd_gil_struct(struct pyd_session *s, uint64_t interp);
  * is something else, or none. */
 bool pyd_waits_for_gil(const struct pyd_memsrc *src, int64_t tid, uint64_t gil);
 
+/* The last values pyd_in_exception found None and not None: a steady
+ * thread costs no read. */
+struct pyd_exc_seen {
+	uint64_t none, not_none;
+};
+/* Is the thread of tstate raising or handling an exception, given its
+ * fields layout.exc.raised, .handled and .info (0 where the version has
+ * none)?  As CPython 3.15's profiler: an exception being raised, or one
+ * handled in the thread's own item (every plain function's handlers);
+ * and, where exc_info points elsewhere (into a running generator or
+ * coroutine), the value there, read here.  3.7-3.12 leave None in an
+ * item whose handler ended: told by its type's name. */
+bool pyd_in_exception(struct pyd_session *s, struct pyd_exc_seen *seen,
+                      uint64_t tstate, uint64_t raised, uint64_t handled,
+                      uint64_t info);
+
 #endif

@@ -180,6 +180,7 @@ struct dump_ctx {
 	size_t cap;
 	size_t nframes; /* of every thread so far */
 	const struct pyd_memsrc *fresh; /* beneath the batch read ahead */
+	struct pyd_exc_seen exc_seen;
 };
 
 /* Room for one more thread in the dump (PYD_DUMP_MAX_THREADS, _FRAMES):
@@ -193,6 +194,54 @@ static bool room_for_thread(struct dump_ctx *c)
 			    "or %u frames in all",
 			    PYD_DUMP_MAX_THREADS, PYD_DUMP_MAX_FRAMES);
 	return false;
+}
+
+/* Is v an exception: not NULL, not None? */
+static bool exception_value(struct pyd_session *s, struct pyd_exc_seen *seen,
+                            uint64_t v)
+{
+	const struct py_layout *L = &s->layout;
+	if (!v || v == seen->none)
+		return false;
+	if (v == seen->not_none)
+		return true;
+	uint64_t type = 0;
+	char name[16];
+	if (pyd_read_ptr(s, v + (uint64_t)L->object.ob_type, &type))
+		return false;
+	pyd_type_name(s, type, name, sizeof name);
+	if (!strcmp(name, "NoneType")) {
+		seen->none = v;
+		return false;
+	}
+	seen->not_none = v;
+	return true;
+}
+
+bool pyd_in_exception(struct pyd_session *s, struct pyd_exc_seen *seen,
+                      uint64_t tstate, uint64_t raised, uint64_t handled,
+                      uint64_t info)
+{
+	const struct py_layout *L = &s->layout;
+	if (raised || exception_value(s, seen, handled))
+		return true;
+	uint64_t own = tstate + (uint64_t)(L->exc.handled - L->exc.item_value), v = 0;
+	return L->exc.info != PYD_NO_FIELD && info && info != own &&
+	       !pyd_read_ptr(s, info + (uint64_t)L->exc.item_value, &v) &&
+	       exception_value(s, seen, v);
+}
+
+/* The three exception fields of tstate, read (0 where absent). */
+static bool in_exception(struct dump_ctx *c, uint64_t tstate)
+{
+	const struct py_layout *L = &c->s->layout;
+	const int32_t at[3] = {L->exc.raised, L->exc.handled, L->exc.info};
+	uint64_t v[3] = {0, 0, 0};
+	for (int i = 0; i < 3; i++)
+		if (at[i] != PYD_NO_FIELD &&
+		    pyd_read_ptr(c->s, tstate + (uint64_t)at[i], &v[i]))
+			return false;
+	return pyd_in_exception(c->s, &c->exc_seen, tstate, v[0], v[1], v[2]);
 }
 
 bool pyd_waits_for_gil(const struct pyd_memsrc *src, int64_t tid, uint64_t gil)
@@ -232,6 +281,7 @@ static enum pyd_err add_thread(struct dump_ctx *c, uint64_t tstate,
 	t->run = os ? os->run : PYD_RUN_UNKNOWN;
 	t->waits_gil = !t->holds_gil && t->run == PYD_RUN_IDLE &&
 		       waits_for_gil(c, t->tid, gil);
+	t->in_exception = in_exception(c, tstate);
 	struct pyd_frame_buf fb = {0};
 	t->error = pyd_walk_stable(c->s, tstate, c->fresh, &fb, &d->retries);
 	if (t->error == PYD_E_READ && pyd_recover_outer(c->s, tstate, &fb)) {

@@ -98,9 +98,10 @@ static void thread_json(struct pyd_buf *b, const struct pyd_thread *t,
 		       (long long)t->tid, (long long)t->interp_id);
 	pyd_buf_json_str(b, t->name[0] ? t->name : NULL);
 	pyd_buf_printf(b, ", \"holds_gil\": %s, \"waits_for_gil\": %s, "
-			  "\"state\": \"%s\", \"error\": ",
+			  "\"in_exception\": %s, \"state\": \"%s\", \"error\": ",
 		       t->holds_gil ? "true" : "false",
-		       t->waits_gil ? "true" : "false", pyd_run_state_name(t->run));
+		       t->waits_gil ? "true" : "false",
+		       t->in_exception ? "true" : "false", pyd_run_state_name(t->run));
 	pyd_buf_json_str(b, t->error ? pyd_strerror(t->error) : NULL);
 	pyd_buf_printf(b, ", \"truncated\": %s",
 		       t->truncated ? "true" : "false");

@@ -17,9 +17,10 @@ static void thread_header(struct pyd_buf *b, const struct pyd_thread *t,
 		pyd_buf_printf(b, " \"%s\"", t->name);
 	if (ninterps > 1)
 		pyd_buf_printf(b, " in interpreter %lld", (long long)t->interp_id);
-	pyd_buf_printf(b, " (%s%s)\n", t->holds_gil ? "holds the GIL, " : "",
+	pyd_buf_printf(b, " (%s%s%s)\n", t->holds_gil ? "holds the GIL, " : "",
 		       t->waits_gil ? "waiting for the GIL"
-				    : pyd_run_state_name(t->run));
+				    : pyd_run_state_name(t->run),
+		       t->in_exception ? ", handling an exception" : "");
 }
 
 static void source_lines(struct pyd_buf *b, const struct pyd_frame *f,

@@ -344,10 +344,11 @@ uint64_t pyd_gil_struct(struct pyd_session *s, uint64_t interp);
  * is something else, or none. */
 bool pyd_waits_for_gil(const struct pyd_memsrc *src, int64_t tid, uint64_t gil);
 
-/* The last values pyd_in_exception found None and not None: a steady
- * thread costs no read. */
+/* The last values pyd_in_exception found None and not None, and the
+ * last type that was not NoneType: a steady thread costs no read, a new
+ * exception of a type seen one (its type's) read. */
 struct pyd_exc_seen {
-	uint64_t none, not_none;
+	uint64_t none, not_none, not_none_type;
 };
 /* Is the thread of tstate raising or handling an exception, given its
  * fields layout.exc.raised, .handled and .info (0 where the version has

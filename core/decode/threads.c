@@ -63,7 +63,8 @@ static void tstate_span(const struct py_layout *L, int32_t *lo, int32_t *hi)
 	const int32_t f[] = {L->tstate.next, L->tstate.frame,
 			     L->tstate.thread_id, L->tstate.native_thread_id,
 			     L->tstate.base_frame, L->datastack.chunk,
-			     L->datastack.top};
+			     L->datastack.top, L->exc.raised, L->exc.handled,
+			     L->exc.info};
 	*lo = f[0];
 	*hi = f[0] + 8;
 	for (size_t i = 1; i < sizeof f / sizeof *f; i++)
@@ -209,12 +210,17 @@ static bool exception_value(struct pyd_session *s, struct pyd_exc_seen *seen,
 	char name[16];
 	if (pyd_read_ptr(s, v + (uint64_t)L->object.ob_type, &type))
 		return false;
+	if (type && type == seen->not_none_type) {
+		seen->not_none = v;
+		return true;
+	}
 	pyd_type_name(s, type, name, sizeof name);
 	if (!strcmp(name, "NoneType")) {
 		seen->none = v;
 		return false;
 	}
 	seen->not_none = v;
+	seen->not_none_type = type;
 	return true;
 }
 

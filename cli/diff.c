@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../core/pyd_profile.h"
+#include "../core/report/profiles.h"
 #include "../frontend/options.h"
 #include "cli.h"
 

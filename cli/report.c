@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/pyd_stream.h"
+#include "../core/report/stream.h"
 #include "../frontend/options.h"
 #include "cli.h"
 

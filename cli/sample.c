@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../core/pyd_stream.h"
+#include "../core/report/stream.h"
 #include "../core/report/report.h"
 #include "../frontend/options.h"
 #include "../frontend/render.h"
@@ -37,21 +37,9 @@ static const char usage_head[] =
     "  -r, --rate HZ|max   samples per second (default 1000); max samples\n"
     "                      as fast as possible (hundreds of thousands/s)\n"
     "  -d, --duration SEC  stop after SEC seconds (default: Ctrl-C or exit)\n"
-    "  -n, --samples N     stop after N sampling rounds\n"
-    "  -m, --mode MODE     wall  every thread, every tick (default)\n"
-    "                      cpu   only threads on a CPU at the tick\n"
-    "                      gil   only the thread holding the GIL; every\n"
-    "                            0.1 s, who waits for it: the summary\n"
-    "                            says how contended it was\n"
-    "                      async every asyncio task: running ones at their\n"
-    "                            code, waiting ones at the await they sit\n"
-    "                            in, joined to the tasks awaiting them\n"
-    "                      exception  only threads raising an exception\n"
-    "                            or in an except/finally handling one\n"    "                      greenlet every greenlet (greenlet, gevent): the\n"
-    "                            running ones where their thread runs,\n"
-    "                            under <greenlet NAME>; switched-out ones\n"
-    "                            at the call they switched away in (the\n"
-    "                            greenlet releases --greenlets reads)\n"
+    "  -n, --samples N     stop after N sampling rounds\n";
+
+static const char usage_mid[] =
     "      --no-gc         no <GC> frame: by default a thread running the\n"
     "                      garbage collector has one on top of its stack\n"
     "                      (CPython 3.7 and later; 3.6 has no marker)\n"
@@ -152,9 +140,24 @@ void cli_format_help(void)
 	}
 }
 
+/* -m's rows: each mode's name and what it samples (modes.c). */
+static void mode_help(void)
+{
+	for (unsigned m = 0; m < PYD_SAMPLE_MODES; m++) {
+		const char *line = pyd_sample_modes[m].help;
+		printf("%-22s%-5s ", m ? "" : "  -m, --mode MODE",
+		       pyd_sample_modes[m].name);
+		for (const char *nl; (nl = strchr(line, '\n')); line = nl + 1)
+			printf("%.*s\n%28s", (int)(nl - line), line, "");
+		printf("%s\n", line);
+	}
+}
+
 static void usage(void)
 {
 	fputs(usage_head, stdout);
+	mode_help();
+	fputs(usage_mid, stdout);
 	cli_format_help();
 	fputs(usage_tail, stdout);
 }
@@ -753,13 +756,15 @@ static void summary(const struct run *r, const struct pyd_prof_meta *m,
 	        m->ticks ? (double)m->reads / (double)m->ticks : 0.0);
 	errors_summary(m);
 	missed_summary(m);
-	if (m->mode == PYD_SAMPLE_ASYNC)
-		fprintf(stderr,
-		        "pystack-dump sample: task samples on CPU %llu, "
-		        "awaiting %llu.\n",
+	const struct pyd_sample_mode_row *mode = pyd_sample_mode(m->mode);
+	if (mode->summary) {
+		fprintf(stderr, "pystack-dump sample: ");
+		fprintf(stderr, mode->summary,
 		        (unsigned long long)m->cpu_samples,
 		        (unsigned long long)m->await_samples);
-	if (m->mode == PYD_SAMPLE_GIL && m->gil_looks)
+		fprintf(stderr, ".\n");
+	}
+	if (m->gil_looks) /* PYD_READ_GIL_WAITERS */
 		fprintf(stderr,
 		        "pystack-dump sample: GIL contention: threads were "
 		        "waiting for the GIL in %.1f%% of %llu looks (every "
@@ -768,20 +773,11 @@ static void summary(const struct run *r, const struct pyd_prof_meta *m,
 		        (unsigned long long)m->gil_looks,
 		        (double)m->gil_waiters / (double)m->gil_looks,
 		        (unsigned long long)m->gil_waiters_max);
-	if (m->mode == PYD_SAMPLE_ASYNC && !m->samples && m->ticks)
-		fprintf(stderr,
-		        "pystack-dump sample: -m async found no asyncio task to "
-		        "sample: the process has not imported asyncio, or had no "
-		        "pending task (pystack-dump --tasks %d says which, and "
-		        "names another event loop it runs); the other modes "
-		        "sample its threads.\n",
-		        m->pid);
-	else if (m->mode == PYD_SAMPLE_GREENLET)
-		fprintf(stderr,
-		        "pystack-dump sample: greenlet samples running %llu, "
-		        "switched out %llu.\n",
-		        (unsigned long long)m->cpu_samples,
-		        (unsigned long long)m->await_samples);
+	if (mode->none_found && !m->samples && m->ticks) {
+		fprintf(stderr, "pystack-dump sample: ");
+		fprintf(stderr, mode->none_found, m->pid);
+		fprintf(stderr, ".\n");
+	}
 	if (r->o->opt.subprocesses)
 		processes_summary(r);
 	idle_summary(r);

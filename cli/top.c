@@ -19,7 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../core/pyd_profile.h"
+#include "../core/profile/sampler.h"
+#include "../core/report/profiles.h"
 #include "../core/report/report.h"
 #include "../frontend/options.h"
 #include "cli.h"

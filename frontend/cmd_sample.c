@@ -10,7 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../core/pyd_profile.h"
+#include "../core/profile/sampler.h"
+#include "../core/report/profiles.h"
 #include "commands.h"
 #include "explain.h"
 

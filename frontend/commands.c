@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "../core/grow.h"
-#include "../core/pyd_profile.h"
+#include "../core/report/profiles.h"
 #include "commands.h"
 #include "explain.h"
 

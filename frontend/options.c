@@ -200,9 +200,9 @@ static void diff_format_names(char *out, size_t size)
 static void mode_names(char *out, size_t size)
 {
 	size_t len = 0;
-	for (int m = PYD_SAMPLE_WALL; m <= PYD_SAMPLE_EXCEPTION && len < size; m++)
+	for (unsigned m = 0; m < PYD_SAMPLE_MODES && len < size; m++)
 		len += (size_t)snprintf(out + len, size - len, "%s%s",
-		                        m ? ", " : "", pyd_sample_mode_name(m));
+		                        m ? ", " : "", pyd_sample_modes[m].name);
 }
 
 /*

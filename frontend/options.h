@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../core/pyd_profile.h"
+#include "../core/report/profiles.h"
 
 /* The commands an option belongs to, a bit each. */
 #define PYD_IN_DUMP     1u  /* pystack-dump PID */

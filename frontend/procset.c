@@ -83,27 +83,6 @@ static bool ran_exec(const struct sampled *e)
 }
 
 /* Open e's process for sampling and give it a place in the profile. */
-/* Why a mode cannot sample a Python (%s: its version). */
-static const char *mode_refusal(enum pyd_sample_mode mode)
-{
-	switch (mode) {
-	case PYD_SAMPLE_ASYNC:
-		return "-m async is not supported on Python %s: it needs "
-		       "asyncio task graphs (CPython 3.7 and later)";
-	case PYD_SAMPLE_GREENLET:
-		return "-m greenlet is not supported on Python %s: it needs "
-		       "greenlet loaded, in a release --greenlets reads (3.3), "
-		       "on CPython 3.14 or 3.15 (not a free-threading build)";
-	case PYD_SAMPLE_GIL:
-		return "-m gil is not supported on Python %s, a free-threading "
-		       "build: it has no GIL, its threads run Python at the same "
-		       "time (-m cpu samples the threads on a CPU)";
-	default:
-		return "-m exception is not supported on Python %s: its layout "
-		       "has no thread exception state";
-	}
-}
-
 static enum pyd_err open_sources(struct procset *ps, struct sampled *e,
                                  char *detail, size_t detailsz)
 {
@@ -142,7 +121,7 @@ static enum pyd_err open_sources(struct procset *ps, struct sampled *e,
 		                       &e->sp);
 	if (err == PYD_E_UNSUPPORTED && e->sess) {
 		ps->mode_unsupported = true;
-		snprintf(detail, detailsz, mode_refusal(ps->mode),
+		snprintf(detail, detailsz, pyd_sample_mode(ps->mode)->refusal,
 		         pyd_session_version(e->sess));
 	}
 	if (err) {

@@ -11,7 +11,8 @@
 #define PYD_FRONTEND_PROCSET_H
 
 #include "../core/memsrc/layer.h"
-#include "../core/pyd_profile.h"
+#include "../core/profile/modes.h"
+#include "../core/profile/sampler.h"
 #include "target.h"
 
 /* Every read through src counted, for the summary's reads per round. */

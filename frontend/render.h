@@ -7,7 +7,7 @@
 #define PYD_FRONTEND_RENDER_H
 
 #include "../core/buf.h"
-#include "../core/pyd_profile.h"
+#include "../core/report/profiles.h"
 #include "options.h"
 
 /* The table leaves idle threads out, unless o->idle. */

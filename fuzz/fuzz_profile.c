@@ -6,7 +6,7 @@
  */
 #include <stdlib.h>
 
-#include "../core/pyd_profile.h"
+#include "../core/report/profiles.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -15,7 +15,8 @@
 
 #include "../core/memsrc/layer.h"
 #include "../core/memsrc/snapshot.h"
-#include "../core/pyd_profile.h"
+#include "../core/profile/sampler.h"
+#include "../core/report/profiles.h"
 #include "../core/report/report.h"
 #include "pipeline.h"
 

@@ -155,7 +155,7 @@ def test_bash_modes(complete, tool):
     err = subprocess.run([tool.path, "sample", "-m", "nope", "1"], capture_output=True,
                          text=True).stderr
     modes = re.search(r"\((.*)\)", err)[1].split(", ")
-    assert modes == ["wall", "cpu", "gil", "async", "exception"]
+    assert modes == ["wall", "cpu", "gil", "async", "exception", "greenlet"]
     assert complete("sample", "-m", "") == modes
     assert complete("top", "--mode", "") == modes
     assert complete("sample", "-m", "e") == ["exception"]

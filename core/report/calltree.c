@@ -5,8 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../pyd_profile.h"
-#include "report.h"
+#include "profiles.h"
 
 /* Command lines run long (a JVM-like list of flags): labels keep this
  * much of one. */

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "../grow.h"
-#include "../pyd_profile.h"
+#include "profiles.h"
 #include "report.h"
 
 
@@ -269,7 +269,7 @@ static bool write_flamegraph(struct pyd_buf *b, const struct pyd_profile *base,
 /* One tree of all threads, processes not apart. */
 static struct pyd_profile *as_one(const struct pyd_profile *p)
 {
-	struct pyd_profile *m = pyd_profile_merged(p);
+	struct pyd_profile *m = pyd_profile_view(p, PYD_PROF_NONE, false, true);
 	if (m)
 		m->by_process = false;
 	return m;

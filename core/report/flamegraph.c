@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../pyd_profile.h"
+#include "profiles.h"
 #include "flamegraph_html.h"
 #include "report.h"
 

@@ -8,8 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../pyd_stream.h"
-#include "report.h"
+#include "stream.h"
 
 const struct pyd_prof_format pyd_prof_formats[] = {
 	{"table", {NULL},
@@ -90,14 +89,16 @@ enum pyd_err pyd_report_prof(struct pyd_buf *b, const struct pyd_profile *p,
 {
 	if (!f->write && !f->write_opts)
 		return PYD_E_USAGE;
-	bool per_thread = o->per_thread || f->per_thread;
-	struct pyd_profile *merged = per_thread ? NULL : pyd_profile_merged(p);
-	if (!per_thread && !merged)
+	bool merge = !o->per_thread && !f->per_thread;
+	struct pyd_profile *view =
+	    merge || o->active ? pyd_profile_view(p, PYD_PROF_NONE, o->active, merge)
+	                       : NULL;
+	if ((merge || o->active) && !view)
 		return PYD_E_NOMEM;
 	if (f->write_opts)
-		f->write_opts(b, merged ? merged : p, o);
+		f->write_opts(b, view ? view : p, o);
 	else
-		f->write(b, merged ? merged : p, o->limit);
-	pyd_profile_free(merged);
+		f->write(b, view ? view : p, o->limit);
+	pyd_profile_free(view);
 	return b->failed ? PYD_E_NOMEM : PYD_OK;
 }

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../pyd_profile.h"
+#include "profiles.h"
 #include "report.h"
 
 

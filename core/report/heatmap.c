@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "../grow.h"
-#include "../pyd_profile.h"
+#include "profiles.h"
 #include "heatmap_html.h"
 #include "report.h"
 

@@ -4,8 +4,7 @@
  * {"t": seconds after the start, "pid", "tid", "thread", "frames":
  * [{"function", "file", "line"}, ...] innermost first}.
  */
-#include "../pyd_stream.h"
-#include "report.h"
+#include "stream.h"
 
 static void frame(struct pyd_buf *b, const struct pyd_prof_frame *f)
 {
@@ -29,7 +28,7 @@ static void jsonl_sample(struct pyd_buf *b, const struct pyd_profile *p,
 	               (double)p->meta.round_us / 1e6,
 	               p->processes[t->process].pid, (long long)t->tid);
 	pyd_buf_json_str(b, t->name);
-	if (pyd_sample_mode_awaits(p->meta.mode))
+	if (pyd_sample_mode(p->meta.mode)->unit)
 		pyd_buf_printf(b, ", \"awaiting\": %s",
 		               x->awaiting ? "true" : "false");
 	pyd_buf_put(b, ", \"frames\": [", 13);

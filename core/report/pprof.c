@@ -16,9 +16,8 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "../pyd_profile.h"
+#include "profiles.h"
 #include "../grow.h"
-#include "report.h"
 
 /* Field numbers of profile.proto. */
 enum {
@@ -369,7 +368,7 @@ static void put_sample(struct pp *e, const struct pp_thread *t, size_t depth,
 static void put_node_samples(struct pp *e, const struct pp_thread *t,
                              const struct pyd_prof_node *n, size_t depth)
 {
-	if (!pyd_sample_mode_awaits(e->p->meta.mode)) {
+	if (!pyd_sample_mode(e->p->meta.mode)->unit) {
 		if (n->self)
 			put_sample(e, t, depth, n->self, 0);
 		return;
@@ -469,7 +468,7 @@ static int64_t nanos(double s)
 static void put_header(struct pp *e)
 {
 	const struct pyd_prof_meta *m = &e->p->meta;
-	const char *type = pyd_sample_mode_awaits(m->mode)
+	const char *type = pyd_sample_mode(m->mode)->unit
 	                       ? "wall"
 	                       : pyd_sample_mode_name(m->mode);
 	e->period_ns = nanos(m->interval_s);
@@ -491,8 +490,8 @@ static void put_header(struct pp *e)
 		e->key_pid = intern(&e->st, "pid");
 	}
 	e->key_state = intern(&e->st, "state");
-	e->key_task = intern(&e->st, m->mode == PYD_SAMPLE_GREENLET ? "greenlet"
-	                                                           : "task");
+	const char *unit = pyd_sample_mode(m->mode)->unit;
+	e->key_task = intern(&e->st, unit ? unit : "task");
 	e->running = intern(&e->st, "running");
 	e->awaiting = intern(&e->st, "awaiting");
 }

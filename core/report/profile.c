@@ -7,9 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../pyd_profile.h"
+#include "profiles.h"
 #include "../grow.h"
-#include "report.h"
 
 const char *const pyd_prof_kind_names[PYD_PF_GC + 1] = {
     [PYD_PF_PYTHON] = "python",
@@ -229,20 +228,17 @@ static void table_header(struct pyd_buf *b, const struct pyd_profile *p)
 	if (p->by_process)
 		process_line(b, p);
 	idle_line(b, p);
-	if (pyd_sample_mode_awaits(m->mode))
+	const struct pyd_sample_mode_row *mode = pyd_sample_mode(m->mode);
+	if (mode->unit)
 		pyd_buf_printf(b,
 		               "%s on CPU: %llu samples (%.1f%%), "
 		               "%s: %llu samples (%.1f%%)\n",
-		               m->mode == PYD_SAMPLE_GREENLET ? "Greenlets running"
-		                                              : "Tasks",
-		               (unsigned long long)(all - awaiting),
-		               pct(all - awaiting, all),
-		               m->mode == PYD_SAMPLE_GREENLET ? "switched out"
-		                                              : "awaiting",
+		               mode->running, (unsigned long long)(all - awaiting),
+		               pct(all - awaiting, all), mode->waiting,
 		               (unsigned long long)awaiting, pct(awaiting, all));
 	pyd_buf_printf(b, "\n%10s %7s %10s %10s %7s %10s%s  %s\n", "direct",
 	               "direct%", "est.time", "cumul", "cumul%", "est.time",
-	               pyd_sample_mode_awaits(m->mode) ? "   await%" : "",
+	               mode->unit ? "   await%" : "",
 	               "function (file)");
 }
 
@@ -260,7 +256,7 @@ static void table_row(struct pyd_buf *b, const struct pyd_profile *p,
 	pyd_buf_printf(b, " %10llu %6.1f%% ", (unsigned long long)r->cum,
 	               pct(r->cum, all));
 	put_time(b, (double)r->cum * iv);
-	if (pyd_sample_mode_awaits(p->meta.mode))
+	if (pyd_sample_mode(p->meta.mode)->unit)
 		pyd_buf_printf(b, " %7.1f%%", pct(r->self_await, r->self));
 	pyd_buf_printf(b, "  %s\n",
 	               pyd_prof_frame_label(&f, label, sizeof label));
@@ -293,15 +289,10 @@ static void await_sites(struct pyd_buf *b, const struct pyd_profile *p,
 		order[best] = t;
 	}
 	if (n)
-		pyd_buf_printf(b,
-		               p->meta.mode == PYD_SAMPLE_GREENLET
-		                   ? "\nSwitch-out sites (samples of greenlets "
-		                     "switched out there):\n%10s %7s %10s  %s\n"
-		                   : "\nAwait sites (samples of tasks suspended "
-		                     "there):\n%10s %7s %10s  %s\n",
+		pyd_buf_printf(b, "\n%s:\n%10s %7s %10s  %s\n",
+		               pyd_sample_mode(p->meta.mode)->sites_title,
 		               "samples", "%", "est.time",
-		               p->meta.mode == PYD_SAMPLE_GREENLET ? "switched out at"
-		                                                   : "await at");
+		               pyd_sample_mode(p->meta.mode)->sites_column);
 	for (size_t i = 0; i < n && i < limit; i++) {
 		char label[1024];
 		uint64_t s = by_frame[order[i]];
@@ -340,7 +331,7 @@ static void table_of(struct pyd_buf *b, const struct pyd_profile *p,
 		               "... %zu more functions (--limit 0 shows "
 		               "all)\n",
 		               nrows - shown);
-	if (pyd_sample_mode_awaits(p->meta.mode))
+	if (pyd_sample_mode(p->meta.mode)->unit)
 		await_sites(b, p, limit ? limit : SIZE_MAX);
 	free(rows);
 }
@@ -354,7 +345,7 @@ void pyd_report_prof_table(struct pyd_buf *b, const struct pyd_profile *p,
 		return;
 	}
 	for (uint32_t i = 0; i < p->nprocesses && !b->failed; i++) {
-		struct pyd_profile *one = pyd_profile_of_process(p, i);
+		struct pyd_profile *one = pyd_profile_view(p, i, false, false);
 		if (!one) {
 			b->failed = true;
 			return;

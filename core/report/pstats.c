@@ -17,8 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../pyd_profile.h"
-#include "report.h"
+#include "profiles.h"
 
 /* A function: frames that differ only in their sampled line are one. */
 struct func_key {

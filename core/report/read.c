@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "../grow.h"
-#include "../pyd_profile.h"
+#include "profiles.h"
 #include "read.h"
 
 /* ZSTD_MAGICNUMBER, little-endian: a recording (sample -f raw). */

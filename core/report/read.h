@@ -8,7 +8,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 
-#include "../pyd_profile.h"
+#include "profiles.h"
 
 /* text is a NUL-terminated copy of the file, len bytes, which the reader
  * may cut into strings in place (the profile copies what it keeps).

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "../grow.h"
-#include "../pyd_profile.h"
+#include "profiles.h"
 #include "read.h"
 
 /* Deeper values are not a profile: it nests three levels. */

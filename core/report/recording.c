@@ -17,9 +17,8 @@
 #include <zstd.h>
 
 #include "../grow.h"
-#include "../pyd_stream.h"
+#include "stream.h"
 #include "read.h"
-#include "report.h"
 
 #define MAGIC       "PYDREC"
 #define VERSION     1
@@ -694,7 +693,7 @@ static void fill_meta(struct reader *rd)
 	if (rd->p->nprocesses)
 		m->python_version = rd->p->processes[0].python_version;
 	m->samples = rd->fed;
-	if (pyd_sample_mode_awaits(m->mode)) {
+	if (pyd_sample_mode(m->mode)->unit) {
 		m->await_samples = rd->awaiting;
 		m->cpu_samples = rd->fed - rd->awaiting;
 	}

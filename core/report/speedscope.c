@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../pyd_profile.h"
+#include "profiles.h"
 #include "../grow.h"
 #include "report.h"
 

@@ -1,5 +1,5 @@
 /*
- * The streamed formats' common part (pyd_stream.h): the profile's hook,
+ * The streamed formats' common part (stream.h): the profile's hook,
  * the records waiting in memory, when they are handed out, and the zstd
  * frames they go out in for a compressed format.  Each format's records
  * are its writer's (recording.c, jsonl.c).
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <zstd.h>
 
-#include "../pyd_stream.h"
+#include "stream.h"
 
 #define FLUSH_BYTES (64 * 1024)
 /* Fast enough to keep up with the sampler; 4 gives little more. */

@@ -75,7 +75,7 @@ static void test_sample_argv(void)
 	    {"-n", "1.5", "--samples wants a count, not '1.5'"},
 	    {"-d", "0", "--duration wants seconds, not '0'"},
 	    {"--limit", "x", "--limit wants a count, not 'x'"},
-	    {"-m", "nope", "unknown mode 'nope' (wall, cpu, gil, async, exception)"},
+	    {"-m", "nope", "unknown mode 'nope' (wall, cpu, gil, async, exception, greenlet)"},
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
 		char *a[] = {"sample", (char *)bad[i].opt,

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "../../core/pyd_profile.h"
+#include "../../core/report/profiles.h"
 #include "../../core/report/report.h"
 #include "check.h"
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../core/pyd_profile.h"
+#include "../../core/report/profiles.h"
 #include "../../core/report/report.h"
 #include "check.h"
 
@@ -68,7 +68,7 @@ static void test_counts_and_totals(void)
 	CHECK_EQ(self_of(n, true), 1);
 	CHECK_EQ(p->nframes, 3);
 
-	struct pyd_profile *m = pyd_profile_merged(p);
+	struct pyd_profile *m = pyd_profile_view(p, PYD_PROF_NONE, false, true);
 	CHECK_EQ(m->nthreads, 1);
 	CHECK_EQ(m->merged, true);
 	n = path(m, 0, a_b, 2);
@@ -202,7 +202,7 @@ static void test_processes(void)
 	pyd_profile_add(p, 1, 7, "MainThread", ab, 2, false);
 	pyd_profile_finish(p);
 	CHECK_EQ(p->nthreads, 3); /* tid 7 twice: two processes */
-	struct pyd_profile *m = pyd_profile_merged(p);
+	struct pyd_profile *m = pyd_profile_view(p, PYD_PROF_NONE, false, true);
 	CHECK_EQ(m->nthreads, 2);
 	CHECK_EQ(m->threads_merged, 3);
 	CHECK_EQ(m->threads[0].folded, 2);
@@ -215,7 +215,7 @@ static void test_processes(void)
 	                        "b (app.py:20) 1\n") != NULL,
 	         true);
 	pyd_buf_free(&b);
-	struct pyd_profile *w = pyd_profile_of_process(m, 1);
+	struct pyd_profile *w = pyd_profile_view(m, 1, false, false);
 	CHECK_EQ(w->nthreads, 1);
 	CHECK_EQ(w->threads_merged, 1);
 	CHECK_EQ(w->meta.pid, 200);

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../core/pyd_profile.h"
+#include "../../core/report/profiles.h"
 #include "../../core/report/report.h"
 #include "check.h"
 
@@ -278,7 +278,7 @@ static void test_by_process(const char *dir)
 	         1);
 	CHECK_EQ(count(b.data, "\"isMainThread\": true"), 2);
 	pyd_buf_free(&b);
-	struct pyd_profile *m = pyd_profile_merged(p);
+	struct pyd_profile *m = pyd_profile_view(p, PYD_PROF_NONE, false, true);
 	pyd_report_prof_flamegraph(&b, m, 0);
 	CHECK_EQ(count(b.data, "[0, \"all threads\", "), 2);
 	CHECK_EQ(count(b.data, "\"process 77 (python3 worker.py)\"]"), 1);

@@ -11,10 +11,10 @@
  * most its tail.  Core does no I/O: the sink writes.
  * docs/recording-format.md describes the raw format.
  */
-#ifndef PYD_STREAM_H
-#define PYD_STREAM_H
+#ifndef PYD_REPORT_STREAM_H
+#define PYD_REPORT_STREAM_H
 
-#include "pyd_profile.h"
+#include "profiles.h"
 
 /* What a streamed format's row in the table of formats points to. */
 struct pyd_stream_writer {

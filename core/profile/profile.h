@@ -1,45 +1,38 @@
 /*
- * Sampling profiles: samples aggregated into call trees as they come, so
+ * The profile model: samples aggregated into call trees as they come, so
  * memory grows with the number of distinct stacks, never with the number
  * of samples.
  *
  * Node 0 is the root.  Its children are one node per thread (or per
  * thread running asyncio tasks, in async mode); under each, the frames
  * outermost first.  Every thread belongs to a process: one for the
- * process sampled, more with sample --subprocesses (by_process).  Frames are interned by content: two code objects
- * with the same names, file, first line and line are one frame.  The reports in
- * core/report/profile*.c read these structs directly.
+ * process sampled, more with sample --subprocesses (by_process).  Frames
+ * are interned by content: two code objects with the same names, file,
+ * first line and line are one frame.
+ *
+ * Samplers (sampler.h) and readers of saved profiles (report/read.c)
+ * build one; the writers (report/profiles.h) read it finished, through
+ * the structs below and pyd_profile_view, and never build.
  */
-#ifndef PYD_PROFILE_H
-#define PYD_PROFILE_H
+#ifndef PYD_PROFILE_PROFILE_H
+#define PYD_PROFILE_PROFILE_H
 
-#include "pyd.h"
-#include "buf.h"
+#include "../pyd.h"
+#include "../buf.h"
 
 #define PYD_PROF_NONE UINT32_MAX
 
+/* The mode a profile was sampled in: the index of its row in the table
+ * of modes (modes.h).  Recordings store it: a new mode goes last. */
 enum pyd_sample_mode {
-	PYD_SAMPLE_WALL,  /* every thread every tick */
-	PYD_SAMPLE_CPU,   /* threads on a CPU at the tick */
-	PYD_SAMPLE_GIL,   /* the thread holding the GIL */
-	PYD_SAMPLE_ASYNC, /* every asyncio task, running or awaiting */
-	PYD_SAMPLE_EXCEPTION, /* threads raising or handling an exception */
-	PYD_SAMPLE_GREENLET,  /* every greenlet, running or switched out */
-	PYD_SAMPLE_MODES      /* how many there are */
+	PYD_SAMPLE_WALL,
+	PYD_SAMPLE_CPU,
+	PYD_SAMPLE_GIL,
+	PYD_SAMPLE_ASYNC,
+	PYD_SAMPLE_EXCEPTION,
+	PYD_SAMPLE_GREENLET,
+	PYD_SAMPLE_MODES /* how many there are */
 };
-
-/* Modes whose samples include stacks waiting rather than running
- * (asyncio tasks awaiting, greenlets switched out): the profile counts
- * those apart (self_await, await_samples). */
-static inline bool pyd_sample_mode_awaits(enum pyd_sample_mode m)
-{
-	return m == PYD_SAMPLE_ASYNC || m == PYD_SAMPLE_GREENLET;
-}
-
-/* "wall", "cpu", "gil", "async", "exception", "greenlet" */
-const char *pyd_sample_mode_name(enum pyd_sample_mode m);
-/* The mode of that name; false if there is none. */
-bool pyd_sample_mode_named(const char *name, enum pyd_sample_mode *m);
 
 enum pyd_prof_frame_kind {
 	PYD_PF_PYTHON, /* a Python function */
@@ -94,7 +87,7 @@ struct pyd_prof_process {
 	char cmdline[256];       /* arguments joined by blanks, or "" */
 	char python_version[16]; /* "3.12.1" */
 	bool exited; /* it exited (or ran exec) while being sampled */
-	/* Its idle threads a copy left out (pyd_profile_active) and their
+	/* Its idle threads a view left out (pyd_profile_view) and their
 	 * samples, for the table to say what it does not show. */
 	size_t idle_threads;
 	uint64_t idle_samples;
@@ -151,14 +144,14 @@ struct pyd_profile {
 	bool by_process; /* reports keep processes apart (--subprocesses) */
 	bool lines;     /* frames keep their line numbers */
 	bool truncated; /* the node limit was hit: deeper frames were folded */
-	bool merged;    /* one tree for all threads (pyd_profile_merged) */
+	bool merged;    /* one tree for all threads (a merged view) */
 	/* Samplers mark the garbage collector's runs with a <GC> frame
 	 * (true from pyd_profile_new; set before the first sample). */
 	bool gc;
 	size_t threads_merged; /* how many threads that tree holds */
 	struct pyd_prof_meta meta;
 	/* Told of every sample once it is counted (optional): the streamed
-	 * formats (pyd_stream.h) write samples as they come. */
+	 * formats (report/stream.h) write samples as they come. */
 	void (*on_sample)(void *ctx, const struct pyd_profile *p,
 	                  const struct pyd_prof_sample *s);
 	void *on_sample_ctx;
@@ -248,157 +241,13 @@ void pyd_profile_finish(struct pyd_profile *p);
  */
 struct pyd_profile *pyd_profile_split(struct pyd_profile *p);
 
-/* A finished copy with every thread's tree of a process merged into one
- * thread (tid 0, "all threads"), one per process; NULL if out of memory. */
-struct pyd_profile *pyd_profile_merged(const struct pyd_profile *p);
-/* A finished copy without the idle threads (pyd_prof_thread_idle); NULL
- * if out of memory. */
-struct pyd_profile *pyd_profile_active(const struct pyd_profile *p);
-/* A finished copy of only the threads of process proc (its processes
- * stay all listed); NULL if out of memory. */
-struct pyd_profile *pyd_profile_of_process(const struct pyd_profile *p,
-                                           uint32_t proc);
-
-struct pyd_stream_writer;
-
-/* How pyd_report_prof writes a profile. */
-struct pyd_prof_opts {
-	bool per_thread; /* a tree per thread; else one merged tree */
-	size_t limit;    /* rows of a format with rows; 0 for all */
-	/* Optional: the text of a source line (no newline), or NULL.  Core
-	 * reads no files; the frontend knows where they are. */
-	const char *(*source_line)(void *ctx, const char *file, int line);
-	void *source_ctx;
-};
-
-/*
- * The formats a profile is written in: one table (core/report/formats.c)
- * that -f, the -o file name, every --help and the tests read.
- */
-struct pyd_prof_format {
-	const char *name;        /* -f NAME */
-	const char *suffixes[3]; /* file names ending so pick it (-o) */
-	const char *summary;     /* for --help: lines of up to 34 columns */
-	/* Always every thread's tree, even when asked to merge them: the
-	 * format's viewers pick threads themselves. */
-	bool per_thread;
-	void (*write)(struct pyd_buf *b, const struct pyd_profile *p,
-	              size_t limit);
-	/* Instead of write, for a format that needs more than the limit
-	 * (the heat map's source lines). */
-	void (*write_opts)(struct pyd_buf *b, const struct pyd_profile *p,
-	                   const struct pyd_prof_opts *o);
-	/* A streamed format instead (write and write_opts NULL): written
-	 * sample by sample as they are taken (pyd_stream.h). */
-	const struct pyd_stream_writer *stream;
-};
-
-/* Every format, in the order the help lists them; ends with a NULL name. */
-extern const struct pyd_prof_format pyd_prof_formats[];
-
-/* The format called name; NULL if none is. */
-const struct pyd_prof_format *pyd_prof_format_named(const char *name);
-/* The format a file name asks for by its longest matching suffix
- * (x.speedscope.json is speedscope, not json); collapsed if none. */
-const struct pyd_prof_format *pyd_prof_format_for_file(const char *path);
-/* "table, collapsed, ..., json" into out: every name, for messages. */
-void pyd_prof_format_list(char *out, size_t size);
-
-/*
- * Write a finished profile as format f: one merged tree unless
- * o->per_thread (or f->per_thread).  PYD_E_USAGE for a streamed format,
- * which no finished profile holds.
- */
-enum pyd_err pyd_report_prof(struct pyd_buf *b, const struct pyd_profile *p,
-			     const struct pyd_prof_format *f,
-			     const struct pyd_prof_opts *o);
-
-/*
- * Reading a saved profile back (core/report/read.c): pystack-dump's JSON
- * tree, collapsed stacks or a recording (sample -f raw), told apart by
- * their content.  data is the
- * whole file (copied).  A finished profile into *out (pyd_profile_free
- * it), or PYD_E_PROFILE with why in detail.
- */
-enum pyd_err pyd_profile_read(const char *data, size_t len,
-                              struct pyd_profile **out, char *detail,
-                              size_t detailsz);
-
-/*
- * Comparing two finished profiles (core/report/diff.c): now (the newer)
- * against base, by each frame's share of its profile's samples.  The formats: "table"
- * (functions that grew and shrank most, limit rows each; 0: all),
- * "collapsed" (each stack's samples in both and the change of its
- * share), "flamegraph" (now's graph coloured by the change).
- */
-extern const char *const pyd_diff_formats[];
-/* PYD_E_USAGE if format is none of them. */
-enum pyd_err pyd_report_diff(struct pyd_buf *b, const struct pyd_profile *base,
-                             const struct pyd_profile *now,
-                             const char *format, size_t limit);
-
-/*
- * The sampler: takes samples of a live target (without stopping it) into
- * a profile.  Each round asks for one batched read of every node seen in
- * the previous round (thread states and their frames) and only reads
- * on its own where the stack changed, so a steady stack costs one read.
- */
-struct pyd_sampler;
-
-/* Samples go to process index process of prof (pyd_profile_process).
- * PYD_E_UNSUPPORTED for async mode where tasks cannot be decoded, for
- * exception mode where the layout has no thread exception state. */
-enum pyd_err pyd_sampler_open(struct pyd_session *s, enum pyd_sample_mode mode,
-                              struct pyd_profile *prof, uint32_t process,
-                              struct pyd_sampler **out);
-void pyd_sampler_close(struct pyd_sampler *sp);
-
-/*
- * One round: record the stacks the mode asks for (*nstacks of them).
- * PYD_E_EXITED when the target is gone; another error means the round
- * failed (a stack changed under every retry), which a profiler counts
- * and goes on.
- */
-enum pyd_err pyd_sample(struct pyd_sampler *sp, unsigned *nstacks);
-/* The same for a round that starts at now (CLOCK_MONOTONIC ns), which a
- * caller that reads the clock anyway passes on: at the fastest rate
- * a look at the clock is a fair part of a round. */
-enum pyd_err pyd_sample_at(struct pyd_sampler *sp, int64_t now,
-                           unsigned *nstacks);
-
-/* How long and how fast pyd_sample_loop samples. */
-struct pyd_sample_loop {
-	double rate;         /* rounds per second; 0: as fast as possible */
-	uint64_t max_rounds; /* 0: no limit */
-	double max_seconds;  /* 0: no limit */
-	/* Polled every round (optional): true ends the loop (Ctrl-C). */
-	bool (*stop)(void *ctx);
-	/* Called after every round (optional): a status line, say. */
-	void (*tick)(void *ctx, const struct pyd_prof_meta *m);
-	/* Takes the rounds instead of pyd_sample_at(sp) (optional; sp is
-	 * then NULL): over several samplers, say; now as pyd_sample_at's.
-	 * Returns as pyd_sample does. */
-	enum pyd_err (*round)(void *ctx, int64_t now, unsigned *nstacks);
-	void *ctx;
-};
-
-enum pyd_sample_end {
-	PYD_END_ROUNDS,  /* max_rounds taken */
-	PYD_END_TIME,    /* max_seconds passed */
-	PYD_END_STOPPED, /* stop() said so */
-	PYD_END_EXITED,  /* the target exited */
-	PYD_END_NOMEM,
-};
-
-/*
- * Sample at the rate asked until one of the ends; ticks that pass while a
- * round runs late are counted as missed, not made up.  Fills m's ticks,
- * samples, errors, missed, duration_s and interval_s.
- */
-enum pyd_sample_end pyd_sample_loop(struct pyd_sampler *sp,
-				    const struct pyd_sample_loop *l,
-				    struct pyd_prof_meta *m);
-/* "duration reached", "interrupted", ... for a summary line. */
-const char *pyd_sample_end_text(enum pyd_sample_end e);
+/* A finished copy of p for a writer, made once: only the threads of
+ * process proc (PYD_PROF_NONE: every process; its processes stay all
+ * listed), without the idle ones (pyd_prof_thread_idle) if active, and
+ * each process's threads merged into one (tid 0, "all threads") if
+ * merge; a view of one process is described as that process (meta's
+ * pid and version).  NULL if out of memory. */
+struct pyd_profile *pyd_profile_view(const struct pyd_profile *p,
+                                     uint32_t proc, bool active, bool merge);
 
 #endif

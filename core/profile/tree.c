@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../pyd_profile.h"
+#include "profile.h"
 #include "../grow.h"
 
 #define DEFAULT_MAX_NODES (1u << 20)
@@ -729,43 +729,13 @@ static struct pyd_profile *copy_profile(const struct pyd_profile *p,
 	return m;
 }
 
-struct pyd_profile *pyd_profile_merged(const struct pyd_profile *p)
+struct pyd_profile *pyd_profile_view(const struct pyd_profile *p,
+                                     uint32_t proc, bool active, bool merge)
 {
-	return copy_profile(p, PYD_PROF_NONE, false, true);
-}
-
-struct pyd_profile *pyd_profile_active(const struct pyd_profile *p)
-{
-	return copy_profile(p, PYD_PROF_NONE, true, false);
-}
-
-struct pyd_profile *pyd_profile_of_process(const struct pyd_profile *p,
-                                           uint32_t proc)
-{
-	struct pyd_profile *m = copy_profile(p, proc, false, false);
+	struct pyd_profile *m = copy_profile(p, proc, active, merge);
 	if (m && proc < p->nprocesses) {
 		m->meta.pid = p->processes[proc].pid;
 		m->meta.python_version = p->processes[proc].python_version;
 	}
 	return m;
-}
-
-#define COUNT(a) (sizeof(a) / sizeof *(a))
-
-static const char *const mode_names[PYD_SAMPLE_MODES] = {
-    "wall", "cpu", "gil", "async", "exception", "greenlet"};
-
-const char *pyd_sample_mode_name(enum pyd_sample_mode m)
-{
-	return (unsigned)m < COUNT(mode_names) ? mode_names[m] : "unknown";
-}
-
-bool pyd_sample_mode_named(const char *name, enum pyd_sample_mode *m)
-{
-	for (size_t i = 0; i < COUNT(mode_names); i++)
-		if (!strcmp(name, mode_names[i])) {
-			*m = (enum pyd_sample_mode)i;
-			return true;
-		}
-	return false;
 }

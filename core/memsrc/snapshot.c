@@ -20,7 +20,7 @@
 
 #include "../grow.h"
 #include "layer.h"
-#include "../runtime/runtime.h" /* the runtime record a snapshot keeps */
+#include "../pyd_runtime.h" /* the runtime record a snapshot keeps */
 
 #ifndef PYD_VERSION
 #define PYD_VERSION "dev"

@@ -21,7 +21,7 @@
 
 #include "memsrc.h"
 
-/* Where the interpreter is (runtime.h): a snapshot keeps it, so that
+/* Where the interpreter is (pyd_runtime.h): a snapshot keeps it, so that
  * replaying needs no binary; its callers only pass it through. */
 struct pyd_runtime;
 
